@@ -1,0 +1,26 @@
+"""Errors a user can cause. The CLI turns each into one line on stderr and an exit code."""
+
+
+class TracekitError(Exception):
+    """Base class: ``str(err)`` is the one line shown to the user; ``exit_code`` the process status."""
+
+    exit_code = 2
+
+
+class TraceError(TracekitError):
+    """The trace file cannot be read as a Kineto/Chrome trace (missing, empty, not JSON, truncated...)."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+class UsageError(TracekitError):
+    """A flag or argument combination that cannot be honoured."""
+
+
+class GateFailed(TracekitError):
+    """A regression gate or expectation was broken (exit code 1)."""
+
+    exit_code = 1
