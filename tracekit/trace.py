@@ -1,0 +1,156 @@
+"""The typed model every analysis reads: a :class:`Trace` of Polars frames with fixed schemas.
+
+Produced only by :func:`tracekit.load.load`. All times are ``Int64`` nanoseconds on one clock per
+trace (relative to ``meta.base_time_ns`` when the file has ``baseTimeNanoseconds``, else the file's own
+absolute clock). ``end`` is always ``ts + dur``. ``idx`` is the event's position in ``traceEvents``
+and is the tiebreaker of every sort, so results are deterministic.
+
+Frames and their columns (dtypes):
+
+``ops`` — CPU-side spans (``ph == "X"``; categories ``cpu_op``, ``user_annotation``,
+``python_function``):
+    idx u32, cat str, name str, pid str, tid str, ts i64, dur i64, end i64, external_id i64?,
+    record_function_id i64?, sequence_number i64?, input_dims str? (raw JSON text, parse with
+    :func:`tracekit.shapes.parse_dims`), input_types str? (raw JSON text)
+
+``launches`` — host calls into the GPU runtime or driver (categories ``cuda_runtime``,
+``cuda_driver``, and any other ``*_runtime``/``*_driver``):
+    idx u32, cat str, name str, pid str, tid str, ts i64, dur i64, end i64, correlation i64?,
+    external_id i64?, cbid i64?
+
+``gpu`` — activities on a device (categories ``kernel``, ``gpu_memcpy``, ``gpu_memset``,
+``gpu_user_annotation``, ``cuda_sync``):
+    idx u32, kind str (``kernel`` | ``memcpy`` | ``memset`` | ``annotation`` | ``sync``), name str,
+    pid str, tid str, ts i64, dur i64, end i64, device i64?, stream i64?, correlation i64?,
+    external_id i64?, grid str? (raw JSON), block str? (raw JSON), registers i64?,
+    shared_memory i64?, bytes i64?
+
+``overhead`` — profiler overhead spans (category ``overhead``, e.g. "Activity Buffer Request"):
+    idx u32, name str, pid str, tid str, ts i64, dur i64, end i64
+
+``flows`` — flow events (``ph`` ``s``/``f``; categories ``ac2g``, ``fwdbwd``; 2021's ``async``
+normalised to ``ac2g``):
+    idx u32, cat str, ph str, id i64?, pid str, tid str, ts i64
+
+``memory`` — ``[memory]`` instant events:
+    idx u32, pid str, tid str, ts i64, addr i64?, bytes i64?, total_allocated i64?,
+    total_reserved i64?, device_type i64?, device_id i64?
+
+``threads`` — metadata names: kind str (``process`` | ``thread``), pid str, tid str, name str
+
+``steps`` — one row per ``ProfilerStep#N`` span, sorted by ``ts``:
+    name str, number i64, ts i64, dur i64, end i64, pid str, tid str
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+OPS_SCHEMA: dict[str, pl.DataType] = {
+    "idx": pl.UInt32, "cat": pl.String, "name": pl.String, "pid": pl.String, "tid": pl.String,
+    "ts": pl.Int64, "dur": pl.Int64, "end": pl.Int64, "external_id": pl.Int64,
+    "record_function_id": pl.Int64, "sequence_number": pl.Int64, "input_dims": pl.String,
+    "input_types": pl.String,
+}
+LAUNCHES_SCHEMA: dict[str, pl.DataType] = {
+    "idx": pl.UInt32, "cat": pl.String, "name": pl.String, "pid": pl.String, "tid": pl.String,
+    "ts": pl.Int64, "dur": pl.Int64, "end": pl.Int64, "correlation": pl.Int64,
+    "external_id": pl.Int64, "cbid": pl.Int64,
+}
+GPU_SCHEMA: dict[str, pl.DataType] = {
+    "idx": pl.UInt32, "kind": pl.String, "name": pl.String, "pid": pl.String, "tid": pl.String,
+    "ts": pl.Int64, "dur": pl.Int64, "end": pl.Int64, "device": pl.Int64, "stream": pl.Int64,
+    "correlation": pl.Int64, "external_id": pl.Int64, "grid": pl.String, "block": pl.String,
+    "registers": pl.Int64, "shared_memory": pl.Int64, "bytes": pl.Int64,
+}
+OVERHEAD_SCHEMA: dict[str, pl.DataType] = {
+    "idx": pl.UInt32, "name": pl.String, "pid": pl.String, "tid": pl.String,
+    "ts": pl.Int64, "dur": pl.Int64, "end": pl.Int64,
+}
+FLOWS_SCHEMA: dict[str, pl.DataType] = {
+    "idx": pl.UInt32, "cat": pl.String, "ph": pl.String, "id": pl.Int64, "pid": pl.String,
+    "tid": pl.String, "ts": pl.Int64,
+}
+MEMORY_SCHEMA: dict[str, pl.DataType] = {
+    "idx": pl.UInt32, "pid": pl.String, "tid": pl.String, "ts": pl.Int64, "addr": pl.Int64,
+    "bytes": pl.Int64, "total_allocated": pl.Int64, "total_reserved": pl.Int64,
+    "device_type": pl.Int64, "device_id": pl.Int64,
+}
+THREADS_SCHEMA: dict[str, pl.DataType] = {
+    "kind": pl.String, "pid": pl.String, "tid": pl.String, "name": pl.String,
+}
+STEPS_SCHEMA: dict[str, pl.DataType] = {
+    "name": pl.String, "number": pl.Int64, "ts": pl.Int64, "dur": pl.Int64, "end": pl.Int64,
+    "pid": pl.String, "tid": pl.String,
+}
+
+#: Launch calls whose correlation id links to GPU activity (runtime, driver, ROCm).
+KERNEL_LAUNCH_APIS = frozenset({
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchKernelEx", "cudaLaunchCooperativeKernel",
+    "cudaLaunchCooperativeKernelMultiDevice", "cuLaunchKernel", "cuLaunchKernelEx",
+    "cuLaunchCooperativeKernel", "cudaMemcpyAsync", "cudaMemcpy", "cudaMemcpy2DAsync",
+    "cudaMemsetAsync", "cudaMemset", "cudaGraphLaunch", "cuGraphLaunch",
+    "hipLaunchKernel", "hipExtLaunchKernel", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel",
+    "hipMemcpyAsync", "hipMemcpyWithStream", "hipMemsetAsync", "hipGraphLaunch",
+})
+
+
+def empty_frame(schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """An empty frame with ``schema`` (used for traces without such events)."""
+    return pl.DataFrame(schema=schema)
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One entry of the trace's ``deviceProperties`` (fields the reports show)."""
+
+    id: int
+    name: str
+    compute_capability: str | None = None
+    num_sms: int | None = None
+    total_global_mem: int | None = None
+
+
+@dataclass(frozen=True)
+class TraceMeta:
+    """Top-level facts of a trace file.
+
+    ``versions`` maps the version keys found (``schemaVersion``, ``cuda_runtime_version``,
+    ``cuda_driver_version``, ``cupti_version``, ``roctracer_version``, ``hip_*``...) to their text.
+    ``vendor`` is ``"nvidia"``, ``"amd"``, or ``"cpu"`` when the trace has no GPU activity at all.
+    """
+
+    path: str
+    size_bytes: int
+    base_time_ns: int | None
+    devices: tuple[DeviceInfo, ...]
+    versions: dict[str, str]
+    distributed: dict[str, Any] | None
+    vendor: str
+    time_format: str  # "relative-ns3" | "absolute-us-int" | "absolute-us3" | "empty"
+    event_count: int
+    trace_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A loaded trace: the frames documented in this module's docstring plus :class:`TraceMeta`."""
+
+    meta: TraceMeta
+    ops: pl.DataFrame
+    launches: pl.DataFrame
+    gpu: pl.DataFrame
+    overhead: pl.DataFrame
+    flows: pl.DataFrame
+    memory: pl.DataFrame
+    threads: pl.DataFrame
+    steps: pl.DataFrame
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kernels(self) -> pl.DataFrame:
+        """GPU rows that are kernels (not memcpy, memset, annotations or syncs)."""
+        return self.gpu.filter(pl.col("kind") == "kernel")
