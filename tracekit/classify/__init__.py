@@ -1,0 +1,83 @@
+"""The kernel taxonomy: a GPU activity name (plus what launched it) -> class, library, decoded fields.
+
+Contract
+--------
+``classify_kernel(name, *, kind="kernel", launch_api=None, cpu_op=None) -> KernelInfo`` is total: it never
+raises, for any text, and ``KernelInfo.kernel_class`` is always one of :data:`CLASSES`. It is pure and
+memoised (``functools.lru_cache``), so calling it again for a name already seen costs a dict look-up.
+
+``classify_frame(gpu)`` takes a Polars frame with at least ``name`` (str) and ``kind`` (str) and
+optionally ``launch_api`` (str) and ``cpu_op`` (str), and returns the same frame, rows in the same order,
+with four columns appended (replacing any of the same name):
+
+========================  ======  ==========================================================
+column                    dtype   meaning
+========================  ======  ==========================================================
+``kernel_class``          String  one of :data:`CLASSES`
+``library``               String  cublas, cublasLt, cutlass, cudnn, aten, inductor, triton, ...
+``decoded``               String  JSON object text, keys sorted (``msgspec.json.encode(order="sorted")``)
+``rule``                  String  name of the rule that matched, for explanations
+========================  ======  ==========================================================
+
+Traces carry millions of kernel rows but only hundreds of distinct names, so ``classify_frame``
+classifies each distinct ``(name, kind, launch_api, cpu_op)`` once and joins the answers back.
+
+The rules themselves are the data table :data:`tracekit.classify.rules.RULES`; decoders live in
+:mod:`~tracekit.classify.gemm`, :mod:`~tracekit.classify.inductor`, :mod:`~tracekit.classify.aten` and
+:mod:`~tracekit.classify.misc`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tracekit.classify.rules import CLASSES, RULES, KernelInfo, Rule, classify_kernel
+
+if TYPE_CHECKING:  # polars is imported lazily so that `classify_kernel` alone stays cheap to import
+    import polars as pl
+
+__all__ = ["CLASSES", "RULES", "KernelInfo", "Rule", "classify_frame", "classify_kernel"]
+
+_KEYS = ("name", "kind", "launch_api", "cpu_op")
+_OUT = ("kernel_class", "library", "decoded", "rule")
+
+
+def classify_frame(gpu: "pl.DataFrame") -> "pl.DataFrame":
+    """Return ``gpu`` with ``kernel_class``, ``library``, ``decoded`` (JSON text) and ``rule`` appended.
+
+    Each distinct ``(name, kind, launch_api, cpu_op)`` combination is classified exactly once; missing
+    optional columns count as null. Row order and all existing columns are kept.
+    """
+    import msgspec
+    import polars as pl
+
+    frame = gpu.drop([c for c in _OUT if c in gpu.columns])
+    keys = frame.select(
+        [
+            (pl.col(c).cast(pl.String) if c in frame.columns else pl.lit(None, dtype=pl.String)).alias(c)
+            for c in _KEYS
+        ]
+    )
+    distinct = keys.unique(maintain_order=True)
+    rows = []
+    for name, kind, launch_api, cpu_op in distinct.iter_rows():
+        info = classify_kernel(
+            name if name is not None else "",
+            kind=kind if kind is not None else "kernel",
+            launch_api=launch_api,
+            cpu_op=cpu_op,
+        )
+        decoded = msgspec.json.encode(dict(info.decoded), order="sorted").decode()
+        rows.append((info.kernel_class, info.library, decoded, info.rule))
+    answers = distinct.with_columns(
+        pl.Series(c, [r[i] for r in rows], dtype=pl.String) for i, c in enumerate(_OUT)
+    )
+    # Join on a dense id rather than on the key columns: null keys (no launch_api / cpu_op) must match
+    # each other, and a row index keeps the original order whatever the join strategy does.
+    ids = answers.with_row_index("__combo")
+    joined = (
+        keys.with_row_index("__row")
+        .join(ids, on=list(_KEYS), how="left", nulls_equal=True)
+        .sort("__row")
+    )
+    return frame.with_columns(joined.get_column(c) for c in _OUT)

@@ -1,0 +1,105 @@
+"""Decoder for ATen's templated CUDA kernel names as CUPTI demangles them.
+
+Contract: :func:`decode_aten` returns whichever of these it can read, never guessing:
+
+- ``template``: the kernel template (``vectorized_elementwise_kernel``, ``reduce_kernel``,
+  ``multi_tensor_apply_kernel``, ``CatArrayBatchedCopy`` ...);
+- ``functor``: the operation inside — the innermost meaningful name, skipping wrappers such as
+  ``BinaryFunctor``/``AUnaryFunctor``/``ReduceOp``/``TensorListMetadata``: ``GeluCUDAKernelImpl``,
+  ``MulFunctor``, ``FusedAdamMathFunctor``, ``MeanOps``, ``direct_copy_kernel_cuda``;
+- ``vector_width`` (int): the first template argument of ``vectorized_elementwise_kernel<8, ...>``;
+- ``dtype``: the first scalar type in the template arguments (``c10::BFloat16`` -> ``bf16``).
+"""
+
+from __future__ import annotations
+
+import re
+
+# Names that wrap the interesting functor rather than being it.
+_WRAPPERS = frozenset(
+    {
+        "BinaryFunctor", "AUnaryFunctor", "BUnaryFunctor", "ReduceOp", "TensorListMetadata",
+        "TensorListScalarListMetadata", "FusedOptimizerTensorListMetadata", "gpu_kernel_impl",
+        "gpu_kernel_impl_nocast", "gpu_kernel", "gpu_kernel_with_scalars", "opmath_gpu_kernel_with_scalars",
+        "opmath_symmetric_gpu_kernel_with_scalars", "launch_vectorized_kernel", "launch_legacy_kernel",
+        "launch_unrolled_kernel", "vectorized_elementwise_kernel", "unrolled_elementwise_kernel",
+        "elementwise_kernel", "elementwise_kernel_helper", "multi_tensor_apply_kernel", "reduce_kernel",
+        "index_elementwise_kernel", "binary_internal", "memory", "detail", "LoadWithCast", "StoreWithCast",
+        "LoadWithoutCast", "StoreWithoutCast", "OffsetCalculator", "TrivialOffsetCalculator", "func_wrapper_t",
+        "Array", "array", "CUDAFunctorOnSelf_add", "CUDAFunctorOnOther_add", "operator",
+        "compute_dtype", "type", "policies", "unroll", "vectorized", "thread_work_size",
+    }
+)
+
+_SCALARS = (
+    ("c10::BFloat16", "bf16"),
+    ("__nv_bfloat16", "bf16"),
+    ("c10::Half", "fp16"),
+    ("__half", "fp16"),
+    ("c10::Float8_e4m3fn", "fp8"),
+    ("c10::Float8_e5m2", "fp8"),
+    ("c10::complex<float>", "complex64"),
+    ("double", "fp64"),
+    ("float", "fp32"),
+    ("long", "int64"),
+    ("bool", "bool"),
+    ("unsigned char", "uint8"),
+    ("signed char", "int8"),
+    ("int", "int32"),
+)
+
+def _template_name(name: str) -> str | None:
+    body = name[5:] if name.startswith("void ") else name
+    m = re.match(r"\s*((?:[\w]+|\(anonymous namespace\))::)*(\w+)", body)
+    return m.group(2) if m else None
+
+
+def _functor(name: str, template: str | None) -> str | None:
+    # Candidates are qualified names inside at::native (possibly in an anonymous namespace), in order
+    # of appearance; a lambda's enclosing function (`GeluCUDAKernelImpl(...)::{lambda...}`) counts.
+    start = name.find("<")
+    if start < 0:
+        return None
+    args = name[start:]
+    # Look inside the *template arguments*: a parameter list repeats the same names.
+    for m in re.finditer(r"(?:at::native::|\(anonymous namespace\)::|binary_internal::|at::)(\w+)", args):
+        ident = m.group(1)
+        if ident in _WRAPPERS or ident == template or ident == "native":
+            continue
+        return ident
+    # Functors outside at::native (`CUDAFunctor_add` is at::native too; `__nv_*` are not interesting).
+    for m in re.finditer(r"\b([A-Z]\w*(?:Functor|Ops|Op|Impl)\w*)\b", args):
+        if m.group(1) not in _WRAPPERS:
+            return m.group(1)
+    return None
+
+
+def _dtype(name: str) -> str | None:
+    start = name.find("<")
+    if start < 0:
+        return None
+    args = name[start:]
+    best: tuple[int, str] | None = None
+    for needle, dt in _SCALARS:
+        pos = re.search(rf"(?<![\w:]){re.escape(needle)}(?![\w])", args)
+        if pos and (best is None or pos.start() < best[0]):
+            best = (pos.start(), dt)
+    return best[1] if best else None
+
+
+def decode_aten(name: str) -> dict:
+    """Decode a demangled ATen kernel name (see module docstring); bare names give ``template`` only."""
+    out: dict[str, object] = {}
+    template = _template_name(name)
+    if template:
+        out["template"] = template
+    vec = re.search(r"vectorized_elementwise_kernel<(\d+),", name)
+    if vec:
+        out["vector_width"] = int(vec.group(1))
+    functor = _functor(name, template)
+    if functor:
+        out["functor"] = functor
+    dt = _dtype(name)
+    if dt:
+        out["dtype"] = dt
+    return out

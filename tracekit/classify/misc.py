@@ -1,0 +1,121 @@
+"""Small decoders: memcpy/memset activities, NCCL kernels, attention kernels, hand-written Triton.
+
+Contract: each ``decode_*(name) -> dict`` returns only fields read from the name.
+
+- memcpy: ``direction`` (HtoD, DtoH, DtoD, HtoH, PtoP), ``src`` and ``dst`` memory kinds
+  (``Memcpy HtoD (Pageable -> Device)`` -> HtoD, Pageable, Device);
+- memset: ``dst`` (``Memset (Device)`` -> Device);
+- nccl: ``collective`` (AllReduce, AllGather, ReduceScatter, SendRecv, Broadcast, Generic ...),
+  ``reduce_op`` (Sum...), ``dtype``, ``algorithm`` (RING, TREE, NVLS ...), ``protocol`` (LL, LL128, SIMPLE);
+- attention: ``direction`` (fwd/bwd), ``impl``, and ``arch``/``dtype``/``tile`` where written;
+- triton_custom: ``function`` (the Python function name), ``direction`` when it says forward/backward.
+"""
+
+from __future__ import annotations
+
+import re
+
+_DIRECTIONS = {
+    "HostToDevice": "HtoD",
+    "DeviceToHost": "DtoH",
+    "DeviceToDevice": "DtoD",
+    "HostToHost": "HtoH",
+}
+
+
+def decode_memcpy(name: str) -> dict:
+    """``Memcpy HtoD (Pageable -> Device)`` / ROCm ``CopyHostToDevice`` -> direction, src, dst."""
+    out: dict[str, object] = {}
+    m = re.search(r"Memcpy\s+(\w+)\s*(?:\((\w+)\s*->\s*(\w+)\))?", name, re.IGNORECASE)
+    if m:
+        out["direction"] = m.group(1)
+        if m.group(2):
+            out["src"], out["dst"] = m.group(2), m.group(3)
+        return out
+    m = re.search(r"Copy(Host|Device)To(Host|Device)", name)
+    if m:
+        out["direction"] = _DIRECTIONS[f"{m.group(1)}To{m.group(2)}"]
+    return out
+
+
+def decode_memset(name: str) -> dict:
+    """``Memset (Device)`` -> dst Device; ROCm ``FillBuffer`` -> {}."""
+    m = re.search(r"Memset\s*\((\w+)\)", name, re.IGNORECASE)
+    return {"dst": m.group(1)} if m else {}
+
+
+_NCCL_OPS = {"Sum", "Prod", "Max", "Min", "PreMulSum", "SumPostDiv", "Avg"}
+_NCCL_ALGOS = {"RING", "TREE", "NVLS", "NVLSTREE", "COLLNET", "COLLNET_DIRECT", "COLLNET_CHAIN", "PAT"}
+_NCCL_PROTOS = {"LL", "LL128", "SIMPLE"}
+_NCCL_DTYPES = {
+    "f32": "fp32", "float": "fp32", "f16": "fp16", "half": "fp16", "bf16": "bf16", "f64": "fp64",
+    "double": "fp64", "i8": "int8", "int8_t": "int8", "u8": "uint8", "uint8_t": "uint8", "i32": "int32",
+    "int32_t": "int32", "u32": "uint32", "uint32_t": "uint32", "i64": "int64", "int64_t": "int64",
+    "u64": "uint64", "uint64_t": "uint64", "f8e4m3": "fp8", "f8e5m2": "fp8", "__nv_bfloat16": "bf16",
+}
+
+
+def decode_nccl(name: str) -> dict:
+    """``ncclDevKernel_AllReduce_Sum_f32_RING_LL`` / ``ncclKernel_AllReduce_RING_LL_Sum_float(...)``."""
+    base = name.split("(")[0].strip()
+    if base.startswith("void "):
+        base = base[5:]
+    m = re.search(r"(?:nccl|rccl)\w*?Kernel_(\w+)", base, re.IGNORECASE)
+    if not m:
+        return {}
+    tokens = m.group(1).split("_")
+    out: dict[str, object] = {"collective": tokens[0]}
+    for t in tokens[1:]:
+        if t in _NCCL_OPS:
+            out["reduce_op"] = t
+        elif t in _NCCL_ALGOS:
+            out["algorithm"] = t
+        elif t in _NCCL_PROTOS:
+            out["protocol"] = t
+        elif t in _NCCL_DTYPES:
+            out["dtype"] = _NCCL_DTYPES[t]
+    return out
+
+
+def decode_attention(name: str) -> dict:
+    """Attention kernels: direction, implementation, and arch/dtype/tile where the name spells them."""
+    out: dict[str, object] = {}
+    low = name.lower()
+    if re.search(r"bwd|backward|bprop|cutlassb|dq_dk_dv|dkdv|_dq_|dot_do_o", low):
+        out["direction"] = "bwd"
+    elif re.search(r"fwd|forward|fprop|cutlassf|prefill|decode|combine", low):
+        out["direction"] = "fwd"
+    if "cudnn" in low:
+        out["impl"] = "cudnn_sdpa"
+    elif "fmha_cutlass" in low or "attentionkernel" in low or "efficient_attention" in low:
+        out["impl"] = "mem_efficient"
+    elif "flash" in low and "flashinfer" not in low and "batchprefill" not in low and "batchdecode" not in low:
+        out["impl"] = "flash"
+    elif "flashinfer" in low or "batchprefill" in low or "batchdecode" in low:
+        out["impl"] = "flashinfer"
+    elif re.fullmatch(r"[A-Za-z_]\w*", name):
+        out["impl"] = "triton"
+    sm = re.search(r"sm(\d{2,3})", low)
+    if sm:
+        out["arch"] = f"sm{sm.group(1)}"
+    for tok, dt in (("bf16", "bf16"), ("bfloat16", "bf16"), ("f16", "fp16"), ("half", "fp16"),
+                    ("fp8", "fp8"), ("e4m3", "fp8"), ("f32", "fp32")):
+        if re.search(rf"(?<![a-z0-9]){tok}(?![0-9])", low):
+            out["dtype"] = dt
+            break
+    tile = re.search(r"_(\d+)x(\d+)(?:x(\d+))?_", name)
+    if tile and "cutlass" in low:
+        out["tile"] = f"{tile.group(1)}x{tile.group(2)}"
+    return out
+
+
+def decode_triton_custom(name: str) -> dict:
+    """Hand-written Triton: the Python function name, with a forward/backward hint if it has one."""
+    base = re.sub(r"_(?:\d+(?:d|de|c|e))+$", "", name.strip())
+    out: dict[str, object] = {"function": base}
+    low = base.lower()
+    if re.search(r"backward|bwd", low):
+        out["direction"] = "bwd"
+    elif re.search(r"forward|fwd", low):
+        out["direction"] = "fwd"
+    return out
