@@ -1,0 +1,137 @@
+"""Link every GPU activity to the launch call that issued it, and through it to the CPU op tree.
+
+Contract: :func:`analyze` returns an :class:`Attribution` whose ``gpu`` frame has one row per kernel,
+memcpy and memset of the trace (annotations and syncs excluded) with:
+
+    (all columns of ``Trace.gpu``) +
+    launch_idx u32?, launch_api str?, launch_ts i64?, launch_end i64?, launch_tid str?,
+    link str? ("correlation" | "flow" | null when no launch was found),
+    op_idx u32?, cpu_op str?, top_op str?, annotation str?, module str?,
+    step i64? (the ProfilerStep#N whose span contains the launch call, else the activity itself),
+    kernel_class str, library str, decoded str (JSON object), rule str,
+    aux_before str? ("+"-joined non-kernel calls issued just before this launch in the same op:
+                     cudaMemsetAsync, cudaMemcpyAsync, cudaOccupancy…; null when none),
+    occupancy_query bool (an occupancy query preceded this launch in the same op)
+
+Linking: equal ``correlation`` first (one launch may own many activities: ``cudaGraphLaunch``
+replays a whole graph under one correlation, so every kernel of a replay is attributed to the
+graph launch and its op). Activities whose correlation matches no launch fall back to ``ac2g``
+flows: the flow finish sits on the activity (same pid/tid/ts), its start on the launch call.
+
+``launches`` is the op tree's launch frame plus ``gpu_kinds`` (list of kinds it launched),
+``aux_before`` and ``occupancy_query`` as above.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from tracekit.analyses import op_tree
+from tracekit.analyses import steps as steps_analysis
+from tracekit.classify import classify_frame
+from tracekit.trace import Trace
+
+GPU_WORK_KINDS = ("kernel", "memcpy", "memset")
+OCCUPANCY_PREFIX = "cudaOccupancy"
+#: Host calls that may precede a kernel launch inside the same op without launching a kernel.
+AUX_CALLS = ("cudaMemsetAsync", "cudaMemcpyAsync", "hipMemsetAsync", "hipMemcpyAsync")
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """GPU activity attributed to launches, ops, annotations and steps (see module docstring)."""
+
+    tree: op_tree.OpTree
+    gpu: pl.DataFrame
+    launches: pl.DataFrame
+
+
+def analyze(trace: Trace) -> Attribution:
+    """Attribute every kernel/memcpy/memset of ``trace``; pure, no I/O."""
+    work = trace.gpu.filter(pl.col("kind").is_in(GPU_WORK_KINDS))
+    tree = op_tree.build(trace, set(work["correlation"].drop_nulls().unique().to_list()))
+    launches = _annotate_launches(tree.launches, work)
+    gpu = _link(trace, work, launches)
+    gpu = _assign_steps(gpu, trace.steps)
+    gpu = classify_frame(gpu)
+    return Attribution(tree=tree, gpu=gpu.sort(["ts", "idx"]), launches=launches)
+
+
+def _link(trace: Trace, work: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
+    launch_cols = launches.select(
+        pl.col("idx").alias("launch_idx"), pl.col("name").alias("launch_api"),
+        pl.col("ts").alias("launch_ts"), pl.col("end").alias("launch_end"),
+        pl.col("tid").alias("launch_tid"), pl.col("pid").alias("launch_pid"), "correlation",
+        "op_idx", "cpu_op", "top_op", "annotation", "module", "aux_before", "occupancy_query",
+    )
+    # Correlation ids are unique per launch; keep the first if a broken trace repeats one.
+    by_corr = launch_cols.filter(pl.col("correlation").is_not_null()).unique(
+        subset=["correlation"], keep="first", maintain_order=True)
+    linked = work.join(by_corr, on="correlation", how="left", maintain_order="left").with_columns(
+        link=pl.when(pl.col("launch_idx").is_not_null()).then(pl.lit("correlation")))
+    missing = linked.filter(pl.col("launch_idx").is_null())
+    if missing.height and trace.flows.height:
+        linked = _link_by_flows(linked, trace.flows, launch_cols)
+    return linked.drop("launch_pid")
+
+
+def _link_by_flows(linked: pl.DataFrame, flows: pl.DataFrame, launch_cols: pl.DataFrame) -> pl.DataFrame:
+    """Fallback for activities whose correlation matched nothing: follow ac2g flows."""
+    ac2g = flows.filter(pl.col("cat") == "ac2g")
+    finish = ac2g.filter(pl.col("ph") == "f").select("id", "pid", "tid", "ts")
+    start = ac2g.filter(pl.col("ph") == "s").select(
+        "id", pl.col("pid").alias("launch_pid"), pl.col("tid").alias("launch_tid"),
+        pl.col("ts").alias("launch_ts"))
+    ends = finish.join(start, on="id", how="inner").unique(subset=["pid", "tid", "ts"], keep="first")
+    targets = ends.join(launch_cols.drop("correlation"), on=["launch_pid", "launch_tid", "launch_ts"],
+                        how="inner").unique(subset=["pid", "tid", "ts"], keep="first")
+    cols = [c for c in targets.columns if c not in ("id", "pid", "tid", "ts")]
+    missing = linked.filter(pl.col("launch_idx").is_null()).drop(cols + ["link"])
+    found = missing.join(targets.drop("id"), on=["pid", "tid", "ts"], how="left", maintain_order="left")
+    found = found.with_columns(
+        link=pl.when(pl.col("launch_idx").is_not_null()).then(pl.lit("flow")))
+    return pl.concat([linked.filter(pl.col("launch_idx").is_not_null()),
+                      found.select(linked.columns)], how="vertical_relaxed")
+
+
+def _assign_steps(gpu: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """The step of an activity is the ProfilerStep span containing its launch (else itself)."""
+    tagged = steps_analysis.tag_steps(gpu.with_columns(_when=pl.coalesce("launch_ts", "ts")), steps, "_when")
+    return tagged.drop("_when")
+
+
+def _annotate_launches(launches: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
+    """Per launch: what it launched, and which aux calls preceded it within the same op."""
+    kinds = work.group_by("correlation").agg(gpu_kinds=pl.col("kind").unique().sort())
+    launches = launches.join(kinds, on="correlation", how="left", maintain_order="left")
+    ordered = launches.sort(["pid", "tid", "ts", "idx"])
+    names = ordered["name"].to_list()
+    ops = ordered["op_idx"].to_list()
+    threads = list(zip(ordered["pid"].to_list(), ordered["tid"].to_list()))
+    kinds_list = ordered["gpu_kinds"].to_list()
+    aux_before: list[str | None] = []
+    occupancy: list[bool] = []
+    pending: list[str] = []
+    current = None
+    for name, op, thread, launched in zip(names, ops, threads, kinds_list):
+        scope = (thread, op)
+        if scope != current:
+            pending = []
+            current = scope
+        launched = launched or []
+        if "kernel" in launched:
+            aux_before.append("+".join(pending) if pending else None)
+            occupancy.append(any(p.startswith(OCCUPANCY_PREFIX) for p in pending))
+            pending = []
+            continue
+        aux_before.append(None)
+        occupancy.append(False)
+        if name.startswith(OCCUPANCY_PREFIX) or name in AUX_CALLS:
+            pending.append(name)
+    ordered = ordered.with_columns(
+        aux_before=pl.Series(aux_before, dtype=pl.String),
+        occupancy_query=pl.Series(occupancy, dtype=pl.Boolean),
+    )
+    return ordered.sort(["ts", "idx"])

@@ -1,0 +1,46 @@
+"""Interval arithmetic on frames of ``ts``/``end`` (Int64 ns): unions, busy time, gaps.
+
+Streams overlap, so GPU busy time is the length of the union of activity intervals, never the sum
+of durations. All functions are vectorised Polars; sorting uses ``ts`` then ``end``.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def merge(intervals: pl.DataFrame, by: list[str] | None = None) -> pl.DataFrame:
+    """Merge overlapping or touching ``[ts, end)`` intervals within each ``by`` group.
+
+    Returns columns ``*by, ts i64, end i64`` sorted by ``by`` then ``ts``; no two rows of a group
+    overlap.
+    """
+    by = by or []
+    if intervals.height == 0:
+        return intervals.select(*by, "ts", "end")
+    ordered = intervals.select(*by, "ts", "end").sort([*by, "ts", "end"])
+    prev_end = pl.col("end").cum_max().shift(1)
+    if by:
+        prev_end = prev_end.over(by)
+    starts_new = (pl.col("ts") > pl.col("_prev_end")) | pl.col("_prev_end").is_null()
+    group = starts_new.cast(pl.Int64).cum_sum()
+    if by:
+        group = group.over(by)
+    return (
+        ordered.with_columns(_prev_end=prev_end)
+        .with_columns(_group=group)
+        .group_by([*by, "_group"], maintain_order=True)
+        .agg(pl.col("ts").min(), pl.col("end").max())
+        .drop("_group")
+        .sort([*by, "ts"])
+    )
+
+
+def union_ns(intervals: pl.DataFrame, by: list[str] | None = None) -> pl.DataFrame:
+    """Length of the union of intervals per group: columns ``*by, busy_ns i64``."""
+    by = by or []
+    merged = merge(intervals, by)
+    if not by:
+        total = int((merged["end"] - merged["ts"]).sum()) if merged.height else 0
+        return pl.DataFrame({"busy_ns": [total]}, schema={"busy_ns": pl.Int64})
+    return merged.group_by(by, maintain_order=True).agg(busy_ns=(pl.col("end") - pl.col("ts")).sum())

@@ -1,0 +1,96 @@
+"""The core report: trace facts, steps, kernels, launch paths, zero-kernel ops, compile pre-ops.
+
+Contract: :func:`build` runs the analyses on a :class:`Trace` and returns a frozen :class:`Report`;
+renderers format it and never compute. ``step`` selects one ProfilerStep (its number); without it
+every table covers the whole trace except ``paths``, which shows one representative step (the last,
+the steadiest after warm-up) so it stays readable on long traces.
+
+JSON contract ``tracekit.report/1`` (see :func:`tracekit.render.json.to_data`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from tracekit.analyses import attribution, dispatch, kernels, steps as steps_analysis
+from tracekit.errors import UsageError
+from tracekit.trace import Trace
+
+SCHEMA = "tracekit.report/1"
+#: Rows of the path table when the trace has no steps to pick one from.
+MAX_PATH_ROWS_WITHOUT_STEPS = 200
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the trace is: file, device(s), versions, vendor, steps."""
+
+    path: str
+    size_bytes: int
+    event_count: int
+    vendor: str
+    time_format: str
+    devices: list[dict[str, Any]]
+    versions: dict[str, str]
+    distributed: dict[str, Any] | None
+    step_numbers: list[int]
+    graph_hashes: list[str]
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything ``tracekit report`` shows; frames documented in the analyses that make them."""
+
+    facts: Facts
+    selected_step: int | None
+    path_step: int | None
+    paths_truncated: bool
+    steps: pl.DataFrame
+    kernels: pl.DataFrame
+    paths: pl.DataFrame
+    zero_kernel_ops: pl.DataFrame
+    compile_preops: pl.DataFrame
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def build(trace: Trace, *, step: int | None = None) -> Report:
+    """Analyse ``trace``; ``step`` restricts every table to ``ProfilerStep#step``."""
+    numbers = trace.steps["number"].to_list()
+    if step is not None and step not in numbers:
+        available = ", ".join(str(n) for n in numbers) or "none"
+        raise UsageError(f"step {step} is not in {trace.meta.path} (steps: {available})")
+    attributed = attribution.analyze(trace)
+    ops = steps_analysis.tag_steps(attributed.tree.ops, trace.steps)
+    gpu = attributed.gpu
+    step_table = steps_analysis.analyze(trace.steps, gpu)
+    if step is not None:
+        gpu = gpu.filter(pl.col("step") == step)
+        ops = ops.filter(pl.col("step") == step)
+        step_table = step_table.filter(pl.col("number") == step)
+    path_step = step if step is not None else (numbers[-1] if numbers else None)
+    path_rows = gpu.filter(pl.col("step") == path_step) if path_step is not None else gpu
+    paths = dispatch.launch_paths(path_rows)
+    truncated = path_step is None and paths.height > MAX_PATH_ROWS_WITHOUT_STEPS
+    if truncated:
+        paths = paths.head(MAX_PATH_ROWS_WITHOUT_STEPS)
+    preops = dispatch.compile_preops(ops)
+    meta = trace.meta
+    facts = Facts(
+        path=meta.path, size_bytes=meta.size_bytes, event_count=meta.event_count,
+        vendor=meta.vendor, time_format=meta.time_format,
+        devices=[
+            {"id": d.id, "name": d.name, "compute_capability": d.compute_capability,
+             "num_sms": d.num_sms, "total_global_mem": d.total_global_mem}
+            for d in meta.devices
+        ],
+        versions=dict(sorted(meta.versions.items())), distributed=meta.distributed,
+        step_numbers=numbers, graph_hashes=dispatch.graph_hashes(preops),
+    )
+    return Report(
+        facts=facts, selected_step=step, path_step=path_step, paths_truncated=truncated,
+        steps=step_table, kernels=kernels.analyze(gpu), paths=paths,
+        zero_kernel_ops=dispatch.zero_kernel_ops(ops), compile_preops=preops,
+    )
