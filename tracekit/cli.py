@@ -7,17 +7,44 @@ stderr and exits with the error's code (2 = bad input or usage, 1 = a gate faile
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 
 import click
 
 from tracekit import __version__
 from tracekit.errors import TracekitError
+from tracekit.output import AtomicOutput
+from tracekit.render import FORMATS, format_for_path, render_report
 
 
 @click.group()
 @click.version_option(__version__, prog_name="tracekit")
 def cli() -> None:
     """Turn PyTorch profiler (Kineto) traces into answers."""
+
+
+def _open_output(path: str | None):
+    """stdout, or ``path`` written atomically (temp file + rename) so a failed run leaves no stub."""
+    return AtomicOutput(path) if path else nullcontext(sys.stdout)
+
+
+@cli.command()
+@click.argument("trace_path", metavar="TRACE", type=click.Path(dir_okay=True, path_type=str))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Output format (default: from -o's extension, else term).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="Write to this file instead of stdout.")
+@click.option("--step", type=int, default=None, help="Restrict every table to ProfilerStep#N.")
+def report(trace_path: str, fmt: str | None, output: str | None, step: int | None) -> None:
+    """Classify kernels, attribute CPU ops and summarise steps of one trace."""
+    from tracekit import report as report_mod
+    from tracekit.load import load
+
+    trace = load(trace_path)
+    result = report_mod.build(trace, step=step)
+    fmt = format_for_path(output, fmt)
+    with _open_output(output) as out:
+        render_report(result, fmt, out, color=(output is None and sys.stdout.isatty()))
 
 
 def _register_capture() -> None:

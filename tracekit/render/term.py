@@ -1,0 +1,32 @@
+"""Terminal renderer: rich tables. Colour only when writing to a terminal (or asked for)."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tracekit.render import sections
+
+
+def render(report, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
+    """Write the report as rich tables to ``out``."""
+    console = Console(file=out, force_terminal=color, no_color=not color, width=width or 160,
+                      highlight=False, soft_wrap=False)
+    facts = sections.facts_lines(report)
+    console.print(Text(f"tracekit report: {facts[0][1]}", style="bold"))
+    for label, value in facts[1:]:
+        console.print(Text.assemble((f"  {label}: ", "bold"), value))
+    for title, headers, rows in sections.all_tables(report):
+        console.print()
+        if not rows:
+            console.print(Text(f"{title}: none", style="bold"))
+            continue
+        table = Table(title=title, title_justify="left", title_style="bold", show_lines=False)
+        for header in headers:
+            table.add_column(header, overflow="fold")
+        for row in rows:
+            table.add_row(*[Text(cell) for cell in row])
+        console.print(table)
