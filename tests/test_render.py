@@ -1,0 +1,117 @@
+"""Every renderer over an empty trace, a CPU-only trace and a small GPU trace; JSON contract;
+Markdown escaping; CLI behaviour for output files and bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from factory import make_kernel, make_launch, make_op, make_step, write_trace
+from tracekit import report as report_mod
+from tracekit.cli import main
+from tracekit.load import load
+from tracekit.render import FORMATS, render_report
+from tracekit.render.text import md_escape, short_kernel_name
+
+
+def _cpu_only(tmp_path):
+    events = [make_step(1, 0.0, 50), make_op("aten::add", 1, 10), make_op("aten::view", 20, 2)]
+    return write_trace(tmp_path / "cpu.json", events, gpu=False)
+
+
+def _empty(tmp_path):
+    return write_trace(tmp_path / "empty.json", [], gpu=False)
+
+
+def _gpu(tmp_path):
+    events = [make_step(1, 0.0, 50), make_op("aten::mul", 1, 10),
+              make_launch("cudaLaunchKernel", 2, 2, 9),
+              make_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul> >(int, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul>)", 5, 3, 9)]
+    return write_trace(tmp_path / "gpu.json.gz", events, gz=True)
+
+
+@pytest.mark.parametrize("make", [_empty, _cpu_only, _gpu])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_renderer_on_every_shape(tmp_path, make, fmt):
+    report = report_mod.build(load(make(tmp_path)))
+    out = io.StringIO()
+    render_report(report, fmt, out)
+    text = out.getvalue()
+    assert text.strip()
+    if fmt == "json":
+        data = json.loads(text)
+        assert data["schema"] == "tracekit.report/1"
+        assert {"steps", "kernels", "zero_kernel_ops", "paths", "compile_preops", "trace"} <= set(data)
+
+
+def test_cpu_only_trace_lists_zero_kernel_ops(tmp_path):
+    report = report_mod.build(load(_cpu_only(tmp_path)))
+    assert report.facts.vendor == "cpu"
+    assert report.steps.to_dicts()[0]["gpu_busy_ns"] == 0
+    assert sorted(report.zero_kernel_ops["name"].to_list()) == ["aten::add", "aten::view"]
+
+
+def test_json_is_sorted_and_deterministic(tmp_path):
+    path = _gpu(tmp_path)
+    outs = []
+    for _ in range(2):
+        buf = io.StringIO()
+        render_report(report_mod.build(load(path)), "json", buf)
+        outs.append(buf.getvalue())
+    assert outs[0] == outs[1]
+    data = json.loads(outs[0])
+    assert list(data) == sorted(data)
+    kernel = data["kernels"][0]
+    assert list(kernel) == sorted(kernel)
+    assert kernel["class"] == "elementwise" and kernel["count"] == 1 and kernel["total_ns"] == 3000
+    assert data["steps"][0]["kernel_count"] == 1
+
+
+def test_markdown_escapes_pipes_backticks_and_html():
+    assert md_escape("a|b`c<d>&") == "a\\|b&#96;c&lt;d&gt;&amp;"
+    assert "\n" not in md_escape("x\ny")
+
+
+def test_short_kernel_name_keeps_functor():
+    name = ("void at::native::vectorized_elementwise_kernel<8, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+            "at::native::GeluType)::{lambda()#2}::operator()() const, std::array<char*, 2ul> >(int)")
+    assert short_kernel_name(name, {"vector_width": 8, "functor": "GeluCUDAKernelImpl"}) == \
+        "vectorized_elementwise_kernel<8, GeluCUDAKernelImpl>"
+
+
+def test_cli_writes_output_by_extension_and_atomically(tmp_path, capsys):
+    src = _gpu(tmp_path)
+    target = tmp_path / "r.md"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(src), "-o", str(target)])
+    assert exit_info.value.code == 0
+    assert target.read_text().startswith("# tracekit report: gpu.json.gz")
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_cli_bad_input_is_one_line_exit_2_and_keeps_existing_output(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{\"traceEvents\": [")
+    target = tmp_path / "keep.json"
+    target.write_text("precious")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(bad), "-o", str(target)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(bad) in err and "Traceback" not in err
+    assert target.read_text() == "precious"
+
+
+def test_cli_missing_output_directory(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(_gpu(tmp_path)), "-o", str(tmp_path / "nope" / "r.json")])
+    assert exit_info.value.code == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_cli_unknown_option_is_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", "--bogus"])
+    assert exit_info.value.code == 2
