@@ -1,0 +1,148 @@
+"""``tracekit capture``: the click command. Imports click and the stdlib only at module level.
+
+torch, triton and kernels are imported inside the command, so ``tracekit report`` keeps working on a
+machine without them. User-caused problems (no CUDA, no torch, bad flags) raise
+:class:`tracekit.errors.UsageError` (exit 2, one line); captures that ran but failed end with exit 1
+after every other capture and the manifest were written.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import click
+
+from capture.variants import MODE_KINDS, VARIANTS, Options
+from tracekit.errors import TracekitError, UsageError
+
+ALL_KINDS = sorted({k for kinds in MODE_KINDS.values() for k in kinds})
+DEFAULT_ET_VARIANTS = ("matmul_add", "linear", "mlp")  # a full training step's ET is large
+
+
+class CaptureIncomplete(TracekitError):
+    """Some captures failed; the others and the manifest are on disk."""
+
+    exit_code = 1
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def _ints(n: int | None):
+    def parse(ctx: click.Context, param: click.Parameter, value: str | None):
+        if value is None:
+            return None
+        try:
+            nums = tuple(int(v) for v in value.split(",") if v.strip())
+        except ValueError:
+            raise UsageError(f"--{param.name.replace('_', '-')}: expected comma-separated integers, got {value!r}") from None
+        if (n is not None and len(nums) != n) or not nums or min(nums) <= 0:
+            want = f"{n} positive integers" if n else "positive integers"
+            raise UsageError(f"--{param.name.replace('_', '-')}: expected {want}, got {value!r}")
+        return nums
+
+    return parse
+
+
+class _RecordingCommand(click.Command):
+    """Keeps the raw arguments so the manifest can state the exact command that made it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["capture.argv"] = list(args)
+        return super().parse_args(ctx, args)
+
+
+@click.command("capture", cls=_RecordingCommand)
+@click.option("--variant", "variants", multiple=True, default=("all",), show_default=True,
+              help=f"Variant(s) to record, comma-separated or repeated: {', '.join(VARIANTS)}, or all.")
+@click.option("--mode", "modes", multiple=True,
+              help=f"Only these mode kinds ({', '.join(ALL_KINDS)}); matmul_add's eager/compile cover every size.")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for <variant>_<mode>.json.gz traces and manifest.json.")
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
+              help="cpu records CPU activities only (for tests and CI).")
+@click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp32"]), default=None,
+              help="Data type (train: autocast dtype). Default bf16 on CUDA, fp32 on CPU.")
+@click.option("--sizes", callback=_ints(None), default="64,4096", show_default=True,
+              help="matmul_add square sizes N ([N,N] @ [N,N] + [N]).")
+@click.option("--linear-shape", callback=_ints(3), default="1024,32,64", show_default=True,
+              help="linear: batch,in_features,out_features.")
+@click.option("--mlp-shape", callback=_ints(4), default="64,128,768,3072", show_default=True,
+              help="mlp: batch,seq,dim,hidden.")
+@click.option("--train-shape", callback=_ints(2), default="8,512", show_default=True, help="train: batch,seq.")
+@click.option("--train-model", callback=_ints(4), default="12,768,12,50304", show_default=True,
+              help="train: layers,dim,heads,vocab (default GPT-2 small).")
+@click.option("--wait", type=click.IntRange(0), default=1, show_default=True, help="Profiler schedule: wait steps.")
+@click.option("--warmup", type=click.IntRange(0), default=1, show_default=True, help="Profiler schedule: warmup steps.")
+@click.option("--active", type=click.IntRange(1), default=3, show_default=True, help="Profiler schedule: active steps.")
+@click.option("--record-shapes/--no-record-shapes", default=True, show_default=True)
+@click.option("--memory", is_flag=True, help="profile_memory=True ([memory] events).")
+@click.option("--stack", is_flag=True, help="with_stack=True (python stacks; larger traces).")
+@click.option("--execution-trace", is_flag=True,
+              help="Also write <variant>_<mode>.et.json.gz (ExecutionTraceObserver) for --et-variants.")
+@click.option("--et-variants", default=",".join(DEFAULT_ET_VARIANTS), show_default=True,
+              help="Variants that get an execution trace with --execution-trace (or all).")
+@click.option("--kernel-repo", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Local kernels repository for kernels-community/liger-kernels "
+                   "(build one with: python -m capture.liger_local --out DIR). Same as LOCAL_KERNELS.")
+@click.option("--ceilings/--no-ceilings", default=True, show_default=True,
+              help="Measure D2D copy bandwidth and 8192^3 bf16 matmul rate first (CUDA only).")
+@click.option("--bench-ms", type=click.FloatRange(min=1), default=None,
+              help="Timing budget per capture in ms (default 200; train 1000).")
+@click.option("--seed", type=int, default=0, show_default=True)
+def capture_command(variants, modes, out, device, dtype, sizes, linear_shape, mlp_shape, train_shape, train_model,
+                    wait, warmup, active, record_shapes, memory, stack, execution_trace, et_variants, kernel_repo,
+                    ceilings, bench_ms, seed) -> None:
+    """Record PyTorch profiler traces of known workloads (matmul_add, linear, mlp, train).
+
+    Writes OUT/<variant>_<mode>.json.gz per capture and OUT/manifest.json (device, versions, shapes,
+    timings, relative errors). Needs CUDA unless --device cpu.
+    """
+    chosen = _split(variants)
+    bad = [v for v in chosen if v not in (*VARIANTS, "all")]
+    if bad:
+        raise UsageError(f"unknown variant {bad[0]!r}; choose from {', '.join(VARIANTS)} or all")
+    chosen = list(VARIANTS) if "all" in chosen else chosen
+    kinds = _split(modes)
+    bad = [k for k in kinds if k not in ALL_KINDS]
+    if bad:
+        raise UsageError(f"unknown mode {bad[0]!r}; choose from {', '.join(ALL_KINDS)}")
+    ets = _split((et_variants,))
+    if "all" in ets:
+        ets = list(VARIANTS)
+    bad = [v for v in ets if v not in VARIANTS]
+    if bad:
+        raise UsageError(f"--et-variants: unknown variant {bad[0]!r}")
+
+    try:
+        import torch
+    except ImportError:
+        raise UsageError("install the capture extra: pip install 'tracekit[capture]'") from None
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("no CUDA device found; use --device cpu for a CPU-only capture")
+
+    from capture import session, variants as variants_mod
+    from capture.record import Schedule
+
+    opts = Options(device=device, dtype=dtype or ("bf16" if device == "cuda" else "fp32"), sizes=sizes,
+                   linear_shape=linear_shape, mlp_shape=mlp_shape, train_shape=train_shape, train_model=train_model,
+                   kernel_repo=str(kernel_repo) if kernel_repo else None, seed=seed)
+    specs = variants_mod.plan(chosen, kinds, opts)
+    if not specs:
+        raise UsageError(f"no mode {'/'.join(kinds)} exists for variant(s) {', '.join(chosen)}")
+
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = session.run(
+        specs, opts, out=out, schedule=Schedule(wait, warmup, active), record_shapes=record_shapes,
+        profile_memory=memory, with_stack=stack, et_variants=set(ets) if execution_trace else set(),
+        measure_ceilings=ceilings, bench_ms=bench_ms,
+        command=shlex.join(["tracekit", "capture", *click.get_current_context().meta.get("capture.argv", [])]),
+        echo=lambda line: click.echo(line, err=True),
+    )
+    ok = sum(e["status"] == "ok" for e in manifest.captures)
+    click.echo(f"{ok}/{len(manifest.captures)} captures written to {out} (manifest.json)")
+    failed = session.problems(manifest)
+    if failed:
+        raise CaptureIncomplete(f"{len(failed)} capture(s) failed: {', '.join(failed)}; see {out / 'manifest.json'}")

@@ -1,0 +1,190 @@
+"""Profile a step function and write its Kineto trace (and optional execution trace) atomically.
+
+Contract: :func:`record` runs ``step`` under ``torch.profiler.profile`` for ``wait + warmup + active``
+steps, each wrapped in ``record_function(label)`` and closed by ``prof.step()`` (which is what emits
+the ``ProfilerStep#N`` spans), and leaves exactly ``<stem>.json.gz`` (and ``<stem>.et.json.gz`` when an
+execution trace is asked for) in ``out_dir``. Files appear only complete: each is built under a dot-
+prefixed temp name in the same folder and renamed into place. Returns a :class:`Recorded` summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TMP_PREFIX = ".tmp-"
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+# Kineto writes the capturing host's name and the (temporary) export path into the trace; neither
+# belongs in a shared fixture, so both are replaced in the raw text, leaving every event byte-identical.
+_HOST_NAME = re.compile(rb'("host_name":\s*)"(?:[^"\\]|\\.)*"')
+_TRACE_NAME = re.compile(rb'("traceName":\s*)"(?:[^"\\]|\\.)*"')
+
+
+@dataclass(frozen=True)
+class Schedule:
+    wait: int = 1
+    warmup: int = 1
+    active: int = 3
+
+    @property
+    def total(self) -> int:
+        return self.wait + self.warmup + self.active
+
+
+@dataclass
+class Recorded:
+    trace_file: str
+    trace_bytes: int
+    execution_trace_file: str | None = None
+    execution_trace_bytes: int | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def atomic_path(final: Path) -> Iterator[Path]:
+    """Yield a temp path beside ``final``; rename it onto ``final`` only if the block succeeds."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{final.name}.", dir=final.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the final file normal permissions
+        os.replace(tmp_path, final)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_bytes_atomic(final: Path, data: bytes) -> None:
+    with atomic_path(final) as tmp:
+        tmp.write_bytes(data)
+
+
+def gzip_file_atomic(src: Path, final: Path) -> int:
+    """Compress ``src`` into ``final`` atomically; returns the compressed size. ``src`` is left alone.
+
+    mtime=0 keeps the gzip header free of the capture time, so identical traces compress identically.
+    """
+    with atomic_path(final) as tmp:
+        with open(src, "rb") as fin, open(tmp, "wb") as raw, gzip.GzipFile(
+            filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0
+        ) as fout:
+            shutil.copyfileobj(fin, fout, 1 << 20)
+    return final.stat().st_size
+
+
+def _neutralise_header(raw: Path, trace_name: str) -> None:
+    data = raw.read_bytes()
+    data = _HOST_NAME.sub(rb'\1"localhost"', data, count=1)
+    data = _TRACE_NAME.sub(lambda m: m.group(1) + json.dumps(trace_name).encode(), data, count=1)
+    raw.write_bytes(data)
+
+
+def summarize_trace(path: Path) -> dict[str, Any]:
+    """Counts that let a reader of the manifest sanity-check a trace without opening it."""
+    with open(path, "rb") as f:
+        doc = json.load(f)
+    events = doc.get("traceEvents", [])
+    kernels: Counter[str] = Counter()
+    cats: Counter[str] = Counter()
+    steps = 0
+    for ev in events:
+        cat = ev.get("cat")
+        if cat:
+            cats[cat] += 1
+        if cat == "kernel":
+            kernels[ev.get("name", "")] += 1
+        elif str(ev.get("name", "")).startswith("ProfilerStep#") and cat in ("user_annotation", "cpu_op"):
+            steps += 1
+    return {
+        "events": len(events),
+        "categories": dict(sorted(cats.items())),
+        "profiler_steps": steps,
+        "kernels": dict(sorted(kernels.items())),
+    }
+
+
+def record(
+    step: Callable[[], Any],
+    *,
+    label: str,
+    out_dir: Path,
+    stem: str,
+    device: str,
+    schedule: Schedule,
+    record_shapes: bool = True,
+    profile_memory: bool = False,
+    with_stack: bool = False,
+    execution_trace: bool = False,
+    sync: Callable[[], None] = lambda: None,
+) -> Recorded:
+    """Profile ``step`` and write ``out_dir/<stem>.json.gz`` (+ ``<stem>.et.json.gz``); see module doc."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.profiler import schedule as make_schedule
+
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    final = out_dir / f"{stem}.json.gz"
+    et_final = out_dir / f"{stem}.et.json.gz"
+    # Raw exports live in a private temp folder inside out_dir (same filesystem, cleaned on any exit).
+    with tempfile.TemporaryDirectory(prefix=f"{TMP_PREFIX}{stem}.", dir=out_dir) as work:
+        raw = Path(work) / f"{stem}.json"
+        et_raw = Path(work) / f"{stem}.et.json"
+        exported: list[Path] = []
+
+        def on_trace_ready(prof: Any) -> None:
+            prof.export_chrome_trace(str(raw))
+            exported.append(raw)
+
+        et_observer = None
+        if execution_trace:
+            et_observer = torch.profiler.ExecutionTraceObserver().register_callback(str(et_raw))
+
+        try:
+            with profile(
+                activities=activities,
+                schedule=make_schedule(wait=schedule.wait, warmup=schedule.warmup, active=schedule.active, repeat=1),
+                on_trace_ready=on_trace_ready,
+                record_shapes=record_shapes,
+                profile_memory=profile_memory,
+                with_stack=with_stack,
+                execution_trace_observer=et_observer,
+            ) as prof:
+                for _ in range(schedule.total):
+                    with record_function(label):
+                        step()
+                    # Sync inside the step window so each ProfilerStep holds its own GPU work.
+                    sync()
+                    prof.step()
+        finally:
+            if et_observer is not None:
+                et_observer.unregister_callback()  # finalises the JSON file
+
+        if not exported:
+            raise RuntimeError("the profiler produced no trace (schedule never reached its active steps)")
+        _neutralise_header(raw, final.name)
+        summary = summarize_trace(raw)
+        result = Recorded(trace_file=final.name, trace_bytes=gzip_file_atomic(raw, final), summary=summary)
+        if execution_trace:
+            if not et_raw.exists() or et_raw.stat().st_size == 0:
+                raise RuntimeError("the execution trace observer wrote no file")
+            result.execution_trace_file = et_final.name
+            result.execution_trace_bytes = gzip_file_atomic(et_raw, et_final)
+    return result
