@@ -1,0 +1,68 @@
+"""Parse the raw ``Input Dims`` / ``Input type`` text kept by the loader, only where needed.
+
+``Input Dims`` is nested unevenly: a tensor is ``[d0, d1, …]``, a scalar or None is ``[]``, a
+TensorList is a list of such lists. :func:`parse_dims` returns the decoded nested lists;
+:func:`tensor_dims` keeps only plain tensor shapes (lists of ints) by position.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import msgspec
+
+_DECODER = msgspec.json.Decoder()
+
+#: Bytes per element of the dtypes ``Input type`` names.
+DTYPE_BYTES = {
+    "float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "int": 4, "long int": 8,
+    "long": 8, "short": 2, "signed char": 1, "unsigned char": 1, "bool": 1,
+    "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1, "c10::complex<float>": 8,
+}
+#: Short names used in reports.
+DTYPE_SHORT = {
+    "float": "fp32", "c10::Half": "fp16", "c10::BFloat16": "bf16", "double": "fp64",
+    "int": "int32", "long int": "int64", "long": "int64", "bool": "bool",
+    "c10::Float8_e4m3fn": "fp8e4m3", "c10::Float8_e5m2": "fp8e5m2",
+}
+
+
+@lru_cache(maxsize=65536)
+def parse_dims(raw: str | None) -> tuple:
+    """Decode ``Input Dims`` text into nested tuples (cached: the same shapes recur every step)."""
+    if not raw:
+        return ()
+    try:
+        value = _DECODER.decode(raw)
+    except msgspec.DecodeError:
+        return ()
+    return _freeze(value) if isinstance(value, list) else ()
+
+
+@lru_cache(maxsize=65536)
+def parse_types(raw: str | None) -> tuple[str, ...]:
+    """Decode ``Input type`` text into a tuple of type names ("" for non-tensors)."""
+    if not raw:
+        return ()
+    try:
+        value = _DECODER.decode(raw)
+    except msgspec.DecodeError:
+        return ()
+    return tuple(v if isinstance(v, str) else "" for v in value) if isinstance(value, list) else ()
+
+
+def tensor_dims(raw: str | None) -> list[tuple[int, ...] | None]:
+    """Per input position: the tensor's shape, or None when it is not a plain tensor."""
+    out: list[tuple[int, ...] | None] = []
+    for item in parse_dims(raw):
+        if isinstance(item, tuple) and item and all(isinstance(d, int) for d in item):
+            out.append(item)
+        else:
+            out.append(None)
+    return out
+
+
+def _freeze(value):
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
