@@ -50,7 +50,7 @@ _SCALARS = (
 
 def _template_name(name: str) -> str | None:
     body = name[5:] if name.startswith("void ") else name
-    m = re.match(r"\s*((?:[\w]+|\(anonymous namespace\))::)*(\w+)", body)
+    m = re.match(r"\s*((?:[\w]+|\(anonymous namespace\)|<unnamed>)::)*(\w+)", body)
     return m.group(2) if m else None
 
 
@@ -62,7 +62,7 @@ def _functor(name: str, template: str | None) -> str | None:
         return None
     args = name[start:]
     # Look inside the *template arguments*: a parameter list repeats the same names.
-    for m in re.finditer(r"(?:at::native::|\(anonymous namespace\)::|binary_internal::|at::)(\w+)", args):
+    for m in re.finditer(r"(?:at::native::|\(anonymous namespace\)::|<unnamed>::|binary_internal::|at::)(\w+)", args):
         ident = m.group(1)
         if ident in _WRAPPERS or ident == template or ident == "native":
             continue

@@ -316,7 +316,9 @@ def decode_cublas_aux(name: str) -> dict:
     layout TN), ``cublasLt::splitKreduce_kernel`` (op split_k_reduce)."""
     if "splitKreduce" in name:
         return {"op": "split_k_reduce"}
-    gemv = re.search(r"gemv2?([NT])?(?:SP)?_kernel", name)
+    if "epilogue::" in name:  # cuBLASLt's stand-alone epilogue pass (bias/activation after the GEMM)
+        return {"op": "epilogue"}
+    gemv = re.search(r"gemv2?([NT])?(?:SP)?_kernel|gemvx::kernel", name)
     if gemv:
         out: dict[str, object] = {"op": "gemv"}
         if gemv.group(1):

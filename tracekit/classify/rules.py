@@ -121,6 +121,9 @@ def _library_from_namespace(name: str) -> str:
     """The library a demangled C++ kernel name comes from, by namespace; ``unknown`` if none."""
     for needle, lib in (
         ("at::native", "aten"),
+        # ATen kernels declared outside at:: (PersistentSoftmax.cuh, the THCUNN-era `cunn_*`).
+        ("::softmax_warp_", "aten"),
+        ("cunn_", "aten"),
         ("at::cuda", "aten"),
         ("c10::", "aten"),
         ("transformer_engine", "transformer_engine"),
@@ -198,7 +201,7 @@ RULES: tuple[Rule, ...] = (
          "AMD Tensile GEMMs (`Cijk_Alik_Bljk_BBS_BH_MT128x128x64_MI32x32x8x1_...`). hipBLASLt and rocBLAS both "
          "ship Tensile kernels; `UserArgs`/`SAV`/`Bias` only occur in hipBLASLt's, so those are called hipblaslt."),
     Rule("gemm.cublas_aux", _r(r"gemv2[NT]_kernel|gemvNSP|gemv_kernel|gemmSN_[NT]{2}_kernel|gemmk1_kernel|gemmSN_kernel|"
-                               r"dot_kernel<|splitKreduce_kernel|cublasLt::|cublas::|scal_kernel|axpy_kernel"), "gemm",
+                               r"gemvx::kernel|dot_kernel<|splitKreduce_kernel|cublasLt::|cublas::|scal_kernel|axpy_kernel"), "gemm",
          _gemm_library, gemm.decode_cublas_aux,
          "cuBLAS helper kernels: GEMV (`gemv2T_kernel_val`), small-N GEMM (`gemmSN_TN_kernel`) and the split-K "
          "reduction `cublasLt::splitKreduce_kernel`. Judgement call: split-K's reduction is class gemm "
@@ -265,7 +268,8 @@ RULES: tuple[Rule, ...] = (
          "`_kernel` (`_geglu_tanh_forward_kernel`) is guessed to be hand-written Triton: CUPTI names C++ kernels "
          "with `void `, namespaces and templates, and extern \"C\" CUDA kernels rarely follow this shape."),
     # ---- everything else ------------------------------------------------------------------------
-    Rule("other.aten", _r(r"at::|c10::"), "other", "aten", aten.decode_aten, "Other ATen kernels."),
+    Rule("other.aten", _r(r"at::|c10::"), "other", "aten", aten.decode_aten,
+         "Other ATen kernels (sorting, RNG set-up, ...): named by ATen but in no family above."),
     Rule("other", _r(""), "other", _library_from_namespace, None, "No rule matched."),
 )
 
