@@ -219,6 +219,17 @@ def make_geglu_mlp(dim: int, hidden: int) -> Any:
     return GeGLUMLP()
 
 
+def _display_path(path: str | None) -> str | None:
+    # Paths under the working directory are recorded relative to it: the manifest is shared, the host's
+    # directory layout is not part of the result.
+    if not path:
+        return path
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return path
+
+
 def load_liger(kernel_repo: str | None) -> tuple[Any, dict[str, Any]]:
     """``kernels.get_kernel(LIGER_REPO, version=1)`` and a record of where the module came from.
 
@@ -240,7 +251,7 @@ def load_liger(kernel_repo: str | None) -> tuple[Any, dict[str, Any]]:
         "version": LIGER_VERSION,
         "loaded_through": "kernels.get_kernel",
         "module": getattr(module, "__name__", None),
-        "module_file": getattr(module, "__file__", None),
+        "module_file": _display_path(getattr(module, "__file__", None)),
     }
     loaded = next((lk for lk in kernels.get_loaded_kernels() if lk.module is module), None)
     if loaded is not None:
@@ -251,8 +262,8 @@ def load_liger(kernel_repo: str | None) -> tuple[Any, dict[str, Any]]:
             source["revision"] = str(getattr(loaded.repo_info, "revision", "")) or None
     if LIGER_REPO in local_map:
         source["source"] = "local"
-        source["local_repo"] = local_map[LIGER_REPO]
-        prov = Path(source["module_file"] or "").resolve().parent.parent / "PROVENANCE.json"
+        source["local_repo"] = _display_path(local_map[LIGER_REPO])
+        prov = Path(getattr(module, "__file__", "") or "").resolve().parent.parent / "PROVENANCE.json"
         if prov.exists():
             source["provenance"] = json.loads(prov.read_text())
             source["description"] = ("liger-kernel {} GeGLU, packaged as a local kernel and loaded through "
