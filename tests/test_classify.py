@@ -147,6 +147,15 @@ CASES: list[Case] = [
       {"tile": "192x192", "stages": 3, "layout": "NTN"}),
     K("nvjet_tst_320x128_64x3_1x2_h_bz_coopB_NTT", "gemm", "cublasLt",  # Hopper mamba profile (id 71253889525)
       {"tile": "320x128", "coop": "coopB", "layout": "NTT"}),
+    K("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NNT", "gemm", "cublasLt",  # H100 nsys of torch.matmul (id 23947680212)
+      {"variant": "hsh", "dtype": "fp16", "accumulate": "fp32", "tile": "256x128", "k_tile": 64, "stages": 4,
+       "cluster": "1x2", "coop": "coopA", "layout": "NNT"}),
+    K("nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_TNN", "gemm", "cublasLt",  # H100 proton profile (id 54573161734)
+      {"dtype": "fp16", "tile": "128x256", "layout": "TNN"}),
+    K("nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_NNT", "gemm", "cublasLt",  # cuBLAS 12.8 listing (id 59488037838)
+      {"arch": "sm90", "variant": "hss", "dtype": "fp16", "split_k": True, "layout": "NNT"}),
+    K("nvjet_hsh_32x64_64x16_4x1_v_bz_splitK_TNN", "gemm", "cublasLt",  # profile table (id 61825272447)
+      {"tile": "32x64", "stages": 16, "split_k": True}),
     # ------------------------------------------------------------------ Blackwell --------------------
     K("nvjet_sm100_tst_16x64_64x16_4x1_v_bz_TNN", "gemm", "cublasLt",  # B200
       {"arch": "sm100", "tile": "16x64", "k_tile": 64, "stages": 16, "cluster": "4x1", "layout": "TNN"}),
@@ -162,6 +171,11 @@ CASES: list[Case] = [
        "stages": 3, "layout": "tnn", "epilogue": "bias+relu"}),
     K("cutlass3x_sm100_simt_sgemm_f32_f32_f32_f32_f32_64x32x16_1x1x1_3_nnn_align1_bias_f32_relu", "gemm", "cutlass",  # B200
       {"arch": "sm100", "tile": "64x32", "layout": "nnn"}),
+    K("sm100_xmma_gemm_bf16f16_bf16f16_bf16f32_tn_n_tilesize256x128x64_stage4_warpsize2x2x1", "gemm", "cublas",  # B200 (id 57166043813)
+      {"arch": "sm100", "dtype": "bf16", "accumulate": "fp32", "layout": "tn", "tile": "256x128", "k_tile": 64,
+       "stages": 4, "warps": "2x2x1"}),
+    K("sm100_xmma_fprop_implicit_gemm_f16f16_f16f32_nhwc", "gemm", "cudnn",  # B200 cuDNN conv (id 58547695138)
+      {"arch": "sm100", "op": "conv", "pass": "fprop", "dtype": "fp16"}),
     # ------------------------------------------------------------------ xmma -------------------------
     K("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
       "gemm", "cublas",  # ISSUE / XMMA (H100 nsys)
@@ -327,7 +341,8 @@ CASES: list[Case] = [
       {"collective": "SendRecv"}),
     # ------------------------------------------------------------------ ATen -------------------------
     K(BF16_COPY, "copy", "aten",  # OLMO (H100)
-      {"template": "vectorized_elementwise_kernel", "functor": "bfloat16_copy_kernel_cuda", "vector_width": 8}),
+      {"template": "vectorized_elementwise_kernel", "functor": "bfloat16_copy_kernel_cuda", "vector_width": 8,
+       "dtype": "fp32", "to_dtype": "bf16"}),
     K(DIRECT_COPY_UNROLLED, "copy", "aten",  # OLMO (H100)
       {"template": "unrolled_elementwise_kernel", "functor": "direct_copy_kernel_cuda"}),
     K(ELEMENTWISE_128_2_COPY, "copy", "aten",  # A100MAP
@@ -376,6 +391,7 @@ CASES: list[Case] = [
       "at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, long)", "elementwise",
       "aten",  # A100MAP (embedding forward = gather)
       {"template": "indexSelectSmallIndex", "dtype": "fp32"}),
+    # (no functor: TensorInfo's at::cuda namespace is not an op)
     K("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, float const*, "
       "float const*, float const*, float*, float*, float*)", "normalization", "aten",  # A100MAP
       {"template": "vectorized_layer_norm_kernel", "dtype": "fp32"}),

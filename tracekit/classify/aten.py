@@ -8,7 +8,8 @@ Contract: :func:`decode_aten` returns whichever of these it can read, never gues
   ``BinaryFunctor``/``AUnaryFunctor``/``ReduceOp``/``TensorListMetadata``: ``GeluCUDAKernelImpl``,
   ``MulFunctor``, ``FusedAdamMathFunctor``, ``MeanOps``, ``direct_copy_kernel_cuda``;
 - ``vector_width`` (int): the first template argument of ``vectorized_elementwise_kernel<8, ...>``;
-- ``dtype``: the first scalar type in the template arguments (``c10::BFloat16`` -> ``bf16``).
+- ``dtype``: the first scalar type in the template arguments (``c10::BFloat16`` -> ``bf16``) — the type
+  the functor computes on; for casts that is the source type, and ``to_dtype`` names the target.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ _WRAPPERS = frozenset(
         "index_elementwise_kernel", "binary_internal", "memory", "detail", "LoadWithCast", "StoreWithCast",
         "LoadWithoutCast", "StoreWithoutCast", "OffsetCalculator", "TrivialOffsetCalculator", "func_wrapper_t",
         "Array", "array", "CUDAFunctorOnSelf_add", "CUDAFunctorOnOther_add", "operator",
-        "compute_dtype", "type", "policies", "unroll", "vectorized", "thread_work_size",
+        "compute_dtype", "type", "policies", "unroll", "vectorized", "thread_work_size", "cuda",
     }
 )
 
@@ -102,4 +103,8 @@ def decode_aten(name: str) -> dict:
     dt = _dtype(name)
     if dt:
         out["dtype"] = dt
+    # A cast's lambda takes the *source* type; the target is in the functor's name.
+    cast = re.match(r"(bfloat16|float16|float8\w*?|half)_copy_kernel", str(functor or ""))
+    if cast:
+        out["to_dtype"] = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}.get(cast.group(1), "fp8")
     return out

@@ -130,10 +130,11 @@ def decode_xmma(name: str) -> dict:
     """``sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas``
     -> arch, dtype, math, accumulate, layout, tile, k_tile, stages, warps / warpgroups, instruction.
 
-    Type groups are ``<A><B>_<math><accumulate>_<alpha>``: ``bf16bf16_bf16f32_f32`` multiplies bf16 and
-    accumulates fp32; ``f32f32_tf32f32_f32`` is an fp32 GEMM run on tensor cores in tf32.
+    Type groups are ``<A><B>_<math>..._<...accumulate>``: ``bf16bf16_bf16f32_f32`` multiplies bf16 and
+    accumulates fp32; ``f32f32_tf32f32_f32`` is an fp32 GEMM run on tensor cores in tf32. ``accumulate``
+    is the last type of the last group (``f32`` there, ``bf16f32`` in sm100 names).
     """
-    m = re.search(r"sm(\d+)_xmma_(gemm|fprop|dgrad|wgrad)\w*?_((?:[a-z]+\d+){1,2})_((?:[a-z]+\d+){1,2})_([a-z]+\d+)", name)
+    m = re.search(r"sm(\d+)_xmma_(gemm|fprop|dgrad|wgrad)\w*?_((?:[a-z]+\d+){1,2})_((?:[a-z]+\d+){1,2})_((?:[a-z]+\d+){1,2})", name)
     out: dict[str, object] = {}
     arch = re.search(r"sm(\d+)_xmma", name)
     if arch:
@@ -147,8 +148,9 @@ def decode_xmma(name: str) -> dict:
         compute = re.findall(r"[a-z]+\d+", m.group(4))
         if compute:
             out["math"] = _DTYPE_TOKENS.get(compute[0], compute[0])
-        if len(compute) > 1:
-            out["accumulate"] = _DTYPE_TOKENS.get(compute[1], compute[1])
+        last = re.findall(r"[a-z]+\d+", m.group(5))
+        if last:
+            out["accumulate"] = _DTYPE_TOKENS.get(last[-1], last[-1])
     else:
         dt = _first_dtype(name.split("xmma_", 1)[-1])
         if dt:

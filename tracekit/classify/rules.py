@@ -129,6 +129,8 @@ def _library_from_namespace(name: str) -> str:
         ("transformer_engine", "transformer_engine"),
         ("apex", "apex"),
         ("flashinfer", "flashinfer"),
+        ("aiter", "aiter"),
+        ("ck_tile", "composable_kernel"),
         ("vllm::", "vllm"),
         ("cudnn", "cudnn"),
         ("cub::", "cub"),
@@ -270,7 +272,8 @@ RULES: tuple[Rule, ...] = (
     # ---- everything else ------------------------------------------------------------------------
     Rule("other.aten", _r(r"at::|c10::"), "other", "aten", aten.decode_aten,
          "Other ATen kernels (sorting, RNG set-up, ...): named by ATen but in no family above."),
-    Rule("other", _r(""), "other", _library_from_namespace, None, "No rule matched."),
+    Rule("other", _r(""), "other", _library_from_namespace, None,
+         "No rule matched: a vendor or custom kernel this table does not know yet."),
 )
 
 _MEMCPY_KINDS = {"memcpy", "gpu_memcpy", "Memcpy"}
