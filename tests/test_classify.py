@@ -535,6 +535,13 @@ def test_memcpy_kind_wins_over_name() -> None:
     assert classify_kernel("Memset (Device)", kind="memset").decoded == {"dst": "Device"}
 
 
+def test_annotations_and_syncs_are_not_kernels() -> None:
+    for kind in ("annotation", "sync"):
+        info = classify_kernel("nccl:all_reduce", kind=kind)
+        assert (info.kernel_class, info.rule) == ("other", "not_a_kernel")
+    assert classify_kernel("nccl:all_reduce").kernel_class == "communication"
+
+
 def test_unknown_names_are_other() -> None:
     info = classify_kernel("SomeVendorThing<3>(int)")
     assert info.kernel_class == "other" and info.rule == "other"

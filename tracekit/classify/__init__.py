@@ -72,12 +72,7 @@ def classify_frame(gpu: "pl.DataFrame") -> "pl.DataFrame":
     answers = distinct.with_columns(
         pl.Series(c, [r[i] for r in rows], dtype=pl.String) for i, c in enumerate(_OUT)
     )
-    # Join on a dense id rather than on the key columns: null keys (no launch_api / cpu_op) must match
-    # each other, and a row index keeps the original order whatever the join strategy does.
-    ids = answers.with_row_index("__combo")
-    joined = (
-        keys.with_row_index("__row")
-        .join(ids, on=list(_KEYS), how="left", nulls_equal=True)
-        .sort("__row")
-    )
+    # Null keys (no launch_api / cpu_op) must match each other, hence nulls_equal. maintain_order="left"
+    # keeps row order without a sort (a row-index + sort costs ~7x more on millions of rows).
+    joined = keys.join(answers, on=list(_KEYS), how="left", nulls_equal=True, maintain_order="left")
     return frame.with_columns(joined.get_column(c) for c in _OUT)

@@ -154,6 +154,10 @@ RULES: tuple[Rule, ...] = (
          kinds=frozenset({"memcpy"})),
     Rule("memset", _r(""), "memset", "cuda_runtime", misc.decode_memset,
          "GPU activity of category gpu_memset.", kinds=frozenset({"memset"})),
+    Rule("not_a_kernel", _r(""), "other", "unknown", None,
+         "A GPU-timeline activity that is not work (gpu_user_annotation spans, cuda_sync waits): its name is "
+         "a user label, so it is never matched against kernel rules (`nccl:all_reduce` is not NCCL's kernel).",
+         kinds=frozenset({"activity"})),
     Rule("memcpy.by_name", _r(r"^(Memcpy |Copy(Host|Device)To(Host|Device)|\[CUDA memcpy)"), "memcpy",
          "cuda_runtime", misc.decode_memcpy,
          "A memcpy recorded as a kernel-like event (old traces, ROCm `CopyHostToDevice`)."),
@@ -280,12 +284,18 @@ _MEMCPY_KINDS = {"memcpy", "gpu_memcpy", "Memcpy"}
 _MEMSET_KINDS = {"memset", "gpu_memset", "Memset"}
 
 
+_KERNEL_KINDS = {"kernel", "Kernel", "", None}
+
+
 def _normal_kind(kind: str | None) -> str:
+    # Three kinds are work; everything else the gpu frame carries (annotation, sync, ...) is "activity".
+    if kind in _KERNEL_KINDS:
+        return "kernel"
     if kind in _MEMCPY_KINDS:
         return "memcpy"
     if kind in _MEMSET_KINDS:
         return "memset"
-    return "kernel"
+    return "activity"
 
 
 def classify_kernel(
@@ -294,7 +304,8 @@ def classify_kernel(
     """Classify one GPU activity. Total and pure: never raises; result class is in :data:`CLASSES`.
 
     ``kind`` is the activity category ("kernel", "memcpy", "memset"; Kineto's ``gpu_memcpy`` /
-    ``gpu_memset`` spellings are accepted too). ``launch_api`` is the runtime/driver call that launched
+    ``gpu_memset`` spellings are accepted too; any other kind, such as the gpu frame's ``annotation`` and
+    ``sync``, is class ``other`` by rule ``not_a_kernel``, whatever its name). ``launch_api`` is the runtime/driver call that launched
     it (``cuLaunchKernelEx``...), ``cpu_op`` the innermost CPU op around that call; both are optional
     evidence used only to tell hand-written Triton apart.
     """
