@@ -421,6 +421,54 @@ CASES: list[Case] = [
 ]
 
 
+# Shapes, not counted as real names: each is a real kernel whose public listing was truncated (or which
+# we know from ATen / FlashAttention / CUTLASS source), completed by hand to exercise one rule or decoder.
+SHAPES: list[Case] = [
+    K("void at::native::(anonymous namespace)::CatArrayBatchedCopy_contig<at::native::(anonymous namespace)::"
+      "OpaqueType<8u>, unsigned int, 1, 128, 1>(at::native::(anonymous namespace)::OpaqueType<8u>*, "
+      "at::native::(anonymous namespace)::CatArrInputTensorMetadata<at::native::(anonymous namespace)::OpaqueType<8u>, "
+      "unsigned int, 128, 1>, at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)",
+      "copy", "aten", {"template": "CatArrayBatchedCopy_contig"}),
+    K("void at::native::<unnamed>::cunn_SoftMaxForward<(int)4, float, float, float, "
+      "at::native::<unnamed>::SoftMaxForwardEpilogue>(T4 *, const T2 *, int)",  # nsys spelling
+      "reduction", "aten", {"template": "cunn_SoftMaxForward", "dtype": "fp32"}),
+    K("flash_fwd_splitkv_kernel", "attention", "flash_attn", {"impl": "flash", "direction": "fwd"}),
+    K("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
+      "cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, "
+      "false, false, true, true, false>(pytorch_flash::Flash_fwd_params)",
+      "attention", "flash_attn", {"impl": "flash", "direction": "fwd", "dtype": "bf16"}),
+    K("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90"
+      "<2, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cute::tuple<cute::C<128>, cute::C<128>, cute::C<128> >, 128, "
+      "cutlass::bfloat16_t, float, cutlass::arch::Sm90, false, false> > > >(flash::FlashAttnFwdSm90<...>::Params)",
+      "attention", "flash_attn", {"arch": "sm90", "direction": "fwd"}),
+    K("void cutlass::device_kernel<at::cuda::detail::enable_3x_kernel_for_sm10<cutlass::gemm::kernel::GemmUniversal<"
+      "cutlass::gemm::GroupProblemShape<cute::tuple<int, int, int>>, cutlass::gemm::collective::CollectiveMma<"
+      "cutlass::gemm::MainloopSm100ArrayTmaUmmaWarpSpecialized<3, 8, 2>, cutlass::bfloat16_t>>>>(...)",
+      "gemm", "cutlass", {"arch": "sm100", "dtype": "bf16"}),
+    K("void at::native::(anonymous namespace)::RowwiseMomentsCUDAKernel<float, float>(long, float, float const*, "
+      "float*, float*)", "normalization", "aten", {"template": "RowwiseMomentsCUDAKernel"}),
+    K("void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<c10::BFloat16, float>("
+      "c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16 const*, c10::BFloat16*, int)",
+      "normalization", "aten", {"dtype": "bf16"}),
+    K("void at::native::(anonymous namespace)::embedding_backward_feature_kernel<float, float, long>(long const*, "
+      "float const*, float*, int, long, int, int)", "reduction", "aten", {}),
+    K("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+      "FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, "
+      "(at::native::ADAM_MODE)1, false>, float*, double, double, double, double, double, bool, float*, float*>("
+      "at::native::(anonymous namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::"
+      "FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, float*, double, double, double, double, double, "
+      "bool, float*, float*)", "elementwise", "aten",
+      {"template": "multi_tensor_apply_kernel", "functor": "FusedAdamMathFunctor", "dtype": "fp32"}),
+    K("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "communication", "nccl",  # NCCL 2.1x spelling
+      {"collective": "AllReduce", "algorithm": "RING", "protocol": "LL", "reduce_op": "Sum", "dtype": "fp32"}),
+    K("void vllm::rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16 const*, c10::BFloat16 const*, "
+      "float, int, int)", "normalization", "vllm", {"dtype": "bf16"}),
+    K("CopyHostToDevice", "memcpy", "cuda_runtime", {"direction": "HtoD"}),  # ROCm roctracer spelling
+    K("triton__0d1d2d3de4de", "triton_fused", "inductor", {"specialization": "0d1d2d3de4de"}),  # Inductor 2.0
+    K("fused_moe_kernel", "triton_custom", "triton", {"function": "fused_moe_kernel"}),  # vLLM Triton MoE
+]
+
+
 def _ids(cases: list[Case]) -> list[str]:
     return [f"{c.kernel_class}:{c.name[:70]}" for c in cases]
 
@@ -431,7 +479,7 @@ def test_table_has_enough_distinct_real_names() -> None:
     assert {c.kernel_class for c in CASES} >= set(CLASSES) - {"other"}
 
 
-@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+@pytest.mark.parametrize("case", CASES + SHAPES, ids=_ids(CASES + SHAPES))
 def test_real_kernel_names(case: Case) -> None:
     info = classify_kernel(case.name, kind=case.kind, launch_api=case.launch_api, cpu_op=case.cpu_op)
     assert info.kernel_class == case.kernel_class, info

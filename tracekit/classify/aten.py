@@ -27,7 +27,7 @@ _WRAPPERS = frozenset(
         "elementwise_kernel", "elementwise_kernel_helper", "multi_tensor_apply_kernel", "reduce_kernel",
         "index_elementwise_kernel", "binary_internal", "memory", "detail", "LoadWithCast", "StoreWithCast",
         "LoadWithoutCast", "StoreWithoutCast", "OffsetCalculator", "TrivialOffsetCalculator", "func_wrapper_t",
-        "Array", "array", "CUDAFunctorOnSelf_add", "CUDAFunctorOnOther_add", "operator",
+        "Array", "array", "OpaqueType", "CUDAFunctorOnSelf_add", "CUDAFunctorOnOther_add", "operator",
         "compute_dtype", "type", "policies", "unroll", "vectorized", "thread_work_size", "cuda",
     }
 )
@@ -46,7 +46,8 @@ _SCALARS = (
     ("bool", "bool"),
     ("unsigned char", "uint8"),
     ("signed char", "int8"),
-    ("int", "int32"),
+    # `int` / `unsigned int` are left out on purpose: in ATen templates they are index types and
+    # nsys-style `(int)4` literals, almost never the element type.
 )
 
 def _template_name(name: str) -> str | None:
@@ -79,7 +80,8 @@ def _dtype(name: str) -> str | None:
     start = name.find("<")
     if start < 0:
         return None
-    args = name[start:]
+    args = re.sub(r"\((?:unsigned )?(?:int|long|bool|char)\)", "", name[start:])  # nsys `(int)4` literals
+    args = re.sub(r"unsigned (long|char)", "", args)
     best: tuple[int, str] | None = None
     for needle, dt in _SCALARS:
         pos = re.search(rf"(?<![\w:]){re.escape(needle)}(?![\w])", args)

@@ -231,9 +231,11 @@ def decode_cutlass(name: str) -> dict:
     if arch:
         out["arch"] = f"sm{arch.group(1)}"
     else:
-        sm = re.search(r"[Ss]m(\d{2,3})", text if inner else name)
-        if sm:
-            out["arch"] = f"sm{sm.group(1)}"
+        # Templated CUTLASS 3 names mention several arch tags (`enable_3x_kernel_for_sm10<...Sm100...>`,
+        # `SM90_TMA_LOAD` inside an Sm100 kernel): the newest one is the target.
+        archs = [int(a) for a in re.findall(r"(?:Sm|SM|sm)(\d{2,3})(?!\d)", text if inner else name)]
+        if archs:
+            out["arch"] = f"sm{max(archs)}"
     for kind in ("wmma_tensorop", "tensorop", "simt", "wgmma", "umma"):
         if f"_{kind}_" in f"_{text}_":
             out["math"] = kind

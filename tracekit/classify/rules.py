@@ -117,8 +117,35 @@ def _launched_by_python_op(ctx: Context) -> bool:
     )
 
 
+# The kernel's own leading namespace is the best evidence; template arguments mention other libraries
+# (`vllm::rms_norm_kernel<c10::BFloat16>` is vLLM's, not ATen's).
+_LEADING_NAMESPACE = {
+    "at": "aten",
+    "at_cuda_detail": "cub",  # ATen's vendored CUB
+    "c10": "aten",
+    "vllm": "vllm",
+    "flashinfer": "flashinfer",
+    "transformer_engine": "transformer_engine",
+    "apex": "apex",
+    "cutlass": "cutlass",
+    "cudnn": "cudnn",
+    "cub": "cub",
+    "thrust": "thrust",
+    "aiter": "aiter",
+    "ck_tile": "composable_kernel",
+    "ck": "composable_kernel",
+    "pytorch_flash": "flash_attn",
+    "flash": "flash_attn",
+    "cublasLt": "cublasLt",
+    "internal": "cublas",
+}
+
+
 def _library_from_namespace(name: str) -> str:
     """The library a demangled C++ kernel name comes from, by namespace; ``unknown`` if none."""
+    lead = re.match(r"(?:void\s+)?([A-Za-z_]\w*)::", name)
+    if lead and lead.group(1) in _LEADING_NAMESPACE:
+        return _LEADING_NAMESPACE[lead.group(1)]
     for needle, lib in (
         ("at::native", "aten"),
         # ATen kernels declared outside at:: (PersistentSoftmax.cuh, the THCUNN-era `cunn_*`).
@@ -251,7 +278,7 @@ RULES: tuple[Rule, ...] = (
          "`cunn_SoftMaxForward`), losses, scans. Judgement call: embedding *backward* (`embedding_backward_*`, "
          "`compute_grad_weight`) is a reduction — it sums gradient rows per index."),
     Rule("copy", _r(r"copy_kernel|_copy_|CatArrayBatchedCopy|copy_device_to_device|batched_copy|"
-                    r"direct_copy|transpose_kernel|permute_kernel|contiguous_kernel"),
+                    r"direct_copy|transpose_kernel|permute_kernel|contiguous_kernel|nchwToNhwc|nhwcToNchw"),
          "copy", _library_from_namespace, aten.decode_aten,
          "Copies and dtype casts done by kernels (`direct_copy_kernel_cuda`, `bfloat16_copy_kernel_cuda`, "
          "`CatArrayBatchedCopy`) — memory-bound data movement, distinct from copy-engine memcpy."),
