@@ -466,6 +466,11 @@ SHAPES: list[Case] = [
     K("CopyHostToDevice", "memcpy", "cuda_runtime", {"direction": "HtoD"}),  # ROCm roctracer spelling
     K("triton__0d1d2d3de4de", "triton_fused", "inductor", {"specialization": "0d1d2d3de4de"}),  # Inductor 2.0
     K("fused_moe_kernel", "triton_custom", "triton", {"function": "fused_moe_kernel"}),  # vLLM Triton MoE
+    # Bare names that share Triton's launch APIs but are not Triton:
+    K("MIOpenBatchNormFwdTrainSpatial", "normalization", "miopen", {}, launch_api="hipModuleLaunchKernel"),
+    K("naive_conv_fwd_nchw_float_double_float", "gemm", "miopen", {"op": "conv"}, launch_api="hipModuleLaunchKernel"),
+    K("gcd_vectorized4_kernel", "elementwise", "aten", {"functor": "gcd", "vector_width": 4},
+      launch_api="cuLaunchKernel", cpu_op="aten::gcd"),
 ]
 
 

@@ -110,3 +110,14 @@ def decode_aten(name: str) -> dict:
     if cast:
         out["to_dtype"] = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}.get(cast.group(1), "fp8")
     return out
+
+
+def decode_jiterator(name: str) -> dict:
+    """``gcd_vectorized4_kernel`` -> functor gcd, vector_width 4 (``_unrolled_kernel`` -> no width)."""
+    m = re.match(r"(\w+?)_(?:vectorized(\d+)|unrolled)_kernel$", name)
+    if not m:
+        return {}
+    out: dict[str, object] = {"template": "jiterator", "functor": m.group(1)}
+    if m.group(2):
+        out["vector_width"] = int(m.group(2))
+    return out

@@ -244,6 +244,17 @@ RULES: tuple[Rule, ...] = (
                          r"(r2c|c2r)"),
          "gemm", "cudnn", gemm.decode_conv,
          "cuDNN convolution kernels; convolutions are (implicit) GEMMs on tensor cores, so class gemm, op=conv."),
+    # ---- other bare-named kernels launched through module/driver APIs --------------------------------
+    # These share Triton's launch path (cuLaunchKernel / hipModuleLaunchKernel) and bare names, so they
+    # must be claimed before the triton_custom evidence rules.
+    Rule("miopen.norm", _r(r"^MIOpen\w*(BatchNorm|LayerNorm|GroupNorm)"), "normalization", "miopen", None,
+         "MIOpen normalization kernels (`MIOpenBatchNormFwdTrainSpatial`), launched via hipModuleLaunchKernel."),
+    Rule("miopen.conv", _r(r"^(naive_conv_|igemm_(fwd|bwd|wrw)|gridwise_convolution|MIOpenConv|MIOpenCvD|"
+                           r"miopenSp3As|SubSample|Im2Col|Col2Im)"), "gemm", "miopen", gemm.decode_conv,
+         "MIOpen convolution kernels (class gemm, op=conv, as for cuDNN)."),
+    Rule("jiterator", _r(r"^[a-z][a-z0-9_]*_(vectorized\d+|unrolled)_kernel$"), "elementwise", "aten", aten.decode_jiterator,
+         "ATen jiterator kernels (`gcd_vectorized4_kernel`): NVRTC-compiled at run time and launched with "
+         "cuLaunchKernel like Triton, but ATen elementwise ops."),
     # ---- Inductor-generated Triton ----------------------------------------------------------------
     Rule("inductor", _r(r"^triton_(poi|red|per|tem|for|mix|spl|split|ext|unk)?_|^triton_$|^triton__"), "triton_fused", "inductor",
          inductor.decode_inductor,
