@@ -118,6 +118,14 @@ CASES: list[Case] = [
     K("_geglu_tanh_forward_kernel", "triton_custom", "triton",  # KINETO (H200 Liger)
       {"function": "_geglu_tanh_forward_kernel", "direction": "fwd"},
       launch_api="cuLaunchKernel", cpu_op="LigerGELUMulFunction"),
+    # ------------------------------------------------------------------ hand-written Triton (public) -
+    # No launch evidence in these listings, so the name-shape rule (lower confidence) decides.
+    K("_chunk_scan_fwd_kernel", "triton_custom", "triton",  # Hopper mamba profile (id 71253889525), mamba_ssm
+      {"function": "_chunk_scan_fwd_kernel", "direction": "fwd"}),
+    K("_permute_kernel", "triton_custom", "triton",  # same profile, MoE routing
+      {"function": "_permute_kernel"}),
+    K("merge_16x16_to_64x64_inverse_kernel", "triton_custom", "triton",  # GDN profile (id 58681565479), fla
+      {"function": "merge_16x16_to_64x64_inverse_kernel"}),
     # ------------------------------------------------------------------ Hopper nvjet (public) -------
     K("nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_TNN", "gemm", "cublasLt",  # OLMO (H100)
       {"arch": "sm90", "tile": "192x192", "k_tile": 64, "stages": 4, "cluster": "2x1", "coop": "coopB", "layout": "TNN"}),
@@ -573,8 +581,10 @@ def test_hand_written_triton_evidence_and_confidence() -> None:
     assert by_shape.rule == "triton_custom.name_shape"
     assert {by_launch.kernel_class, by_op.kernel_class, by_shape.kernel_class} == {"triton_custom"}
     assert {by_launch.library, by_op.library, by_shape.library} == {"triton"}
-    # launch evidence beats a name that merely sounds like a norm
+    # launch evidence, or a Python-private name, beats a name that merely sounds like a norm
     assert classify_kernel("_rms_norm_forward_kernel", launch_api="cuLaunchKernel").kernel_class == "triton_custom"
+    assert classify_kernel("_rms_norm_forward_kernel").rule == "triton_custom.name_shape"
+    assert classify_kernel("fused_moe_kernel").rule == "triton_custom.name_shape_loose"
     # ...but an ATen-launched, C++-named kernel is never Triton
     assert classify_kernel(GELU_H200, launch_api="cuLaunchKernel").kernel_class == "elementwise"
     # hipBLASLt launches through hipExtModuleLaunchKernel; a Tensile name stays gemm whatever the API

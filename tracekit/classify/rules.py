@@ -14,8 +14,8 @@ Order matters and encodes three facts:
 2. Then hand-written Triton identified by *evidence* (launch API, launching CPU op), before the
    name-based semantic rules, so that ``_rms_norm_forward_kernel`` launched by ``cuLaunchKernel`` is
    ``triton_custom`` rather than ``normalization``.
-3. Then ATen's semantic families (normalization, reduction, copy, elementwise), then a name-shape
-   guess for Triton without launch evidence, then ``other``.
+3. Then a name-shape guess for Triton without launch evidence (leading-underscore Python names), ATen's
+   semantic families (normalization, reduction, copy, elementwise), a looser name-shape guess, ``other``.
 """
 
 from __future__ import annotations
@@ -271,6 +271,13 @@ RULES: tuple[Rule, ...] = (
          "Hand-written Triton identified by its launcher: a bare-identifier kernel whose launching CPU op is not "
          "an `aten::` op (an autograd.Function such as `LigerGELUMulFunction`, or a custom op).",
          when=_launched_by_python_op),
+    # ---- hand-written Triton, without evidence: Python-private names -----------------------------
+    Rule("triton_custom.name_shape", _r(r"^_[a-z][a-z0-9]*(_[a-z0-9]+)*(_\d+d[\dcde]*)?$"), "triton_custom",
+         "triton", misc.decode_triton_custom,
+         "LOWER CONFIDENCE (no launch API or CPU-op evidence). A bare snake_case identifier with a leading "
+         "underscore (`_geglu_tanh_forward_kernel`, `_rms_norm_forward_kernel`) is a Python-private function "
+         "name, the Triton convention; CUPTI names C++ kernels with `void `, namespaces and templates. It "
+         "precedes the ATen family rules so `_rms_norm_forward_kernel` is not mistaken for ATen's norm."),
     # ---- ATen and friends by semantic family ----------------------------------------------------------
     Rule("normalization", _r(r"layer_?norm|batch_?norm|rms_?norm|group_?norm|instance_?norm|RowwiseMoments|"
                              r"GammaBetaBackward|ComputeInternalGradients|ComputeFusedParams|ComputeGradInput|"
@@ -306,11 +313,10 @@ RULES: tuple[Rule, ...] = (
     Rule("gemm.generic", _r(r"gemm|gemv|Gemm|GEMM|matmul|_mm_|bmm"), "gemm", _library_from_namespace, gemm.decode_generic,
          "Anything else that says it multiplies matrices (custom CUDA, DeepGEMM, unknown vendors)."),
     # ---- hand-written Triton, without evidence ----------------------------------------------------
-    Rule("triton_custom.name_shape", _r(r"^_?[a-z][a-z0-9]*(_[a-z0-9]+)*_kernel(_\d+d[\dcde]*)?$"), "triton_custom",
-         "triton", misc.decode_triton_custom,
-         "LOWER CONFIDENCE. Without launch API or CPU-op information, a bare snake_case identifier ending in "
-         "`_kernel` (`_geglu_tanh_forward_kernel`) is guessed to be hand-written Triton: CUPTI names C++ kernels "
-         "with `void `, namespaces and templates, and extern \"C\" CUDA kernels rarely follow this shape."),
+    Rule("triton_custom.name_shape_loose", _r(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*_kernel(_\d+d[\dcde]*)?$"),
+         "triton_custom", "triton", misc.decode_triton_custom,
+         "LOWEST CONFIDENCE. A bare snake_case identifier ending in `_kernel` (`fused_moe_kernel`) that no "
+         "family rule claimed is guessed to be hand-written Triton; extern \"C\" CUDA kernels rarely look so."),
     # ---- everything else ------------------------------------------------------------------------
     Rule("other.aten", _r(r"at::|c10::"), "other", "aten", aten.decode_aten,
          "Other ATen kernels (sorting, RNG set-up, ...): named by ATen but in no family above."),
