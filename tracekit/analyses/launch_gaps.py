@@ -1,0 +1,412 @@
+"""Launch gaps: how long each launch call took, how long its work queued, where the GPU sat idle
+and why, and whether each step is overhead-bound or compute-bound.
+
+Contract: :func:`analyze` takes a :class:`~tracekit.trace.Trace` and its
+:class:`~tracekit.analyses.attribution.Attribution` and returns a frozen :class:`LaunchGapsReport`.
+Pure: no printing, no I/O. Times are Int64 ns. "Activity" below means a kernel, memcpy or memset
+(GPU annotations and ``cuda_sync`` rows are not work).
+
+Definitions (the renderer states them from :data:`THRESHOLDS`):
+
+* **launch_dur_ns** — the launch call's duration (``cudaLaunchKernel``, ``cuLaunchKernelEx``,
+  ``cudaMemsetAsync``, ``cudaGraphLaunch`` …). Every kernel of a CUDA-graph replay shares the one
+  ``cudaGraphLaunch`` call, so its duration is counted once per replayed kernel.
+* **queue_delay_ns** — GPU start minus the end of the launch call, floored at 0 (a kernel may start
+  before its launch call returns). Null when the activity has no launch call in the trace.
+* **GPU busy** — the length of the union of activity intervals (streams overlap; never a sum).
+* **Step membership** — an activity belongs to the ``ProfilerStep#N`` whose CPU span contains its
+  launch call (attribution's ``step``), the same rule HTA uses for its iterations.
+* **Step GPU window** — ``[first start, last end]`` of the step's own activities.
+  ``gpu_idle_ns = gpu_window_ns - gpu_busy_ns``: the gaps *between* the step's own work. This is
+  HTA's per-iteration definition (``_get_idle_time_for_kernels``), so the two can be compared.
+* **wall_ns** — the step's length as the slower side sees it: ``max(cpu_span_ns, gpu_window_ns)``.
+  The CPU span alone is wrong when the CPU runs ahead (its step ends long before its kernels run);
+  the hull of both is wrong too (it counts the time the step's work waited behind earlier steps).
+  ``gpu_busy_frac = gpu_busy_ns / wall_ns`` (0 when wall is 0).
+* **cpu_dispatch_ns** — the union, clipped to the step's CPU span, of every ``cpu_op`` and launch
+  call on the step's process (all its threads, so the autograd thread counts; the union never
+  double-counts concurrent threads), minus the time inside ``*Synchronize`` calls (waiting for the
+  GPU is not dispatch). Python between ops is not dispatch.
+* **Verdict** (the study's rule of thumb "CPU time ≫ GPU time means overhead-bound"):
+  ``compute-bound`` when ``gpu_busy_frac >= 0.80`` (the GPU rarely waits: CPU work could at best
+  save 20 %); ``overhead-bound`` when ``gpu_busy_frac < 0.50`` and
+  ``cpu_dispatch_ns >= 2 × gpu_busy_ns`` (the GPU idles most of the step and the CPU spends at least
+  twice the GPU's time issuing it — "≫" taken as 2×); ``no-gpu`` when the step launched no work;
+  ``mixed`` otherwise.
+* **Cold step** — the first step is ``cold`` when its ``wall_ns`` exceeds 2 × the median ``wall_ns``
+  of the other steps (needs at least two steps).
+* **Gaps** — per device, every hole between consecutive merged busy intervals over the whole trace.
+  A gap's ``step`` is that of the activity that ends it (``next_*``); ``in_step_window`` says whether
+  it lies inside that step's GPU window (those gaps make up ``gpu_idle_ns`` on a single stream).
+  Cause, first rule that matches:
+
+  1. ``sync`` — a ``cuda_sync`` GPU row (same device) or a host ``*Synchronize`` call
+     (``cudaDeviceSynchronize``, ``cudaStreamSynchronize``, ``cudaEventSynchronize`` …) overlaps it;
+  2. ``profiler_overhead`` — an ``overhead`` row ("Activity Buffer Request") overlaps it;
+  3. ``cpu_bound`` — the GPU waited for the CPU: the next activity's launch call ended after
+     ``gap start - 2 µs``. The 2 µs tolerance is the launch latency of an idle H200 (launch call end
+     to kernel start is 1–3 µs), so a launch that returned just before the GPU drained still made it
+     wait. HTA's ``host_wait`` uses launch *start* > previous end, a stricter test;
+  4. ``back_to_back`` — shorter than 5 µs: the GPU front-end moving between queued kernels
+     (HTA's ``kernel_wait`` uses 30 ns, below what H200 traces show between queued kernels);
+  5. ``other`` — anything else (e.g. a cross-stream event wait).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from tracekit.analyses import attribution as attribution_mod
+from tracekit.analyses import intervals
+from tracekit.analyses import steps as steps_analysis
+from tracekit.trace import Trace
+
+CPU_BOUND_TOLERANCE_NS = 2_000
+BACK_TO_BACK_MAX_NS = 5_000
+COMPUTE_BOUND_MIN_BUSY_FRAC = 0.80
+OVERHEAD_BOUND_MAX_BUSY_FRAC = 0.50
+OVERHEAD_BOUND_MIN_CPU_OVER_GPU = 2.0
+COLD_STEP_FACTOR = 2.0
+PERCENTILES = (50, 90, 99)
+#: Host calls that block until the GPU catches up.
+SYNC_CALL_SUFFIX = "Synchronize"
+
+CAUSES = ("sync", "profiler_overhead", "cpu_bound", "back_to_back", "other")
+VERDICTS = ("overhead-bound", "compute-bound", "mixed", "no-gpu")
+
+THRESHOLDS: dict[str, Any] = {
+    "cpu_bound_tolerance_ns": CPU_BOUND_TOLERANCE_NS,
+    "back_to_back_max_ns": BACK_TO_BACK_MAX_NS,
+    "compute_bound_min_busy_frac": COMPUTE_BOUND_MIN_BUSY_FRAC,
+    "overhead_bound_max_busy_frac": OVERHEAD_BOUND_MAX_BUSY_FRAC,
+    "overhead_bound_min_cpu_over_gpu": OVERHEAD_BOUND_MIN_CPU_OVER_GPU,
+    "cold_step_factor": COLD_STEP_FACTOR,
+    "queue_delay_rule": "GPU start - launch call end, floored at 0",
+    "step_window_rule": "GPU window = first start to last end of the step's own activities (by launch "
+                        "call); idle = window - union busy; wall = max(CPU ProfilerStep span, GPU window)",
+    "cpu_dispatch_rule": "union of cpu_op and launch spans of the step's process within its CPU span, "
+                         "minus *Synchronize calls",
+    "verdict_rule": "compute-bound if GPU busy >= 80% of wall; overhead-bound if GPU busy < 50% of wall "
+                    "and CPU dispatch >= 2x GPU busy; no-gpu if the step launched nothing; else mixed",
+    "cold_rule": "first step wall > 2x median wall of the other steps",
+    "gap_cause_rule": "first match: sync (cuda_sync row or *Synchronize call overlaps); "
+                      "profiler_overhead (overhead row overlaps); cpu_bound (next launch call ended after "
+                      "gap start - 2 us); back_to_back (gap < 5 us); else other",
+}
+
+PER_ACTIVITY_SCHEMA: dict[str, pl.DataType] = {
+    "idx": pl.UInt32, "name": pl.String, "kind": pl.String, "kernel_class": pl.String,
+    "launch_api": pl.String, "step": pl.Int64, "device": pl.Int64, "stream": pl.Int64,
+    "ts": pl.Int64, "end": pl.Int64, "launch_ts": pl.Int64, "launch_end": pl.Int64,
+    "launch_dur_ns": pl.Int64, "queue_delay_ns": pl.Int64,
+}
+_STAT_COLS = [f"{m}_{s}_ns" for m in ("launch_dur", "queue_delay")
+              for s in (*(f"p{p}" for p in PERCENTILES), "max")]
+DISTRIBUTIONS_SCHEMA: dict[str, pl.DataType] = {
+    "group": pl.String, "key": pl.String, "count": pl.UInt32, **{c: pl.Int64 for c in _STAT_COLS},
+}
+GAPS_SCHEMA: dict[str, pl.DataType] = {
+    "device": pl.Int64, "step": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64,
+    "dur_ns": pl.Int64, "cause": pl.String, "next_kernel": pl.String, "next_launch_api": pl.String,
+    "in_step_window": pl.Boolean,
+}
+PER_STEP_SCHEMA: dict[str, pl.DataType] = {
+    "step": pl.Int64, "cpu_start_ns": pl.Int64, "cpu_span_ns": pl.Int64, "gpu_start_ns": pl.Int64,
+    "gpu_window_ns": pl.Int64, "wall_ns": pl.Int64, "cpu_dispatch_ns": pl.Int64,
+    "gpu_busy_ns": pl.Int64, "gpu_idle_ns": pl.Int64, "gpu_busy_frac": pl.Float64,
+    "activity_count": pl.UInt32, "verdict": pl.String, "cold": pl.Boolean,
+}
+PER_DEVICE_SCHEMA: dict[str, pl.DataType] = {
+    "device": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "busy_ns": pl.Int64,
+    "idle_ns": pl.Int64, **{f"idle_{c}_ns": pl.Int64 for c in CAUSES},
+}
+
+
+@dataclass(frozen=True)
+class LaunchGapsReport:
+    """Launch and queue times, idle gaps with causes, per-step verdicts (see module docstring).
+
+    ``per_activity``: one row per kernel/memcpy/memset, columns :data:`PER_ACTIVITY_SCHEMA`, sorted
+    by ``ts`` then ``idx``.
+    ``distributions``: :data:`DISTRIBUTIONS_SCHEMA`; ``group`` is ``"class"`` (key = kernel_class)
+    or ``"launch_api"`` (key = API, ``"(none)"`` for unlinked activity); percentiles are nearest-rank
+    over activities with a launch call (null when none); sorted by group, count desc, key.
+    ``gaps``: :data:`GAPS_SCHEMA`, sorted by device, start_ns.
+    ``per_step``: :data:`PER_STEP_SCHEMA`, one row per ProfilerStep, sorted by cpu_start_ns, step.
+    ``per_device``: :data:`PER_DEVICE_SCHEMA`; the window is the device's first activity start to
+    its last activity end; ``idle_<cause>_ns`` split ``idle_ns`` by gap cause.
+    ``queue_delay_ns``: ``{"p50", "p90", "p99", "max"}`` over all linked activities (None if none).
+    ``thresholds``: :data:`THRESHOLDS`.
+    """
+
+    per_activity: pl.DataFrame
+    distributions: pl.DataFrame
+    gaps: pl.DataFrame
+    per_step: pl.DataFrame
+    per_device: pl.DataFrame
+    queue_delay_ns: dict[str, int | None]
+    thresholds: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``launch_gaps`` object of ``tracekit.report/1`` (plain data, deterministic order)."""
+        return {
+            "steps": [
+                {"step": r["step"], "gpu_busy_ns": r["gpu_busy_ns"], "gpu_idle_ns": r["gpu_idle_ns"],
+                 "verdict": r["verdict"], "wall_ns": r["wall_ns"],
+                 "cpu_dispatch_ns": r["cpu_dispatch_ns"], "cold": r["cold"]}
+                for r in self.per_step.iter_rows(named=True)
+            ],
+            "queue_delay_ns": dict(self.queue_delay_ns),
+            "idle_by_cause_ns": {
+                c: int(self.gaps.filter(pl.col("cause") == c)["dur_ns"].sum()) for c in CAUSES
+            },
+            "thresholds": dict(self.thresholds),
+        }
+
+
+def analyze(trace: Trace, attributed: attribution_mod.Attribution) -> LaunchGapsReport:
+    """Compute the launch-gap report of ``trace`` from its attribution."""
+    per_activity = _per_activity(attributed.gpu)
+    gaps = _gaps(trace, per_activity)
+    per_step = _per_step(trace, per_activity, gaps)
+    return LaunchGapsReport(
+        per_activity=per_activity,
+        distributions=_distributions(per_activity),
+        gaps=gaps,
+        per_step=per_step,
+        per_device=_per_device(per_activity, gaps),
+        queue_delay_ns=_percentiles(per_activity["queue_delay_ns"]),
+        thresholds=dict(THRESHOLDS),
+    )
+
+
+# -- per activity -------------------------------------------------------------------------------
+
+def _per_activity(gpu: pl.DataFrame) -> pl.DataFrame:
+    work = gpu.filter(pl.col("kind").is_in(attribution_mod.GPU_WORK_KINDS))
+    if work.height == 0:
+        return pl.DataFrame(schema=PER_ACTIVITY_SCHEMA)
+    return (
+        work.with_columns(
+            launch_dur_ns=pl.col("launch_end") - pl.col("launch_ts"),
+            queue_delay_ns=pl.max_horizontal(pl.col("ts") - pl.col("launch_end"), pl.lit(0)),
+        )
+        .with_columns(queue_delay_ns=pl.when(pl.col("launch_end").is_not_null())
+                      .then(pl.col("queue_delay_ns")))
+        .select(list(PER_ACTIVITY_SCHEMA))
+        .cast(PER_ACTIVITY_SCHEMA)  # type: ignore[arg-type]
+        .sort(["ts", "idx"])
+    )
+
+
+def _nearest_rank(values: list[int], pct: int) -> int:
+    # Nearest-rank percentile: the smallest value with at least pct% of values at or below it.
+    rank = max(1, -(-pct * len(values) // 100))
+    return values[rank - 1]
+
+
+def _percentiles(series: pl.Series) -> dict[str, int | None]:
+    values = sorted(series.drop_nulls().to_list())
+    out: dict[str, int | None] = {f"p{p}": (_nearest_rank(values, p) if values else None)
+                                  for p in PERCENTILES}
+    out["max"] = values[-1] if values else None
+    return out
+
+
+def _distributions(per_activity: pl.DataFrame) -> pl.DataFrame:
+    rows: list[dict[str, Any]] = []
+    for group, column in (("class", "kernel_class"), ("launch_api", "launch_api")):
+        keyed = per_activity.with_columns(_key=pl.col(column).fill_null("(none)"))
+        for key in sorted(set(keyed["_key"].to_list())):
+            part = keyed.filter(pl.col("_key") == key)
+            row: dict[str, Any] = {"group": group, "key": key, "count": part.height}
+            for metric in ("launch_dur", "queue_delay"):
+                for stat, value in _percentiles(part[f"{metric}_ns"]).items():
+                    row[f"{metric}_{stat}_ns"] = value
+            rows.append(row)
+    frame = pl.DataFrame(rows, schema=DISTRIBUTIONS_SCHEMA)
+    return frame.sort(["group", "count", "key"], descending=[False, True, False])
+
+
+# -- gaps ---------------------------------------------------------------------------------------
+
+def _blockers(trace: Trace) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Merged sync intervals (``device`` -1 = every device) and merged profiler-overhead intervals."""
+    gpu_sync = trace.gpu.filter(pl.col("kind") == "sync").select(
+        pl.col("device").fill_null(-1), "ts", "end")
+    host_sync = trace.launches.filter(pl.col("name").str.ends_with(SYNC_CALL_SUFFIX)).select(
+        pl.lit(-1, pl.Int64).alias("device"), "ts", "end")
+    sync = pl.concat([gpu_sync, host_sync], how="vertical_relaxed")
+    overhead = trace.overhead.select("ts", "end")
+    return sync, intervals.merge(overhead)
+
+
+def _overlaps(gaps: pl.DataFrame, merged: pl.DataFrame) -> pl.Series:
+    """For each gap, whether any of the disjoint sorted ``merged`` intervals overlaps it."""
+    if gaps.height == 0:
+        return pl.Series([], dtype=pl.Boolean)
+    if merged.height == 0:
+        return pl.Series([False] * gaps.height, dtype=pl.Boolean)
+    # The last merged interval starting before the gap ends is the only candidate (disjoint, sorted).
+    probe = gaps.select(pl.col("end_ns"), pl.col("start_ns")).with_row_index("_row")
+    found = probe.sort("end_ns").join_asof(
+        merged.select(pl.col("ts").alias("_bts"), pl.col("end").alias("_bend")).sort("_bts"),
+        left_on="end_ns", right_on="_bts", strategy="backward", allow_exact_matches=False,
+    ).sort("_row")
+    return (found["_bend"].fill_null(-(2**62)) > found["start_ns"]).alias("overlap")
+
+
+def _gaps(trace: Trace, per_activity: pl.DataFrame) -> pl.DataFrame:
+    work = per_activity.filter(pl.col("device").is_not_null())
+    if work.height == 0:
+        return pl.DataFrame(schema=GAPS_SCHEMA)
+    merged = intervals.merge(work.select("device", "ts", "end"), by=["device"])
+    holes = (
+        merged.with_columns(start_ns=pl.col("end").shift(1).over("device"))
+        .filter(pl.col("start_ns").is_not_null())
+        .select("device", "start_ns", end_ns=pl.col("ts"))
+        .with_columns(dur_ns=pl.col("end_ns") - pl.col("start_ns"))
+    )
+    if holes.height == 0:
+        return pl.DataFrame(schema=GAPS_SCHEMA)
+    # The activity that ends a gap: the first (by idx) to start at the gap's end on that device.
+    first = (work.sort(["device", "ts", "idx"])
+             .unique(subset=["device", "ts"], keep="first", maintain_order=True)
+             .select("device", pl.col("ts").alias("end_ns"), "step",
+                     pl.col("name").alias("next_kernel"), pl.col("launch_api").alias("next_launch_api"),
+                     pl.col("launch_end").alias("_next_launch_end")))
+    holes = holes.join(first, on=["device", "end_ns"], how="left").sort(["device", "start_ns"])
+
+    sync, overhead = _blockers(trace)
+    sync_hit = pl.Series([False] * holes.height, dtype=pl.Boolean)
+    for device in holes["device"].unique().sort().to_list():
+        mask = (holes["device"] == device)
+        device_sync = intervals.merge(sync.filter(pl.col("device").is_in([device, -1])))
+        hit = _overlaps(holes.filter(mask), device_sync)
+        positions = mask.arg_true()
+        sync_hit = sync_hit.scatter(positions, hit)
+    overhead_hit = _overlaps(holes, overhead)
+    holes = holes.with_columns(_sync=sync_hit, _overhead=overhead_hit).with_columns(
+        cause=pl.when(pl.col("_sync")).then(pl.lit("sync"))
+        .when(pl.col("_overhead")).then(pl.lit("profiler_overhead"))
+        .when(pl.col("_next_launch_end") > pl.col("start_ns") - CPU_BOUND_TOLERANCE_NS)
+        .then(pl.lit("cpu_bound"))
+        .when(pl.col("dur_ns") < BACK_TO_BACK_MAX_NS).then(pl.lit("back_to_back"))
+        .otherwise(pl.lit("other"))
+    )
+    windows = _step_windows(per_activity)
+    holes = holes.join(windows, on="step", how="left").with_columns(
+        in_step_window=(pl.col("start_ns") >= pl.col("_wstart")) & (pl.col("end_ns") <= pl.col("_wend"))
+    ).with_columns(pl.col("in_step_window").fill_null(False))
+    return holes.select(list(GAPS_SCHEMA)).cast(GAPS_SCHEMA).sort(["device", "start_ns"])  # type: ignore[arg-type]
+
+
+def _step_windows(per_activity: pl.DataFrame) -> pl.DataFrame:
+    return (per_activity.filter(pl.col("step").is_not_null())
+            .group_by("step").agg(_wstart=pl.col("ts").min(), _wend=pl.col("end").max()))
+
+
+# -- per step -----------------------------------------------------------------------------------
+
+def _cpu_dispatch(trace: Trace) -> pl.DataFrame:
+    """``step, cpu_dispatch_ns`` per ProfilerStep (see module docstring)."""
+    steps = trace.steps
+    if steps.height == 0:
+        return pl.DataFrame(schema={"step": pl.Int64, "cpu_dispatch_ns": pl.Int64})
+    spans = pl.concat([
+        trace.ops.filter(pl.col("cat") == "cpu_op").select("pid", "ts", "end", sync=pl.lit(False)),
+        trace.launches.select("pid", "ts", "end",
+                              sync=pl.col("name").str.ends_with(SYNC_CALL_SUFFIX)),
+    ], how="vertical_relaxed")
+    windows = steps.select(pl.col("number").alias("step"), pl.col("pid").alias("_spid"),
+                           pl.col("ts").alias("_sts"), pl.col("end").alias("_send"))
+    tagged = (steps_analysis.tag_steps(spans, steps, "ts")
+              .filter(pl.col("step").is_not_null())
+              .join(windows, on="step", how="left")
+              .filter(pl.col("pid") == pl.col("_spid"))
+              .with_columns(ts=pl.max_horizontal("ts", "_sts"), end=pl.min_horizontal("end", "_send"))
+              .filter(pl.col("end") > pl.col("ts")))
+    total = intervals.union_ns(tagged.select("step", "ts", "end"), by=["step"]) if tagged.height else \
+        pl.DataFrame(schema={"step": pl.Int64, "busy_ns": pl.Int64})
+    waits = tagged.filter(pl.col("sync"))
+    waiting = intervals.union_ns(waits.select("step", "ts", "end"), by=["step"]) if waits.height else \
+        pl.DataFrame(schema={"step": pl.Int64, "busy_ns": pl.Int64})
+    return (windows.select("step")
+            .join(total, on="step", how="left")
+            .join(waiting.rename({"busy_ns": "_wait"}), on="step", how="left")
+            .select("step", cpu_dispatch_ns=pl.col("busy_ns").fill_null(0) - pl.col("_wait").fill_null(0)))
+
+
+def _per_step(trace: Trace, per_activity: pl.DataFrame, gaps: pl.DataFrame) -> pl.DataFrame:
+    steps = trace.steps
+    if steps.height == 0:
+        return pl.DataFrame(schema=PER_STEP_SCHEMA)
+    in_steps = per_activity.filter(pl.col("step").is_not_null())
+    busy = (intervals.union_ns(in_steps.select("step", "ts", "end"), by=["step"]) if in_steps.height
+            else pl.DataFrame(schema={"step": pl.Int64, "busy_ns": pl.Int64}))
+    windows = in_steps.group_by("step").agg(
+        gpu_start_ns=pl.col("ts").min(), _gpu_end=pl.col("end").max(),
+        activity_count=pl.len().cast(pl.UInt32))
+    table = (
+        steps.select(pl.col("number").alias("step"), pl.col("ts").alias("cpu_start_ns"),
+                     pl.col("dur").alias("cpu_span_ns"))
+        .join(windows, on="step", how="left")
+        .join(busy, on="step", how="left")
+        .join(_cpu_dispatch(trace), on="step", how="left")
+        .with_columns(
+            gpu_window_ns=(pl.col("_gpu_end") - pl.col("gpu_start_ns")).fill_null(0),
+            gpu_busy_ns=pl.col("busy_ns").fill_null(0),
+            activity_count=pl.col("activity_count").fill_null(0),
+            cpu_dispatch_ns=pl.col("cpu_dispatch_ns").fill_null(0),
+        )
+        .with_columns(
+            wall_ns=pl.max_horizontal("cpu_span_ns", "gpu_window_ns"),
+            gpu_idle_ns=pl.col("gpu_window_ns") - pl.col("gpu_busy_ns"),
+        )
+        .with_columns(gpu_busy_frac=pl.when(pl.col("wall_ns") > 0)
+                      .then(pl.col("gpu_busy_ns") / pl.col("wall_ns")).otherwise(0.0))
+        .with_columns(verdict=verdict_expr())
+        .sort(["cpu_start_ns", "step"])
+    )
+    return table.with_columns(cold=_cold(table["wall_ns"])).select(list(PER_STEP_SCHEMA)).cast(
+        PER_STEP_SCHEMA)  # type: ignore[arg-type]
+
+
+def verdict_expr() -> pl.Expr:
+    """The verdict rule over ``activity_count``, ``gpu_busy_frac``, ``gpu_busy_ns``,
+    ``cpu_dispatch_ns`` columns (see module docstring)."""
+    return (
+        pl.when(pl.col("activity_count") == 0).then(pl.lit("no-gpu"))
+        .when(pl.col("gpu_busy_frac") >= COMPUTE_BOUND_MIN_BUSY_FRAC).then(pl.lit("compute-bound"))
+        .when((pl.col("gpu_busy_frac") < OVERHEAD_BOUND_MAX_BUSY_FRAC)
+              & (pl.col("cpu_dispatch_ns") >= OVERHEAD_BOUND_MIN_CPU_OVER_GPU * pl.col("gpu_busy_ns")))
+        .then(pl.lit("overhead-bound"))
+        .otherwise(pl.lit("mixed"))
+    )
+
+
+def _cold(walls: pl.Series) -> pl.Series:
+    flags = [False] * walls.len()
+    if walls.len() >= 2:
+        others = walls[1:].median()
+        flags[0] = bool(others is not None and walls[0] > COLD_STEP_FACTOR * others)  # type: ignore[operator]
+    return pl.Series("cold", flags, dtype=pl.Boolean)
+
+
+# -- per device ---------------------------------------------------------------------------------
+
+def _per_device(per_activity: pl.DataFrame, gaps: pl.DataFrame) -> pl.DataFrame:
+    work = per_activity.filter(pl.col("device").is_not_null())
+    if work.height == 0:
+        return pl.DataFrame(schema=PER_DEVICE_SCHEMA)
+    busy = intervals.union_ns(work.select("device", "ts", "end"), by=["device"])
+    span = work.group_by("device").agg(start_ns=pl.col("ts").min(), end_ns=pl.col("end").max())
+    by_cause = gaps.group_by("device").agg(
+        **{f"idle_{c}_ns": pl.col("dur_ns").filter(pl.col("cause") == c).sum() for c in CAUSES})
+    table = (span.join(busy, on="device").join(by_cause, on="device", how="left")
+             .with_columns(idle_ns=pl.col("end_ns") - pl.col("start_ns") - pl.col("busy_ns"),
+                           **{f"idle_{c}_ns": pl.col(f"idle_{c}_ns").fill_null(0) for c in CAUSES}))
+    return table.select(list(PER_DEVICE_SCHEMA)).cast(PER_DEVICE_SCHEMA).sort("device")  # type: ignore[arg-type]
