@@ -554,6 +554,11 @@ def test_inductor_fused_ops_vocabulary() -> None:
     # leading-underscore ops keep their underscore; unknown words fall back to single tokens
     d = classify_kernel("triton_poi_fused__softmax_frobnicate_where_2").decoded
     assert list(d["fused_ops"]) == ["_softmax", "frobnicate", "where"]
+    # a double underscore: in-place `copy_` on the left, or a leading-underscore op on the right
+    d = classify_kernel("triton_red_fused__to_copy_add_copy__div_lerp_linalg_vector_norm_mul_4").decoded
+    assert list(d["fused_ops"]) == ["_to_copy", "add", "copy_", "div", "lerp", "linalg_vector_norm", "mul"]
+    assert list(classify_kernel("triton_poi_fused_add_copy__0").decoded["fused_ops"]) == ["add", "copy_"]
+    assert list(classify_kernel("triton_per_fused_add__softmax_1").decoded["fused_ops"]) == ["add", "_softmax"]
     # old Triton signature suffixes are not ops
     d = classify_kernel("triton_poi_fused_add_0d1d2de").decoded
     assert list(d["fused_ops"]) == ["add"] and d["specialization"] == "0d1d2de"

@@ -40,7 +40,7 @@ ATEN_OPS: frozenset[str] = frozenset(
     as_strided_scatter avg_pool2d avg_pool2d_backward baddbmm bernoulli_ bitwise_and bitwise_not bitwise_or
     bitwise_xor clamp_max clamp_min constant_pad_nd convolution_backward copy_ cross_entropy
     diagonal_scatter div_ elu_backward embedding_dense_backward empty_like fill_ full_default full_like
-    gelu_backward glu_backward hardsigmoid_backward hardswish_backward hardtanh_backward index_add
+    gelu_backward glu_backward linalg_vector_norm hardsigmoid_backward hardswish_backward hardtanh_backward index_add
     index_copy index_put index_put_ index_reduce index_select leaky_relu leaky_relu_backward lift_fresh_copy
     log_softmax logical_and logical_not logical_or logical_xor masked_fill masked_scatter max_pool2d_with_indices
     max_pool2d_with_indices_backward mse_loss mse_loss_backward mul_ native_batch_norm
@@ -66,18 +66,24 @@ _SPECIALIZATION = re.compile(r"_(?:\d+(?:d|de|c|e))+$")
 
 
 def split_fused_ops(body: str) -> list[str]:
-    """``_unsafe_view_gelu_mul`` -> ``["_unsafe_view", "gelu", "mul"]`` (greedy longest vocabulary match)."""
+    """``_unsafe_view_gelu_mul`` -> ``["_unsafe_view", "gelu", "mul"]`` (greedy longest vocabulary match).
+
+    A double underscore is ambiguous: ``add__softmax`` is ``add`` + ``_softmax`` but ``copy__div`` is
+    ``copy_`` + ``div``. A known leading-underscore op on the right wins; otherwise a known in-place op
+    (trailing underscore) on the left; otherwise the underscore stays with the right-hand word.
+    """
     ops: list[str] = []
-    words = body.split("_")
     # A leading underscore in an op shows up as an empty word; glue it onto the next word.
     tokens: list[str] = []
     pending = ""
-    for w in words:
+    for w in body.split("_"):
         if w == "":
             pending += "_"
             continue
         tokens.append(pending + w)
         pending = ""
+    if pending and tokens:  # `..._copy_` at the very end: an in-place op
+        tokens[-1] += pending
     i = 0
     while i < len(tokens):
         taken = 1
@@ -85,8 +91,16 @@ def split_fused_ops(body: str) -> list[str]:
             if "_".join(tokens[i : i + n]) in ATEN_OPS:
                 taken = n
                 break
-        ops.append("_".join(tokens[i : i + taken]))
-        i += taken
+        op = "_".join(tokens[i : i + taken])
+        nxt = i + taken
+        if nxt < len(tokens) and tokens[nxt].startswith("_") and f"{op}_" in ATEN_OPS:
+            if not any(
+                "_".join(tokens[nxt : nxt + n]) in ATEN_OPS for n in range(1, min(_MAX_WORDS, len(tokens) - nxt) + 1)
+            ):
+                op += "_"
+                tokens[nxt] = tokens[nxt][1:]
+        ops.append(op)
+        i = nxt
     return ops
 
 
