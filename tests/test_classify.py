@@ -720,3 +720,28 @@ def test_decoders_survive_mangled_library_names(prefix: str, rest: str) -> None:
     info = classify_kernel(prefix + rest)
     assert info.kernel_class in CLASSES
     assert "decode_error" not in info.decoded, info
+
+
+_POOL = [c.name for c in CASES[:12]] + ["", "weird name", "_foo_kernel"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from(_POOL),
+            st.sampled_from(["kernel", "memcpy", "memset", "annotation"]),
+            st.none() | st.sampled_from(["cuLaunchKernel", "cudaLaunchKernel", "cuLaunchKernelEx"]),
+            st.none() | st.sampled_from(["aten::mm", "LigerGELUMulFunction"]),
+        ),
+        max_size=40,
+    )
+)
+def test_classify_frame_matches_row_by_row(rows: list[tuple]) -> None:
+    frame = pl.DataFrame(rows, schema=["name", "kind", "launch_api", "cpu_op"], orient="row")
+    out = classify_frame(frame)
+    assert out.height == len(rows)
+    for (name, kind, api, op), got in zip(rows, out.select("kernel_class", "library", "decoded", "rule").iter_rows()):
+        info = classify_kernel(name, kind=kind, launch_api=api, cpu_op=op)
+        expected_decoded = msgspec.json.encode(dict(info.decoded), order="sorted").decode()
+        assert got == (info.kernel_class, info.library, expected_decoded, info.rule)
