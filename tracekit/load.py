@@ -4,21 +4,38 @@ Contract: :func:`load` reads ``path`` once, detects gzip by its magic bytes (nev
 decodes with msgspec into typed Structs that name only the fields tracekit uses, and builds each
 Polars frame once. It normalises the eras and vendors described in the project's KINETO notes:
 2021 capitalised categories (``Operator``, ``Runtime``, ``Kernel``, ``Memcpy``, ``Memset``, flow
-``async``), integer-µs absolute timestamps, 3-decimal µs relative to ``baseTimeNanoseconds``, string
-pids/tids, ROCm launch names and string ``bytes``, CPU-only traces and traces with no steps.
+``async``, lower-case ``external id``), integer-µs absolute timestamps, 3-decimal µs relative to
+``baseTimeNanoseconds`` and the 2024 absolute 3-decimal form (converted exactly, through decimal),
+string pids/tids, ROCm launch names and string ``bytes``, CPU-only traces and traces with no steps.
 
 Anything that is not a readable trace raises :class:`tracekit.errors.TraceError` with one line naming
 the file and the problem. The input file is only ever opened for reading.
 
-Why chunks: the top level is decoded with ``traceEvents`` as a list of ``msgspec.Raw`` (cheap views
-into the buffer); events are then decoded into Structs a chunk at a time and turned into columns, so
-peak memory is the file's bytes plus one chunk of Python objects plus compact Polars columns, rather
-than a Python object per event for the whole file.
+How it stays fast and small (measured in ``bench/load.py``):
+
+- The top level is decoded with ``traceEvents`` as a list of ``msgspec.Raw`` (views into the file's
+  buffer, no copy). Events are then decoded a chunk at a time straight from that buffer: the
+  separator bytes just outside the chunk are overwritten with ``[`` and ``]`` for the decode and
+  restored after, so no chunk is ever copied or joined.
+- One pass over each chunk routes every event by category and appends only the fields its frame
+  needs to column lists (the struct is hot in cache once; no per-event dicts, no second pass).
+  Each chunk's columns become Polars series once; frames are concatenated once at the end.
+- The cyclic GC is paused while Python objects are being made (structs are ``gc=False``; the lists
+  would only make it rescan), and restored afterwards.
+- ``Input Dims`` / ``Input type`` / ``grid`` / ``block`` stay raw JSON text (``Raw``), parsed only
+  by the analyses that need them (:mod:`tracekit.shapes`).
+- A chunk whose values have unexpected JSON types (a string where an id should be…) is decoded
+  again with a lenient struct of ``Any`` fields and coerced column by column, so odd producers load
+  instead of failing; only a non-object event or one without ``ph`` is an error.
 """
 
 from __future__ import annotations
 
+import ctypes
+import decimal
+import gc
 import os
+import re
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,8 +61,10 @@ from tracekit.trace import (
 )
 
 GZIP_MAGIC = b"\x1f\x8b"
-#: Events decoded into Python objects at a time (bounds peak memory; large enough to amortise).
-CHUNK_EVENTS = 200_000
+#: Events decoded at a time: small, so the pass over them finds them still in the CPU cache.
+CHUNK_EVENTS = 2_000
+#: Timestamps above this many µs are absolute (since the epoch, ≥ 2001), not relative.
+_ABSOLUTE_US = 1e12
 
 # --- the typed decode: only the fields tracekit reads -------------------------------------------
 
@@ -56,6 +75,8 @@ _EMPTY_RAW = msgspec.Raw(b"")
 
 class _Args(msgspec.Struct, gc=False, frozen=True):
     external_id: int | None = msgspec.field(default=None, name="External id")
+    # 2021 Runtime/Kernel/Memcpy events spell it in lower case (and then it names the op's id).
+    external_id_lc: int | None = msgspec.field(default=None, name="external id")
     correlation: int | None = None
     record_function_id: int | None = msgspec.field(default=None, name="Record function id")
     sequence_number: int | None = msgspec.field(default=None, name="Sequence number")
@@ -83,7 +104,7 @@ _NO_ARGS = _Args()
 
 
 class _Event(msgspec.Struct, gc=False):
-    ph: str = ""
+    ph: str  # required: every Chrome trace event has one, and it tells events from other JSON
     cat: str = ""
     name: str = ""
     pid: int | str = 0
@@ -91,17 +112,63 @@ class _Event(msgspec.Struct, gc=False):
     ts: int | float | None = None
     dur: int | float | None = None
     id: int | str | None = None
-    s: str | None = None
     args: _Args = _NO_ARGS
 
 
+class _LenientArgs(msgspec.Struct, gc=False, frozen=True):
+    """The same fields as :class:`_Args`, any JSON type accepted (coerced when columns are built)."""
+
+    external_id: Any = msgspec.field(default=None, name="External id")
+    external_id_lc: Any = msgspec.field(default=None, name="external id")
+    correlation: Any = None
+    record_function_id: Any = msgspec.field(default=None, name="Record function id")
+    sequence_number: Any = msgspec.field(default=None, name="Sequence number")
+    input_dims: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input Dims")
+    input_types: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input type")
+    device: Any = None
+    stream: Any = None
+    grid: msgspec.Raw = _EMPTY_RAW
+    block: msgspec.Raw = _EMPTY_RAW
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=None, name="shared memory")
+    bytes: Any = None
+    cbid: Any = None
+    cid: Any = None
+    name: Any = None
+    addr: Any = msgspec.field(default=None, name="Addr")
+    mem_bytes: Any = msgspec.field(default=None, name="Bytes")
+    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
+    device_type: Any = msgspec.field(default=None, name="Device Type")
+    device_id: Any = msgspec.field(default=None, name="Device Id")
+
+
+class _LenientEvent(msgspec.Struct, gc=False):
+    ph: str
+    cat: Any = ""
+    name: Any = ""
+    pid: Any = 0
+    tid: Any = 0
+    ts: Any = None
+    dur: Any = None
+    id: Any = None
+    args: _LenientArgs | None = None
+
+
+class _ExactTimes(msgspec.Struct, gc=False):
+    """Times only, as decimals: the 2024 absolute 3-decimal µs form does not fit a float64."""
+
+    ts: Any = None
+    dur: Any = None
+
+
 class _DeviceProps(msgspec.Struct):
-    id: int = 0
-    name: str = ""
-    computeMajor: int | None = None
-    computeMinor: int | None = None
-    numSms: int | None = None
-    totalGlobalMem: int | None = None
+    id: Any = 0
+    name: Any = ""
+    computeMajor: Any = None
+    computeMinor: Any = None
+    numSms: Any = None
+    totalGlobalMem: Any = None
 
 
 _VERSION_KEYS = (
@@ -129,36 +196,52 @@ class _TopLevel(msgspec.Struct):
 _TOP_DECODER = msgspec.json.Decoder(_TopLevel)
 _BARE_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
 _EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
+_LENIENT_DECODER = msgspec.json.Decoder(list[_LenientEvent])
+_EXACT_TIMES_DECODER = msgspec.json.Decoder(list[_ExactTimes], float_hook=decimal.Decimal)
 
-# --- category normalisation ---------------------------------------------------------------------
+# --- category routing ---------------------------------------------------------------------------
 
-#: 2021-era capitalised categories and their modern names.
-_CATEGORY_ALIASES = {
-    "Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel", "Memcpy": "gpu_memcpy",
-    "Memset": "gpu_memset", "async": "ac2g", "Driver": "cuda_driver",
-    "user_annotation": "user_annotation", "gpu_user_annotation": "gpu_user_annotation",
+_OPS, _LAUNCHES, _GPU, _OVERHEAD, _FLOWS, _MEMORY, _OTHER = range(7)
+
+#: Known categories (every era) -> (frame, normalised label).
+_ROUTES: dict[str, tuple[int, str]] = {
+    "cpu_op": (_OPS, "cpu_op"), "Operator": (_OPS, "cpu_op"),
+    "user_annotation": (_OPS, "user_annotation"), "python_function": (_OPS, "python_function"),
+    "cuda_runtime": (_LAUNCHES, "cuda_runtime"), "Runtime": (_LAUNCHES, "cuda_runtime"),
+    "cuda_driver": (_LAUNCHES, "cuda_driver"), "Driver": (_LAUNCHES, "cuda_driver"),
+    "kernel": (_GPU, "kernel"), "Kernel": (_GPU, "kernel"),
+    "gpu_memcpy": (_GPU, "memcpy"), "Memcpy": (_GPU, "memcpy"),
+    "gpu_memset": (_GPU, "memset"), "Memset": (_GPU, "memset"),
+    "gpu_user_annotation": (_GPU, "annotation"), "cuda_sync": (_GPU, "sync"),
+    "overhead": (_OVERHEAD, "overhead"),
+    "ac2g": (_FLOWS, "ac2g"), "async": (_FLOWS, "ac2g"), "fwdbwd": (_FLOWS, "fwdbwd"),
+    "cpu_instant_event": (_MEMORY, "memory"),
 }
-_OP_CATS = frozenset({"cpu_op", "user_annotation", "python_function"})
-_GPU_KINDS = {
-    "kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
-    "gpu_user_annotation": "annotation", "cuda_sync": "sync",
-}
 
 
-def _is_launch_category(cat: str) -> bool:
-    return cat.endswith("_runtime") or cat.endswith("_driver")
+def _route(cat: object) -> tuple[int, str]:
+    """Route a category not in :data:`_ROUTES` (computed once per distinct category)."""
+    text = cat if isinstance(cat, str) else str(cat)
+    if text.endswith("_runtime") or text.endswith("_driver"):
+        return _LAUNCHES, text
+    return _OTHER, text  # Trace spans, counters, ""...: only flows, memory and metadata are kept
 
 
 # --- public API ---------------------------------------------------------------------------------
 
 
-def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    """Return the JSON bytes of ``path``, decompressing gzip detected by its magic bytes."""
+def read_bytes(path: str | os.PathLike[str]) -> bytearray:
+    """Return the JSON bytes of ``path`` (a mutable buffer), decompressing gzip found by its magic."""
     p = Path(path)
     try:
         if p.is_dir():
             raise TraceError(p, "is a directory, not a trace file")
-        raw = p.read_bytes()
+        with open(p, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            buf = bytearray(size)
+            got = fh.readinto(buf)
+            if got != size:  # the file changed under us; take what is there
+                del buf[got:]
     except TraceError:
         raise
     except FileNotFoundError:
@@ -167,18 +250,24 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
         raise TraceError(p, "permission denied") from None
     except OSError as err:
         raise TraceError(p, f"cannot read: {err.strerror or err}") from None
-    if raw[:2] == GZIP_MAGIC:
-        try:
-            # wbits=31: gzip container only; decompressobj lets us notice a missing end.
-            inflater = zlib.decompressobj(wbits=31)
-            data = inflater.decompress(raw)
-            del raw
-            if not inflater.eof:
-                raise TraceError(p, "truncated gzip stream")
-            return data
-        except zlib.error as err:
-            raise TraceError(p, f"corrupt gzip stream ({err})") from None
-    return raw
+    if buf[:2] == GZIP_MAGIC:
+        return _gunzip(p, buf)
+    return buf
+
+
+def _gunzip(path: Path, raw: bytearray) -> bytearray:
+    try:
+        # wbits=31: gzip container only; decompressobj lets us notice a missing end.
+        inflater = zlib.decompressobj(wbits=31)
+        out = bytearray(inflater.decompress(raw))
+        if not inflater.eof:
+            raise TraceError(path, "truncated gzip stream (the file ends before the data does)")
+        return out
+    except zlib.error as err:
+        raise TraceError(path, f"corrupt gzip stream ({err})") from None
+
+
+_NON_SPACE = re.compile(rb"[^ \t\r\n]")
 
 
 def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] | None = None) -> Trace:
@@ -190,27 +279,38 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
     p = Path(path)
     data = read_bytes(p)
     size = len(data)
-    if not data.strip():
-        raise TraceError(p, "empty file")
-    top = _decode_top(p, data)
-    raws = top.traceEvents
-    assert raws is not None
-    builder = _FrameBuilder()
-    total = len(raws)
-    for start in range(0, total, CHUNK_EVENTS):
-        chunk = raws[start:start + CHUNK_EVENTS]
-        try:
-            events = _EVENTS_DECODER.decode(b"[" + b",".join(chunk) + b"]")
-        except msgspec.ValidationError as err:
-            raise TraceError(p, f"not a Kineto trace: event {start} + {_event_path(err)}") from None
-        except msgspec.DecodeError as err:
-            raise TraceError(p, f"malformed event JSON ({err})") from None
-        builder.add_chunk(events, start)
-        del events
-        if progress is not None:
-            progress(min(start + CHUNK_EVENTS, total), total)
-    del raws, data
-    frames, time_format = builder.finish()
+    match = _NON_SPACE.search(data)
+    if match is None:
+        raise TraceError(p, "empty file" if size == 0 else "empty file (only whitespace)")
+    first = bytes(data[match.start():match.start() + 1])
+    del match  # a match keeps the whole buffer alive
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        top = _decode_top(p, data, first)
+        raws = top.traceEvents
+        assert raws is not None
+        total = len(raws)
+        builder = _FrameBuilder()
+        chunker = _Chunker(data, raws)
+        for start in range(0, total, CHUNK_EVENTS):
+            stop = min(start + CHUNK_EVENTS, total)
+            events, lenient = _decode_chunk(p, chunker, start, stop)
+            if start == 0:
+                builder.exact_times = _needs_exact_times(events)
+            if builder.exact_times:
+                _replace_with_exact_times(p, chunker, start, stop, events)
+            builder.add_chunk(events, start)
+            del events
+            if progress is not None:
+                progress(stop, total)
+        del raws, chunker
+        top.traceEvents = None
+        del data
+        frames, time_format = builder.finish()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     meta = _meta(p, size, top, frames, time_format, total)
     return Trace(meta=meta, steps=_steps(frames["ops"]), **frames)
 
@@ -218,8 +318,7 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
 # --- decoding helpers ---------------------------------------------------------------------------
 
 
-def _decode_top(path: Path, data: bytes) -> _TopLevel:
-    first = data.lstrip()[:1]
+def _decode_top(path: Path, data: bytearray, first: bytes) -> _TopLevel:
     if first not in (b"{", b"["):
         raise TraceError(path, "not JSON (does not start with '{' or '[')")
     try:
@@ -228,7 +327,7 @@ def _decode_top(path: Path, data: bytes) -> _TopLevel:
             return _TopLevel(traceEvents=_BARE_LIST_DECODER.decode(data))
         top = _TOP_DECODER.decode(data)
     except msgspec.ValidationError as err:
-        raise TraceError(path, f"not a Kineto trace ({err})") from None
+        raise TraceError(path, f"not a Kineto trace ({_short(err)})") from None
     except msgspec.DecodeError as err:
         text = str(err)
         if "truncated" in text.lower():
@@ -239,47 +338,190 @@ def _decode_top(path: Path, data: bytes) -> _TopLevel:
     return top
 
 
-def _event_path(err: msgspec.ValidationError) -> str:
-    # msgspec reports "... - at `$[12].ts`"; keep it short and relative to the chunk.
-    return str(err).replace("`$[", "`traceEvents[")
+def _short(err: Exception) -> str:
+    # msgspec reports "... - at `$[12].ts`"; keep it one line and name the list it is about.
+    return str(err).splitlines()[0].replace("`$.traceEvents[", "`traceEvents[")
+
+
+class _PyBuffer(ctypes.Structure):
+    _fields_ = [
+        ("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p), ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+        ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p),
+    ]
+
+
+_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
+_get_buffer.restype = ctypes.c_int
+_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
+_release_buffer.restype = None
+
+
+def _address(obj: object) -> tuple[int, int]:
+    """(address, length) of a buffer-protocol object's memory."""
+    view = _PyBuffer()
+    if _get_buffer(obj, ctypes.byref(view), 0) != 0:  # pragma: no cover - raises instead
+        raise BufferError("no buffer")
+    try:
+        return view.buf or 0, view.len
+    finally:
+        _release_buffer(ctypes.byref(view))
+
+
+class _Chunker:
+    """Hands out the JSON text of events ``[start, stop)`` as one array, without copying.
+
+    ``raws`` are views into ``data``; consecutive events are separated by at least a comma, so the
+    byte before a chunk's first event and the byte after its last can be turned into ``[``/``]``
+    for the decode and put back afterwards. When the views are not inside ``data`` (never seen, but
+    cheap to check) the chunk is joined instead.
+    """
+
+    def __init__(self, data: bytearray, raws: list[msgspec.Raw]) -> None:
+        self.data = data
+        self.raws = raws
+        self.base, self.size = _address(data) if raws else (0, 0)
+
+    def _span(self, start: int, stop: int) -> tuple[int, int] | None:
+        first, first_len = _address(self.raws[start])
+        last, last_len = _address(self.raws[stop - 1])
+        lo = first - self.base - 1
+        hi = last - self.base + last_len
+        if lo < 0 or hi >= self.size or first_len == 0:
+            return None
+        return lo, hi
+
+    def decode(self, decoder: msgspec.json.Decoder, start: int, stop: int) -> list[Any]:
+        span = self._span(start, stop)
+        if span is None:
+            return decoder.decode(b"[" + b",".join(self.raws[start:stop]) + b"]")
+        lo, hi = span
+        data = self.data
+        before, after = data[lo], data[hi]
+        data[lo] = 0x5B  # [
+        data[hi] = 0x5D  # ]
+        try:
+            with memoryview(data) as view:
+                return decoder.decode(view[lo:hi + 1])
+        finally:
+            data[lo] = before
+            data[hi] = after
+
+
+def _decode_chunk(path: Path, chunker: _Chunker, start: int, stop: int) -> tuple[list[Any], bool]:
+    try:
+        return chunker.decode(_EVENTS_DECODER, start, stop), False
+    except msgspec.ValidationError:
+        pass
+    except msgspec.DecodeError as err:
+        raise TraceError(path, f"malformed event JSON ({_short(err)})") from None
+    try:
+        events = chunker.decode(_LENIENT_DECODER, start, stop)
+    except msgspec.ValidationError as err:
+        raise TraceError(path, f"not a Kineto trace: {_event_problem(err, start)}") from None
+    for e in events:  # categories and names are routed and compared as text
+        if not isinstance(e.cat, str):
+            e.cat = "" if e.cat is None else msgspec.json.encode(e.cat).decode()
+        if not isinstance(e.name, str):
+            e.name = "" if e.name is None else msgspec.json.encode(e.name).decode()
+    return events, True
+
+
+def _event_problem(err: msgspec.ValidationError, start: int) -> str:
+    text = str(err).splitlines()[0]
+    m = re.search(r"`\$\[(\d+)\]", text)
+    where = f"event {start + int(m.group(1))} of traceEvents" if m else "traceEvents"
+    if text.startswith("Expected `object`"):
+        return f"{where} is not an object"
+    if "missing required field `ph`" in text:
+        return f"{where} has no 'ph' (not a trace event)"
+    return f"{where}: {text}"
+
+
+def _needs_exact_times(events: list[Any]) -> bool:
+    """True for the 2024 form: absolute µs written with 3 decimals (beyond float64's precision)."""
+    for e in events[:5000]:
+        ts = e.ts
+        if isinstance(ts, float) and ts > _ABSOLUTE_US:
+            return True
+    return False
+
+
+def _replace_with_exact_times(path: Path, chunker: _Chunker, start: int, stop: int,
+                              events: list[Any]) -> None:
+    """Set each event's ts/dur to exact integer ns, read again from the text as decimals."""
+    try:
+        exact = chunker.decode(_EXACT_TIMES_DECODER, start, stop)
+    except msgspec.MsgspecError as err:  # pragma: no cover - the first decode already passed
+        raise TraceError(path, f"malformed event JSON ({_short(err)})") from None
+    thousand = decimal.Decimal(1000)
+    for e, x in zip(events, exact):
+        e.ts = _decimal_ns(x.ts, thousand)
+        e.dur = _decimal_ns(x.dur, thousand)
+
+
+def _decimal_ns(value: object, thousand: decimal.Decimal) -> int | None:
+    if isinstance(value, decimal.Decimal):
+        return int((value * thousand).to_integral_value(decimal.ROUND_HALF_EVEN))
+    if isinstance(value, int):
+        return value * 1000
+    return None
+
+
+# --- columns ------------------------------------------------------------------------------------
 
 
 def _int_series(name: str, values: Sequence[object]) -> pl.Series:
     """An Int64 column from ints/None, tolerating numeric strings (ROCm writes ``bytes`` as text)."""
     try:
         return pl.Series(name, values, dtype=pl.Int64)
-    except (TypeError, OverflowError, pl.exceptions.PolarsError):
+    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
         return pl.Series(name, [_to_int(v) for v in values], dtype=pl.Int64)
 
 
 def _to_int(value: object) -> int | None:
-    if value is None or isinstance(value, int):
-        return value  # type: ignore[return-value]
-    try:
-        return int(float(str(value)))
-    except ValueError:
-        return None
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value if value is None or -(2**63) <= value < 2**63 else None  # type: ignore[operator]
+    if isinstance(value, float):
+        return int(value) if value == value and abs(value) < 2**63 else None
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text, 0) if text[:2].lower() in ("0x", "0o", "0b") else int(text)
+        except ValueError:
+            try:
+                return _to_int(float(text))
+            except ValueError:
+                return None
+    return None
 
 
-def _id_series(name: str, values: Sequence[int | str]) -> pl.Series:
+def _id_series(name: str, values: Sequence[object]) -> pl.Series:
     """pids/tids as strings: Kineto writes ints, but also "Spans", "Traces", "stream 7"."""
     try:
         return pl.Series(name, values, dtype=pl.Int64).cast(pl.String)
-    except (TypeError, OverflowError, pl.exceptions.PolarsError):
-        return pl.Series(name, [str(v) for v in values], dtype=pl.String)
+    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+        return pl.Series(name, [v if isinstance(v, str) else _id_text(v) for v in values],
+                         dtype=pl.String)
 
 
-def _time_ns(name: str, values: Sequence[int | float | None]) -> tuple[pl.Series, bool]:
-    """µs values -> Int64 ns. Returns (series, had_fraction).
+def _id_text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
-    Integer µs stay exact through Int64; fractional µs are rounded after scaling (exact for the
-    3-decimal relative timestamps PyTorch ≥ 2.4 writes).
-    """
+
+def _str_series(name: str, values: Sequence[object]) -> pl.Series:
     try:
-        return pl.Series(name, values, dtype=pl.Int64) * 1000, False
-    except (TypeError, OverflowError, pl.exceptions.PolarsError):
-        floats = pl.Series(name, values, dtype=pl.Float64, strict=False)
-        return (floats * 1000.0).round(0).cast(pl.Int64), True
+        return pl.Series(name, values, dtype=pl.String)
+    except (TypeError, ValueError, pl.exceptions.PolarsError):
+        return pl.Series(name, [v if isinstance(v, str) or v is None else str(v) for v in values],
+                         dtype=pl.String)
 
 
 def _raw_text(name: str, values: Sequence[msgspec.Raw]) -> pl.Series:
@@ -289,156 +531,179 @@ def _raw_text(name: str, values: Sequence[msgspec.Raw]) -> pl.Series:
     ).cast(pl.String)
 
 
-class _FrameBuilder:
-    """Accumulates per-chunk column frames per category, concatenated once in :meth:`finish`."""
+class _Times:
+    """Turns µs values into Int64 ns and remembers what it saw (for ``time_format``)."""
 
     def __init__(self) -> None:
-        self.parts: dict[str, list[pl.DataFrame]] = {
-            "ops": [], "launches": [], "gpu": [], "overhead": [], "flows": [], "memory": [],
-            "threads": [],
+        self.fractional = False
+        self.exact = False  # values are already integer ns (see _replace_with_exact_times)
+
+    def ns(self, name: str, values: Sequence[object]) -> pl.Series:
+        if self.exact:
+            self.fractional = True
+            return _int_series(name, values)
+        first = next((v for v in values if v is not None), None)
+        if not isinstance(first, float):
+            try:  # integer µs (≤ 2.2, and relative traces that happen to be whole): exact
+                return pl.Series(name, values, dtype=pl.Int64) * 1000
+            except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+                pass
+        # 3-decimal µs: round(ts × 1000) is exact while |ts| < 2^53 / 1000 µs (104 days).
+        self.fractional = True
+        floats = pl.Series(name, values, dtype=pl.Float64, strict=False)
+        return (floats * 1000.0).round(0).cast(pl.Int64)
+
+
+# Column order of each frame as the one pass fills it (``end`` is derived in finish).
+_OPS_COLS = ("idx", "cat", "name", "pid", "tid", "ts", "dur", "external_id", "record_function_id",
+             "sequence_number", "input_dims", "input_types")
+_LAUNCH_COLS = ("idx", "cat", "name", "pid", "tid", "ts", "dur", "correlation", "external_id", "cbid")
+_GPU_COLS = ("idx", "kind", "name", "pid", "tid", "ts", "dur", "device", "stream", "correlation",
+             "external_id", "grid", "block", "registers", "shared_memory", "bytes")
+_FLOW_COLS = ("idx", "cat", "ph", "id", "pid", "tid", "ts")
+_MEMORY_COLS = ("idx", "pid", "tid", "ts", "addr", "bytes", "total_allocated", "total_reserved",
+                "device_type", "device_id")
+_OVERHEAD_COLS = ("idx", "name", "pid", "tid", "ts", "dur")
+_THREAD_COLS = ("kind", "pid", "tid", "name")
+
+#: How each column's Python values become a series.
+_KIND = {
+    "idx": "idx", "cat": "str", "kind": "str", "name": "str", "ph": "str", "pid": "id", "tid": "id",
+    "ts": "time", "dur": "time", "input_dims": "raw", "input_types": "raw", "grid": "raw",
+    "block": "raw",
+}
+#: Rows gathered before they are turned into series (bounds the Python objects held).
+FLUSH_ROWS = 200_000
+
+
+class _FrameBuilder:
+    """Routes events to per-frame column lists in one pass; series are built every
+    :data:`FLUSH_ROWS` rows and frames concatenated once in :meth:`finish`.
+
+    Events arrive in small chunks (:data:`CHUNK_EVENTS`) so that the structs msgspec has just made
+    are still in the CPU cache when the pass reads them; that alone halves the pass's cost.
+    """
+
+    def __init__(self) -> None:
+        self.layout = {
+            "ops": _OPS_COLS, "launches": _LAUNCH_COLS, "gpu": _GPU_COLS, "flows": _FLOW_COLS,
+            "memory": _MEMORY_COLS, "overhead": _OVERHEAD_COLS, "threads": _THREAD_COLS,
         }
-        self.fractional_times = False
-        self.max_ts_us = 0.0
+        self.cols: dict[str, tuple[list[Any], ...]] = {
+            name: tuple([] for _ in cols) for name, cols in self.layout.items()
+        }
+        self.parts: dict[str, list[pl.DataFrame]] = {name: [] for name in self.layout}
+        self.times = _Times()
+        self.exact_times = False
+        self.routes = dict(_ROUTES)
+        self.pending = 0
 
-    # Each add_* builds the columns of one frame from the events of one category.
-
-    def add_chunk(self, events: list[_Event], offset: int) -> None:
-        groups: dict[str, list[int]] = {}
-        for i, ev in enumerate(events):
-            key = ev.cat or ev.ph
-            bucket = groups.get(key)
-            if bucket is None:
-                groups[key] = [i]
+    def add_chunk(self, events: list[Any], offset: int) -> None:
+        # The one pass. Appends go through bound methods held in locals; each event's struct is
+        # read once, while it is still in cache.
+        routes = self.routes
+        oi, oc, on, op, ot, ots, od, oe, orf, osq, odm, oty = (c.append for c in self.cols["ops"])
+        li, lc, ln, lp, lt, lts, ld, lco, le, lcb = (c.append for c in self.cols["launches"])
+        (gi, gk, gn, gp, gt, gts, gd, gdv, gst, gco, ge, ggr, gbl, grg, gsm,
+         gby) = (c.append for c in self.cols["gpu"])
+        fi, fc, fph, fid, fp, ft, fts = (c.append for c in self.cols["flows"])
+        other: list[tuple[int, int, Any]] = []  # memory, overhead, metadata: few; done after
+        no_args = _NO_ARGS
+        i = offset
+        for e in events:
+            route = routes.get(e.cat)
+            if route is None:
+                route = routes[e.cat] = _route(e.cat)
+            frame = route[0]
+            if frame == _OPS:
+                if e.ph == "X":
+                    a = e.args or no_args
+                    oi(i); oc(route[1]); on(e.name); op(e.pid); ot(e.tid); ots(e.ts); od(e.dur)
+                    oe(a.external_id); orf(a.record_function_id); osq(a.sequence_number)
+                    odm(a.input_dims); oty(a.input_types)
+            elif frame == _FLOWS:
+                fi(i); fc(route[1]); fph(e.ph); fid(e.id); fp(e.pid); ft(e.tid); fts(e.ts)
+            elif frame == _GPU:
+                if e.ph == "X":
+                    a = e.args or no_args
+                    gi(i); gk(route[1]); gn(e.name); gp(e.pid); gt(e.tid); gts(e.ts); gd(e.dur)
+                    gdv(a.device); gst(a.stream); gco(a.correlation)
+                    x = a.external_id
+                    ge(x if x is not None else a.external_id_lc)
+                    ggr(a.grid); gbl(a.block); grg(a.registers); gsm(a.shared_memory); gby(a.bytes)
+            elif frame == _LAUNCHES:
+                if e.ph == "X":
+                    a = e.args or no_args
+                    li(i); lc(route[1]); ln(e.name); lp(e.pid); lt(e.tid); lts(e.ts); ld(e.dur)
+                    lco(a.correlation)
+                    x = a.external_id
+                    le(x if x is not None else a.external_id_lc)
+                    x = a.cbid
+                    lcb(x if x is not None else a.cid)
             else:
-                bucket.append(i)
-        for key, positions in groups.items():
-            picked = [events[i] for i in positions]
-            idx = pl.Series("idx", [offset + i for i in positions], dtype=pl.UInt32)
-            cat = _CATEGORY_ALIASES.get(key, key)
-            if key in ("M",) or (picked[0].ph == "M"):
-                self._add_threads([e for e in picked if e.ph == "M"])
+                other.append((i, frame, e))
+            i += 1
+        if other:
+            self._add_other(other)
+        self.pending += len(events)
+        if self.pending >= FLUSH_ROWS:
+            self.flush()
+
+    def _add_other(self, other: list[tuple[int, int, Any]]) -> None:
+        """``[memory]`` instants, overhead spans, flows of other categories, metadata names."""
+        mi, mp, mt, mts, ma, mb, mta, mtr, mdt, mdi = (c.append for c in self.cols["memory"])
+        vi, vn, vp, vt, vts, vd = (c.append for c in self.cols["overhead"])
+        fi, fc, fph, fid, fp, ft, fts = (c.append for c in self.cols["flows"])
+        hk, hp, ht, hn = (c.append for c in self.cols["threads"])
+        for i, frame, e in other:
+            ph = e.ph
+            if frame == _MEMORY or (ph == "i" and e.name == "[memory]"):  # 2021: no category
+                if e.name == "[memory]":
+                    a = e.args or _NO_ARGS
+                    mi(i); mp(e.pid); mt(e.tid); mts(e.ts); ma(a.addr); mb(a.mem_bytes)
+                    mta(a.total_allocated); mtr(a.total_reserved); mdt(a.device_type)
+                    mdi(a.device_id)
+            elif frame == _OVERHEAD:
+                if ph == "X":
+                    vi(i); vn(e.name); vp(e.pid); vt(e.tid); vts(e.ts); vd(e.dur)
+            elif ph in ("s", "f", "t"):  # a flow of a category tracekit does not know
+                fi(i); fc(e.cat); fph(ph); fid(e.id); fp(e.pid); ft(e.tid); fts(e.ts)
+            elif ph == "M" and e.name in ("process_name", "thread_name"):
+                name = (e.args or _NO_ARGS).name
+                if name is not None:
+                    hk("process" if e.name == "process_name" else "thread")
+                    hp(e.pid); ht(e.tid); hn(name)
+
+    def flush(self) -> None:
+        """Turn the gathered column lists into one frame part per frame and empty them."""
+        times = self.times
+        times.exact = self.exact_times
+        for frame, names in self.layout.items():
+            lists = self.cols[frame]
+            if not lists[0]:
                 continue
-            spans = [j for j, e in enumerate(picked) if e.ph == "X"]
-            if cat in _OP_CATS:
-                self._add_spans("ops", cat, picked, idx, spans, self._op_columns)
-            elif _is_launch_category(cat):
-                self._add_spans("launches", cat, picked, idx, spans, self._launch_columns)
-            elif cat in _GPU_KINDS:
-                self._add_spans("gpu", _GPU_KINDS[cat], picked, idx, spans, self._gpu_columns)
-            elif cat == "overhead":
-                self._add_spans("overhead", cat, picked, idx, spans, lambda evs: {})
-            elif cat in ("ac2g", "fwdbwd") or (picked[0].ph in ("s", "f", "t")):
-                self._add_flows(cat, picked, idx)
-            elif cat == "cpu_instant_event":
-                self._add_memory(picked, idx)
-            # Other categories (Trace spans, counters...) are not used by any analysis.
-
-    def _add_spans(self, frame: str, label: str, picked: list[_Event], idx: pl.Series,
-                   spans: list[int], extra: Callable[[list[_Event]], dict[str, pl.Series]]) -> None:
-        if len(spans) != len(picked):
-            picked = [picked[j] for j in spans]
-            idx = idx.gather(spans)
-        if not picked:
-            return
-        ts, frac_ts = _time_ns("ts", [e.ts for e in picked])
-        dur, frac_dur = _time_ns("dur", [e.dur if e.dur is not None else 0 for e in picked])
-        self.fractional_times |= frac_ts or frac_dur
-        self.max_ts_us = max(self.max_ts_us, float(ts.max() or 0) / 1000.0)
-        columns = {
-            "idx": idx,
-            ("kind" if frame == "gpu" else "cat"): pl.Series([label] * len(picked), dtype=pl.String),
-            "name": pl.Series([e.name for e in picked], dtype=pl.String),
-            "pid": _id_series("pid", [e.pid for e in picked]),
-            "tid": _id_series("tid", [e.tid for e in picked]),
-            "ts": ts,
-            "dur": dur,
-        }
-        columns.update(extra(picked))
-        df = pl.DataFrame(columns).with_columns(end=pl.col("ts") + pl.col("dur"))
-        if frame == "overhead":
-            df = df.drop("cat")
-        self.parts[frame].append(df)
-
-    @staticmethod
-    def _op_columns(evs: list[_Event]) -> dict[str, pl.Series]:
-        args = [e.args for e in evs]
-        return {
-            "external_id": _int_series("external_id", [a.external_id for a in args]),
-            "record_function_id": _int_series("record_function_id", [a.record_function_id for a in args]),
-            "sequence_number": _int_series("sequence_number", [a.sequence_number for a in args]),
-            "input_dims": _raw_text("input_dims", [a.input_dims for a in args]),
-            "input_types": _raw_text("input_types", [a.input_types for a in args]),
-        }
-
-    @staticmethod
-    def _launch_columns(evs: list[_Event]) -> dict[str, pl.Series]:
-        args = [e.args for e in evs]
-        return {
-            "correlation": _int_series("correlation", [a.correlation for a in args]),
-            "external_id": _int_series("external_id", [a.external_id for a in args]),
-            "cbid": _int_series("cbid", [a.cbid if a.cbid is not None else a.cid for a in args]),
-        }
-
-    @staticmethod
-    def _gpu_columns(evs: list[_Event]) -> dict[str, pl.Series]:
-        args = [e.args for e in evs]
-        return {
-            "device": _int_series("device", [a.device for a in args]),
-            "stream": _int_series("stream", [a.stream for a in args]),
-            "correlation": _int_series("correlation", [a.correlation for a in args]),
-            "external_id": _int_series("external_id", [a.external_id for a in args]),
-            "grid": _raw_text("grid", [a.grid for a in args]),
-            "block": _raw_text("block", [a.block for a in args]),
-            "registers": _int_series("registers", [a.registers for a in args]),
-            "shared_memory": _int_series("shared_memory", [a.shared_memory for a in args]),
-            "bytes": _int_series("bytes", [a.bytes for a in args]),
-        }
-
-    def _add_flows(self, cat: str, picked: list[_Event], idx: pl.Series) -> None:
-        ts, _ = _time_ns("ts", [e.ts if e.ts is not None else 0 for e in picked])
-        self.parts["flows"].append(pl.DataFrame({
-            "idx": idx,
-            "cat": pl.Series([cat] * len(picked), dtype=pl.String),
-            "ph": pl.Series([e.ph for e in picked], dtype=pl.String),
-            "id": _int_series("id", [e.id for e in picked]),
-            "pid": _id_series("pid", [e.pid for e in picked]),
-            "tid": _id_series("tid", [e.tid for e in picked]),
-            "ts": ts,
-        }))
-
-    def _add_memory(self, picked: list[_Event], idx: pl.Series) -> None:
-        keep = [j for j, e in enumerate(picked) if e.name == "[memory]"]
-        if not keep:
-            return
-        evs = [picked[j] for j in keep]
-        args = [e.args for e in evs]
-        ts, _ = _time_ns("ts", [e.ts for e in evs])
-        self.parts["memory"].append(pl.DataFrame({
-            "idx": idx.gather(keep),
-            "pid": _id_series("pid", [e.pid for e in evs]),
-            "tid": _id_series("tid", [e.tid for e in evs]),
-            "ts": ts,
-            "addr": _int_series("addr", [a.addr for a in args]),
-            "bytes": _int_series("bytes", [a.mem_bytes for a in args]),
-            "total_allocated": _int_series("total_allocated", [a.total_allocated for a in args]),
-            "total_reserved": _int_series("total_reserved", [a.total_reserved for a in args]),
-            "device_type": _int_series("device_type", [a.device_type for a in args]),
-            "device_id": _int_series("device_id", [a.device_id for a in args]),
-        }))
-
-    def _add_threads(self, evs: list[_Event]) -> None:
-        rows = [e for e in evs if e.name in ("process_name", "thread_name") and e.args.name is not None]
-        if not rows:
-            return
-        self.parts["threads"].append(pl.DataFrame({
-            "kind": pl.Series(["process" if e.name == "process_name" else "thread" for e in rows],
-                              dtype=pl.String),
-            "pid": _id_series("pid", [e.pid for e in rows]),
-            "tid": _id_series("tid", [e.tid for e in rows]),
-            "name": pl.Series([e.args.name for e in rows], dtype=pl.String),
-        }))
+            series = []
+            for name, values in zip(names, lists):
+                kind = _KIND.get(name, "int")
+                if kind == "idx":
+                    s = pl.Series(name, values, dtype=pl.UInt32)
+                elif kind == "str":
+                    s = _str_series(name, values)
+                elif kind == "id":
+                    s = _id_series(name, values)
+                elif kind == "time":
+                    s = times.ns(name, values)
+                elif kind == "raw":
+                    s = _raw_text(name, values)
+                else:
+                    s = _int_series(name, values)
+                series.append(s)
+                values.clear()
+            self.parts[frame].append(pl.DataFrame(series))
+        self.pending = 0
 
     def finish(self) -> tuple[dict[str, pl.DataFrame], str]:
+        self.flush()
         schemas = {
             "ops": OPS_SCHEMA, "launches": LAUNCHES_SCHEMA, "gpu": GPU_SCHEMA,
             "overhead": OVERHEAD_SCHEMA, "flows": FLOWS_SCHEMA, "memory": MEMORY_SCHEMA,
@@ -447,23 +712,33 @@ class _FrameBuilder:
         frames: dict[str, pl.DataFrame] = {}
         for name, schema in schemas.items():
             parts = self.parts[name]
+            self.parts[name] = []
             if not parts:
                 frames[name] = empty_frame(schema)
                 continue
-            df = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
-            df = df.select([
-                (df[col].cast(dtype) if col in df.columns else pl.Series(col, [None] * df.height, dtype=dtype))
-                .alias(col) for col, dtype in schema.items()
-            ])
-            sort_keys = ["idx"] if name in ("threads",) or "idx" not in df.columns else ["ts", "idx"]
+            df = pl.concat(parts, how="vertical_relaxed", rechunk=True) if len(parts) > 1 else parts[0]
+            del parts
+            exprs = []
+            for col, dtype in schema.items():
+                if col == "end":
+                    exprs.append((pl.col("ts") + pl.col("dur")).alias("end"))
+                elif col in df.columns:
+                    exprs.append(pl.col(col).cast(dtype))
+                else:  # pragma: no cover - every builder writes all its columns
+                    exprs.append(pl.lit(None, dtype=dtype).alias(col))
+            if "dur" in df.columns:
+                df = df.with_columns(pl.col("dur").fill_null(0))
+            df = df.select(exprs)
             if name == "threads":
                 frames[name] = df.unique(maintain_order=True)
             else:
-                frames[name] = df.sort(sort_keys)
-        if self.max_ts_us == 0:
+                frames[name] = df.sort(["ts", "idx"], nulls_last=True)
+        max_us = max((frames[f]["ts"].max() or 0) for f in ("ops", "launches", "gpu", "overhead",
+                                                             "flows", "memory")) / 1000.0
+        if max_us == 0:
             fmt = "empty"
-        elif self.max_ts_us > 1e12:  # absolute µs since the epoch (≥ 2001)
-            fmt = "absolute-us3" if self.fractional_times else "absolute-us-int"
+        elif max_us > _ABSOLUTE_US:
+            fmt = "absolute-us3" if self.times.fractional else "absolute-us-int"
         else:
             fmt = "relative-ns3"
         return frames, fmt
@@ -472,28 +747,32 @@ class _FrameBuilder:
 # --- metadata and steps -------------------------------------------------------------------------
 
 
+def _opt_int(value: object) -> int | None:
+    return _to_int(value) if value is not None else None
+
+
 def _meta(path: Path, size: int, top: _TopLevel, frames: dict[str, pl.DataFrame],
           time_format: str, event_count: int) -> TraceMeta:
-    devices = tuple(
-        DeviceInfo(
-            id=d.id, name=d.name,
-            compute_capability=(f"{d.computeMajor}.{d.computeMinor}"
-                                if d.computeMajor is not None else None),
-            num_sms=d.numSms, total_global_mem=d.totalGlobalMem,
-        )
-        for d in (top.deviceProperties or [])
-    )
+    devices = []
+    for d in top.deviceProperties or []:
+        major, minor = _opt_int(d.computeMajor), _opt_int(d.computeMinor)
+        devices.append(DeviceInfo(
+            id=_opt_int(d.id) or 0, name=str(d.name or ""),
+            compute_capability=f"{major}.{minor if minor is not None else 0}" if major is not None else None,
+            num_sms=_opt_int(d.numSms), total_global_mem=_opt_int(d.totalGlobalMem),
+        ))
     versions = {k: str(getattr(top, k)) for k in _VERSION_KEYS if getattr(top, k) is not None}
     launch_names = frames["launches"]["name"]
     if frames["gpu"].height == 0 and frames["launches"].height == 0:
         vendor = "cpu"
     elif (top.roctracer_version is not None or top.rocprofiler_version is not None
+          or top.hip_runtime_version is not None
           or launch_names.str.starts_with("hip").any()):
         vendor = "amd"
     else:
         vendor = "nvidia"
     return TraceMeta(
-        path=str(path), size_bytes=size, base_time_ns=top.baseTimeNanoseconds, devices=devices,
+        path=str(path), size_bytes=size, base_time_ns=top.baseTimeNanoseconds, devices=tuple(devices),
         versions=versions, distributed=top.distributedInfo, vendor=vendor,
         time_format=time_format, event_count=event_count, trace_name=top.traceName,
     )
