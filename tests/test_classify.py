@@ -329,7 +329,7 @@ CASES: list[Case] = [
       {"impl": "mem_efficient", "direction": "fwd", "dtype": "bf16", "tile": "64x128"}),
     K("cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_3_64x64x128_4x1x1_kernel0_0", "attention",
       "cudnn",  # ATTN (id 70510272982)
-      {"impl": "cudnn_sdpa", "direction": "fwd", "arch": "sm80", "dtype": "fp16"}),
+      {"impl": "cudnn_sdpa", "direction": "fwd", "arch": "sm80", "precision": "16bit"}),
     K("cudnn_generated_fort_native_sdpa_sm100_flash_fprop_f16", "attention", "cudnn",  # ATTN (id 59361921722)
       {"impl": "cudnn_sdpa", "arch": "sm100"}),
     K("_attn_fwd", "attention", "triton",  # ATTN (Triton fused-attention tutorial): attention beats triton_custom

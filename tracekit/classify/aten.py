@@ -27,7 +27,8 @@ _WRAPPERS = frozenset(
         "elementwise_kernel", "elementwise_kernel_helper", "multi_tensor_apply_kernel", "reduce_kernel",
         "index_elementwise_kernel", "binary_internal", "memory", "detail", "LoadWithCast", "StoreWithCast",
         "LoadWithoutCast", "StoreWithoutCast", "OffsetCalculator", "TrivialOffsetCalculator", "func_wrapper_t",
-        "Array", "array", "OpaqueType", "CUDAFunctorOnSelf_add", "CUDAFunctorOnOther_add", "operator",
+        "Array", "array", "OpaqueType", "CatArrInputTensorMetadata", "TensorSizeStride", "AccumulateType",
+        "GenericPackedTensorAccessor", "PackedTensorAccessor", "TensorInfo", "CUDAFunctorOnSelf_add", "CUDAFunctorOnOther_add", "operator",
         "compute_dtype", "type", "policies", "unroll", "vectorized", "thread_work_size", "cuda",
     }
 )

@@ -7,7 +7,8 @@ Contract: each ``decode_*(name) -> dict`` returns only fields read from the name
 - memset: ``dst`` (``Memset (Device)`` -> Device);
 - nccl: ``collective`` (AllReduce, AllGather, ReduceScatter, SendRecv, Broadcast, Generic ...),
   ``reduce_op`` (Sum...), ``dtype``, ``algorithm`` (RING, TREE, NVLS ...), ``protocol`` (LL, LL128, SIMPLE);
-- attention: ``direction`` (fwd/bwd), ``impl``, and ``arch``/``dtype``/``tile`` where written;
+- attention: ``direction`` (fwd/bwd), ``impl``, and ``arch``/``dtype``/``tile`` where written
+  (cuDNN's ``f16`` is ``precision: 16bit``, since bf16 runs use the same kernels);
 - triton_custom: ``function`` (the Python function name), ``direction`` when it says forward/backward.
 """
 
@@ -101,7 +102,12 @@ def decode_attention(name: str) -> dict:
     for tok, dt in (("bf16", "bf16"), ("bfloat16", "bf16"), ("f16", "fp16"), ("half", "fp16"),
                     ("fp8", "fp8"), ("e4m3", "fp8"), ("f32", "fp32")):
         if re.search(rf"(?<![a-z0-9]){tok}(?![0-9])", low):
-            out["dtype"] = dt
+            if tok == "f16" and out.get("impl") == "cudnn_sdpa":
+                # cuDNN's `wgmma_f16` names a 16-bit kernel family: our H200 bf16-autocast capture
+                # runs `..._flash_fprop_wgmma_f16_...`, so it does not mean fp16.
+                out["precision"] = "16bit"
+            else:
+                out["dtype"] = dt
             break
     tile = re.search(r"_(\d+)x(\d+)(?:x(\d+))?_", name)
     if tile and "cutlass" in low:

@@ -195,9 +195,12 @@ RULES: tuple[Rule, ...] = (
          lambda n: "rccl" if "rccl" in n.lower() else "nccl", misc.decode_nccl,
          "NCCL/RCCL device kernels (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`, old `ncclKernel_...`)."),
     # ---- attention (before GEMM: FlashAttention names contain `gemm`-like CUTLASS fragments) --------
-    Rule("attention.cudnn_sdpa", _r(r"cudnn_generated_fort_native_sdpa|cudnn.*(sdpa|flash_fprop|flash_bprop|fmha)"),
+    Rule("attention.cudnn_sdpa", _r(r"cudnn_generated_fort_native_sdpa|cudnn.*(sdpa|flash_fprop|flash_bprop|fmha)|"
+                                    r"cudnn::fusion::(compute_dot_do_o|convert_dq|convert_dk|convert_dv)"),
          "attention", "cudnn", misc.decode_attention,
-         "cuDNN's fused SDPA (graph API) kernels, e.g. `cudnn_generated_fort_native_sdpa_sm90_flash_fprop_*`."),
+         "cuDNN's fused SDPA (graph API) kernels, e.g. `cudnn_generated_fort_native_sdpa_sm90_flash_fprop_*`, and "
+         "the helpers its backward launches (`cudnn::fusion::compute_dot_do_o_specialized`, `convert_dq_to_16bits`; "
+         "seen under aten::_cudnn_attention_backward on our H200)."),
     Rule("attention.mem_efficient", _r(r"fmha_cutlass[FB]|AttentionKernel|attention_kernel_backward|efficient_attention"),
          "attention", "cutlass", misc.decode_attention,
          "PyTorch's memory-efficient SDPA (xformers-derived CUTLASS `fmha_cutlassF_*` / `fmha_cutlassB_*`)."),
@@ -240,8 +243,8 @@ RULES: tuple[Rule, ...] = (
          "reduction `cublasLt::splitKreduce_kernel`. Judgement call: split-K's reduction is class gemm "
          "(decoded op=split_k_reduce) — it is the tail of one GEMM call, and a GEMM-time total that left it "
          "out would flatter split-K algorithms."),
-    Rule("gemm.conv", _r(r"implicit_convolve|convolve_[a-z]*gemm|winograd|conv2d_|cudnn::.*conv|explicit_convolve|fft2d_|fft_"
-                         r"(r2c|c2r)"),
+    Rule("gemm.conv", _r(r"implicit_convolve|convolve_[a-z]*gemm|winograd|conv2d_|cudnn::\S*(convolve|convolution|conv[23]d|"
+                         r"conv_)|explicit_convolve|fft2d_|fft_(r2c|c2r)"),
          "gemm", "cudnn", gemm.decode_conv,
          "cuDNN convolution kernels; convolutions are (implicit) GEMMs on tensor cores, so class gemm, op=conv."),
     # ---- other bare-named kernels launched through module/driver APIs --------------------------------
@@ -288,7 +291,7 @@ RULES: tuple[Rule, ...] = (
          "apex/TE `cuApplyLayerNorm`, cuDNN `bn_fw_*`)."),
     Rule("reduction", _r(r"reduce_kernel|softmax_warp_|SoftMax|softmax|cunn_ClassNLL|nll_loss|DeviceReduce|"
                          r"DeviceSegmentedReduce|DeviceScan|scan_kernel|tensor_kernel_scan|embedding_backward|"
-                         r"compute_grad_weight|sum_and_scatter|krn_partial|renorm_kernel|_norm_kernel|"
+                         r"compute_grad_weight|sum_and_scatter|krn_partial|partial_segments|renorm_kernel|_norm_kernel|"
                          r"cross_entropy|reduce_1Block|kernelReduce|aminmax|topk|argmax|argmin|cumsum|logsumexp",
                          re.IGNORECASE),
          "reduction", _library_from_namespace, aten.decode_aten,
@@ -318,8 +321,9 @@ RULES: tuple[Rule, ...] = (
          "LOWEST CONFIDENCE. A bare snake_case identifier ending in `_kernel` (`fused_moe_kernel`) that no "
          "family rule claimed is guessed to be hand-written Triton; extern \"C\" CUDA kernels rarely look so."),
     # ---- everything else ------------------------------------------------------------------------
-    Rule("other.aten", _r(r"at::|c10::"), "other", "aten", aten.decode_aten,
-         "Other ATen kernels (sorting, RNG set-up, ...): named by ATen but in no family above."),
+    Rule("other.aten", _r(r"at::|c10::"), "other", _library_from_namespace, aten.decode_aten,
+         "Other kernels ATen launches (CUB radix sort / unique inside embedding backward, RNG set-up, ...): "
+         "named in ATen's world but in no family above."),
     Rule("other", _r(""), "other", _library_from_namespace, None,
          "No rule matched: a vendor or custom kernel this table does not know yet."),
 )
