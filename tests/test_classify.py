@@ -110,10 +110,10 @@ CASES: list[Case] = [
     K("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopB_NNT", "gemm", "cublasLt",  # ISSUE/KINETO (H200)
       {"arch": "sm90", "tile": "128x256", "k_tile": 64, "stages": 4, "cluster": "2x1", "raster": "v",
        "coop": "coopB", "epilogue": "none", "layout": "NNT", "dtype": "bf16"}, launch_api="cuLaunchKernelEx"),
-    K(GELU_H200, "elementwise", "aten",  # KINETO (H200 eager GeGLU: GeluCUDAKernelImpl, vector width 8)
+    K(GELU_H200, "elementwise", "aten",  # SAMPLE mlp_eager, verbatim (KINETO.md: eager GeGLU gelu)
       {"template": "vectorized_elementwise_kernel", "functor": "GeluCUDAKernelImpl", "vector_width": 8, "dtype": "bf16"},
       launch_api="cudaLaunchKernel", cpu_op="aten::gelu"),
-    K(MUL_H200, "elementwise", "aten",  # KINETO (H200 eager GeGLU: BinaryFunctor<... MulFunctor ...>)
+    K(MUL_H200, "elementwise", "aten",  # SAMPLE mlp_eager, verbatim (KINETO.md: eager GeGLU mul)
       {"template": "vectorized_elementwise_kernel", "functor": "MulFunctor", "vector_width": 8, "dtype": "bf16"},
       launch_api="cudaLaunchKernel", cpu_op="aten::mul"),
     K("triton_poi_fused__unsafe_view_gelu_mul_0", "triton_fused", "inductor",  # KINETO (H200 compiled)
