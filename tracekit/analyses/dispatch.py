@@ -2,7 +2,8 @@
 
 Contracts (all frames sorted deterministically, ties broken by name or ``idx``):
 
-:func:`zero_kernel_ops` — ``cpu_op`` spans whose whole subtree launches no GPU activity
+:func:`zero_kernel_ops` — ``cpu_op`` spans (other than torch.compile's wrappers, see
+:mod:`tracekit.analyses.compile_ops`) whose whole subtree launches no GPU activity
 (``aten::t``, ``aten::transpose``, ``aten::view``, ``aten::as_strided``…), per name:
 ``name str, count u32, cpu_ns i64`` (inclusive CPU time), sorted by ``cpu_ns`` desc then name.
 
@@ -16,20 +17,10 @@ API plus the hidden calls before it, e.g. ``cuLaunchKernelEx (+ memset)``.
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
-#: (kind, regex on the op name). Names as torch 2.x writes them; the hash is Inductor's graph key.
-COMPILE_PREOPS: tuple[tuple[str, str], ...] = (
-    ("cache_lookup", r"^TorchDynamo Cache Lookup$"),
-    ("compiled_region", r"^Torch-Compiled Region: \d+/\d+$"),
-    ("pregraph_bytecode", r"^Pregraph bytecode$"),
-    ("aot_prologue", r"^AOTDispatcher Runtime Wrapper Prologue$"),
-    ("call_compiled_graph", r"^## Call CompiledFxGraph \S+ ##$"),
-    ("compiled_function", r"^CompiledFunction$"),
-)
-_GRAPH_HASH = r"^## Call CompiledFxGraph (\S+) ##$"
+from tracekit.analyses.compile_ops import COMPILE_PREOPS, GRAPH_HASH, preop_kind
+
 _AUX_SHORT = {
     "cudaMemsetAsync": "memset", "hipMemsetAsync": "memset",
     "cudaMemcpyAsync": "memcpy", "hipMemcpyAsync": "memcpy",
@@ -46,6 +37,9 @@ PATH_SCHEMA = {"step": pl.Int64, "scope": pl.String, "top_op": pl.String, "cpu_o
 def zero_kernel_ops(ops: pl.DataFrame) -> pl.DataFrame:
     """Aggregate cpu_ops with ``launches_gpu == False`` (``ops`` from the op tree, any filter)."""
     quiet = ops.filter((pl.col("cat") == "cpu_op") & ~pl.col("launches_gpu"))
+    # torch.compile's wrappers are reported as compile pre-ops, not as the user's dispatch.
+    wrappers = [n for n in quiet["name"].unique().to_list() if preop_kind(n) is not None]
+    quiet = quiet.filter(~pl.col("name").is_in(wrappers))
     if quiet.height == 0:
         return pl.DataFrame(schema=ZERO_KERNEL_SCHEMA)
     return (
@@ -67,7 +61,7 @@ def compile_preops(ops: pl.DataFrame) -> pl.DataFrame:
     return (
         found.group_by("step", "name", "kind")
         .agg(count=pl.len().cast(pl.UInt32), cpu_ns=pl.col("dur").sum(), first=pl.col("ts").min())
-        .with_columns(graph_hash=pl.col("name").str.extract(_GRAPH_HASH, 1))
+        .with_columns(graph_hash=pl.col("name").str.extract(GRAPH_HASH, 1))
         .sort(["step", "first", "name"], nulls_last=True)
         .drop("first")
         .select(list(PREOP_SCHEMA))
@@ -114,8 +108,3 @@ def graph_hashes(preops: pl.DataFrame) -> list[str]:
         if h not in seen:
             seen.append(h)
     return seen
-
-
-def is_compile_preop(name: str) -> bool:
-    """True when ``name`` is one of the torch.compile wrapper ops in :data:`COMPILE_PREOPS`."""
-    return any(re.match(p, name) for _, p in COMPILE_PREOPS)

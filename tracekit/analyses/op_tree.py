@@ -6,8 +6,8 @@ the stack it derives, for every op and every launch:
 
 * ``cpu_op`` — the innermost enclosing ``cpu_op`` (for an op: itself if it is a cpu_op),
 * ``top_op`` — the outermost enclosing ``cpu_op`` (the op the user called, e.g. ``aten::linear``),
-* ``annotation`` — the innermost enclosing ``user_annotation`` other than ``ProfilerStep#N``
-  (e.g. ``mlp_fwd``, ``## Call CompiledFxGraph … ##``),
+* ``annotation`` — the innermost enclosing ``user_annotation`` other than ``ProfilerStep#N`` and
+  torch.compile's own wrappers (so the user's ``mlp_fwd`` rather than ``## Call CompiledFxGraph ##``),
 * ``module`` — the innermost ``nn.Module: …`` python_function, when the trace has stacks.
 
 Nesting rather than ``External id`` because traces before PyTorch ~2.3 give kernels an External id
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from tracekit.analyses.compile_ops import preop_kind
 from tracekit.trace import Trace
 
 STEP_PREFIX = "ProfilerStep#"
@@ -129,7 +130,8 @@ def _sweep(idxs, cats, names, pids, tids, starts, ends, correlations, gpu_correl
             inner_idx, inner_name = idxs[i], name
             if top_name is None:
                 top_name = name
-        elif cat == "user_annotation" and not name.startswith(STEP_PREFIX):
+        elif (cat == "user_annotation" and not name.startswith(STEP_PREFIX)
+              and preop_kind(name) is None):
             annotation = name
         elif cat == "python_function" and name.startswith(MODULE_PREFIX):
             module = name[len(MODULE_PREFIX):]
