@@ -53,6 +53,12 @@ class Report:
     paths: pl.DataFrame
     zero_kernel_ops: pl.DataFrame
     compile_preops: pl.DataFrame
+    #: :class:`tracekit.analyses.launch_gaps.LaunchGapsReport` (None when not computed).
+    launch_gaps: Any = None
+    #: :class:`tracekit.analyses.round_trips.RoundTripReport` (None when not computed).
+    round_trips: Any = None
+    #: :class:`tracekit.analyses.throughput.ThroughputReport` (None when not computed).
+    throughput: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
