@@ -135,6 +135,19 @@ def test_hta_agrees_on_factory_trace_with_overlapping_streams(hta, tmp_path):
     assert (step1["hta_busy_ns"], step1["hta_idle_ns"]) == (51_250, 16_500)
 
 
+@pytest.mark.parametrize("steps", [0, 1])
+def test_hta_agrees_without_the_last_step_filter(hta, tmp_path, steps):
+    # HTA drops nothing when the trace has fewer than two ProfilerStep names.
+    events = [e for e in three_steps() if "ProfilerStep" not in e["name"]]
+    if steps:
+        events.append(make_step(1, 0.0, 600))
+    trace = load(write_trace(tmp_path / "t.json", events))
+    table = hta_oracle.side_by_side(trace)
+    assert table["agree"].all(), table
+    rank = table.filter(pl.col("scope") == "rank").row(0, named=True)
+    assert rank["hta_busy_ns"] == 3 * 51_250
+
+
 def test_hta_agrees_on_fixture_and_counts_stream_sync_as_busy(hta):
     trace = load(FIXTURE)
     table = hta_oracle.side_by_side(trace)

@@ -263,8 +263,6 @@ def hta_window_rows(trace: Trace) -> pl.DataFrame:
         cutoff = steps["ts"].max()
         rows = rows.filter(pl.col("correlation").is_not_null() & (pl.col("correlation") >= 0)
                            & (pl.col("launch_ts") < cutoff))
-    else:
-        rows = rows.filter(pl.col("correlation").is_not_null() | (pl.col("kind") != "sync"))
     return rows.with_columns(step=pl.Series(_hta_iteration(rows["launch_ts"].to_list(), steps),
                                             dtype=pl.Int64))
 
