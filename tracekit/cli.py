@@ -6,6 +6,7 @@ stderr and exits with the error's code (2 = bad input or usage, 1 = a gate faile
 
 from __future__ import annotations
 
+import os
 import sys
 from contextlib import nullcontext
 
@@ -38,13 +39,32 @@ def _open_output(path: str | None):
 def report(trace_path: str, fmt: str | None, output: str | None, step: int | None) -> None:
     """Classify kernels, attribute CPU ops and summarise steps of one trace."""
     from tracekit import report as report_mod
-    from tracekit.load import load
+    from tracekit.source import open_trace
 
-    trace = load(trace_path)
+    trace = open_trace(trace_path, show_progress=True)
     result = report_mod.build(trace, step=step)
     fmt = format_for_path(output, fmt)
     with _open_output(output) as out:
         render_report(result, fmt, out, color=(output is None and sys.stdout.isatty()))
+
+
+@cli.command()
+@click.argument("trace_path", metavar="TRACE", type=click.Path(path_type=str))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), required=True,
+              help="Parquet file to write (e.g. trace.parquet).")
+def convert(trace_path: str, output: str) -> None:
+    """Save TRACE as one Parquet file that report/diff read without re-parsing JSON.
+
+    The file stacks the trace's tables with a `table` column (ops, launches, gpu, …), so DuckDB or
+    Spark can query it directly.
+    """
+    from tracekit import parquet_cache
+    from tracekit.source import open_trace
+
+    trace = open_trace(trace_path, show_progress=True)
+    parquet_cache.save(trace, output)
+    click.echo(f"wrote {output} ({os.path.getsize(output):,} bytes, {trace.meta.event_count:,} events)",
+               err=True)
 
 
 def _register_capture() -> None:

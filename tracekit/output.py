@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import TextIO
 
@@ -41,3 +43,21 @@ class AtomicOutput:
             os.replace(self._tmp, self.path)
         else:
             os.unlink(self._tmp)
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
+    """Yield a temp path beside ``path`` to write to; rename it into place on clean exit."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise UsageError(f"{target}: output directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
