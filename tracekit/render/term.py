@@ -13,7 +13,7 @@ from tracekit.render import sections
 
 def render(report, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
     """Write the report as rich tables to ``out``."""
-    console = Console(file=out, force_terminal=color, no_color=not color, width=width or 160,
+    console = Console(file=out, force_terminal=color, no_color=not color, width=width or (None if color else 160),
                       highlight=False, soft_wrap=False)
     facts = sections.facts_lines(report)
     console.print(Text(f"tracekit report: {facts[0][1]}", style="bold"))
