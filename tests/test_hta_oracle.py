@@ -187,3 +187,18 @@ def test_hta_agrees_within_one_percent_on_sample(hta, name):
     assert bad.height == 0, bad
     assert (table["busy_rel_diff"].drop_nulls() <= 0.01).all()
     assert (table["idle_rel_diff"] <= 0.01).all()
+
+
+def test_iteration_rule_vectorised_matches_htas_loop(tmp_path):
+    # GPU copies of ProfilerStep overlap the next CPU step here: the later event in file order wins.
+    events = three_steps() + [gpu_annotation("ProfilerStep#1", 190, 21)]
+    trace = load(write_trace(tmp_path / "t.json", events))
+    steps = hta_oracle._step_events(trace)
+    probes = pl.Series("ts", [0, 5_000, 195_000, 205_000, 215_000, 412_000, 999_000, None], dtype=pl.Int64)
+    fast = hta_oracle._hta_iteration(probes, steps).to_list()
+    assert fast == hta_oracle._hta_iteration_loop(probes, steps).to_list()
+    assert fast == [1, 1, 1, 1, 2, 3, None, None]
+    # Overlapping spans within one layer take HTA's loop; same answer.
+    overlapping = load(write_trace(tmp_path / "o.json", three_steps() + [gpu_annotation("ProfilerStep#1", 190, 30)]))
+    steps = hta_oracle._step_events(overlapping)
+    assert hta_oracle._hta_iteration(probes, steps).to_list() == [1, 1, 1, 1, 1, 3, None, None]

@@ -226,28 +226,58 @@ def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
 # -- our side, under HTA's rules -----------------------------------------------------------------
 
 def _step_events(trace: Trace) -> pl.DataFrame:
-    """Every event named ProfilerStep (CPU spans and GPU annotations): idx, number, ts, end."""
-    cpu = trace.ops.filter(pl.col("name").str.contains(STEP_MARK)).select("idx", "name", "ts", "end")
+    """Every event named ProfilerStep: idx, name, ts, end, number, layer (0 CPU span, 1 GPU copy)."""
+    cpu = trace.ops.filter(pl.col("name").str.contains(STEP_MARK)).select(
+        "idx", "name", "ts", "end", layer=pl.lit(0))
     gpu = trace.gpu.filter((pl.col("kind") == "annotation") & pl.col("name").str.contains(STEP_MARK)
-                           ).select("idx", "name", "ts", "end")
+                           ).select("idx", "name", "ts", "end", layer=pl.lit(1))
     events = pl.concat([cpu, gpu], how="vertical_relaxed")
     return events.with_columns(
         number=pl.col("name").str.extract(r"ProfilerStep\s*#\s*(\d+)").cast(pl.Int64))
 
 
-def _hta_iteration(launch_ts: list[int | None], steps: pl.DataFrame) -> list[int | None]:
-    # Last ProfilerStep event in file order whose [ts, end) holds the launch start (HTA's loop).
-    ordered = steps.filter(pl.col("number").is_not_null()).sort("idx")
+def _hta_iteration(launch_ts: pl.Series, steps: pl.DataFrame) -> pl.Series:
+    """HTA's rule: the last ProfilerStep event in file order whose ``[ts, end)`` holds the launch.
+
+    Vectorised per layer (CPU spans, GPU copies), each a sequence of disjoint spans; a layer whose
+    spans overlap (never seen) falls back to HTA's own loop.
+    """
+    steps = steps.filter(pl.col("number").is_not_null())
+    probe = pl.DataFrame({"ts": launch_ts}).with_row_index("_row")
+    best = probe.select("_row", _idx=pl.lit(None, pl.UInt32), step=pl.lit(None, pl.Int64))
+    for layer in (0, 1):
+        spans = steps.filter(pl.col("layer") == layer).sort(["ts", "idx"])
+        if spans.height == 0:
+            continue
+        if (spans["ts"][1:] < spans["end"][:-1]).any():
+            return _hta_iteration_loop(launch_ts, steps)
+        hit = (probe.filter(pl.col("ts").is_not_null()).sort("ts")
+               .join_asof(spans.select(pl.col("ts").alias("_s"), pl.col("end").alias("_e"),
+                                       pl.col("idx").alias("_i"), pl.col("number").alias("_n")),
+                          left_on="ts", right_on="_s", strategy="backward")
+               .filter(pl.col("ts") < pl.col("_e"))
+               .select("_row", "_i", "_n"))
+        best = (best.join(hit, on="_row", how="left")
+                .with_columns(take=pl.col("_i").is_not_null()
+                              & (pl.col("_idx").is_null() | (pl.col("_i") > pl.col("_idx"))))
+                .select("_row",
+                        _idx=pl.when("take").then("_i").otherwise("_idx"),
+                        step=pl.when("take").then("_n").otherwise("step")))
+    return best.sort("_row")["step"]
+
+
+def _hta_iteration_loop(launch_ts: pl.Series, steps: pl.DataFrame) -> pl.Series:
+    ordered = steps.sort("idx")
     spans = list(zip(ordered["ts"].to_list(), ordered["end"].to_list(), ordered["number"].to_list()))
     out: list[int | None] = []
-    for ts in launch_ts:
+    for ts in launch_ts.to_list():
         found = None
         if ts is not None:
             for start, end, number in spans:
                 if start <= ts < end:
                     found = number
         out.append(found)
-    return out
+    return pl.Series("step", out, dtype=pl.Int64)
 
 
 def hta_window_rows(trace: Trace) -> pl.DataFrame:
@@ -263,8 +293,7 @@ def hta_window_rows(trace: Trace) -> pl.DataFrame:
         cutoff = steps["ts"].max()
         rows = rows.filter(pl.col("correlation").is_not_null() & (pl.col("correlation") >= 0)
                            & (pl.col("launch_ts") < cutoff))
-    return rows.with_columns(step=pl.Series(_hta_iteration(rows["launch_ts"].to_list(), steps),
-                                            dtype=pl.Int64))
+    return rows.with_columns(step=_hta_iteration(rows["launch_ts"], steps).cast(pl.Int64))
 
 
 def _rank(trace: Trace) -> int:
