@@ -187,6 +187,11 @@ def test_hta_agrees_within_one_percent_on_sample(hta, name):
     assert bad.height == 0, bad
     assert (table["busy_rel_diff"].drop_nulls() <= 0.01).all()
     assert (table["idle_rel_diff"] <= 0.01).all()
+    # HTA's idle categories per stream (host wait, kernel wait, other) agree too.
+    streams = table.filter(pl.col("scope") == "stream")
+    for wait in ("host_wait_ns", "kernel_wait_ns", "other_wait_ns"):
+        diff = (streams[f"ours_{wait}"] - streams[f"hta_{wait}"]).abs()
+        assert (diff <= (streams[f"hta_{wait}"].abs() * 0.01).clip(lower_bound=1_000)).all(), streams
 
 
 def test_iteration_rule_vectorised_matches_htas_loop(tmp_path):

@@ -81,7 +81,11 @@ COMPARE_SCHEMA: dict[str, pl.DataType] = {
     "ours_busy_ns": pl.Int64, "hta_busy_ns": pl.Int64, "busy_rel_diff": pl.Float64,
     "ours_idle_ns": pl.Int64, "hta_idle_ns": pl.Int64, "idle_rel_diff": pl.Float64,
     "agree": pl.Boolean,
+    "ours_host_wait_ns": pl.Int64, "hta_host_wait_ns": pl.Int64,
+    "ours_kernel_wait_ns": pl.Int64, "hta_kernel_wait_ns": pl.Int64,
+    "ours_other_wait_ns": pl.Int64, "hta_other_wait_ns": pl.Int64,
 }
+_WAITS = ("host_wait_ns", "kernel_wait_ns", "other_wait_ns")
 _SCOPE_ORDER = {"rank": 0, "step": 1, "stream": 2}
 
 
@@ -344,11 +348,14 @@ def compare(ours: pl.DataFrame, hta: pl.DataFrame) -> pl.DataFrame:
     """Join two figures frames on (scope, rank, key): :data:`COMPARE_SCHEMA`.
 
     ``*_rel_diff`` = |ours − hta| / max(|hta|, 1 µs); ``agree`` when both busy (if present) and idle
-    are within :data:`AGREEMENT_TOLERANCE` and the row exists on both sides.
+    are within :data:`AGREEMENT_TOLERANCE` and the row exists on both sides. Stream rows also carry
+    HTA's idle categories from both sides (``*_wait_ns``; null elsewhere).
     """
     keys = ["scope", "rank", "key"]
-    joined = ours.select(*keys, ours_busy_ns="busy_ns", ours_idle_ns="idle_ns").join(
-        hta.select(*keys, hta_busy_ns="busy_ns", hta_idle_ns="idle_ns"),
+    joined = ours.select(*keys, ours_busy_ns="busy_ns", ours_idle_ns="idle_ns",
+                         **{f"ours_{w}": w for w in _WAITS}).join(
+        hta.select(*keys, hta_busy_ns="busy_ns", hta_idle_ns="idle_ns",
+                   **{f"hta_{w}": w for w in _WAITS}),
         on=keys, how="full", coalesce=True)
     joined = joined.with_columns(busy_rel_diff=_rel("ours_busy_ns", "hta_busy_ns"),
                                  idle_rel_diff=_rel("ours_idle_ns", "hta_idle_ns"))
