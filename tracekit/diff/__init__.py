@@ -1,0 +1,8 @@
+"""``tracekit diff`` and ``tracekit check``: compare two traces' reports, gate on the result, and
+assert expectations about one trace.
+
+Modules: :mod:`~tracekit.diff.profile` (per-unit figures of a trace and its report),
+:mod:`~tracekit.diff.align` (kernel-sequence alignment, fusions), :mod:`~tracekit.diff.compare`
+(the :class:`~tracekit.diff.compare.Diff` with noise-aware quantities), :mod:`~tracekit.diff.gates`
+(``--fail-if`` grammar), :mod:`~tracekit.diff.expect` (TOML expectations for ``check``).
+"""

@@ -1,0 +1,246 @@
+"""Compare two traces' profiles: what changed, and every per-step quantity with its noise.
+
+Contract: :func:`compare` takes two :class:`~tracekit.diff.profile.Profile` (A = before, B = after)
+and returns a frozen :class:`Diff`. Pure: no printing, no I/O.
+
+**Units.** A's and B's units (ProfilerSteps or ``--unit`` spans) are paired in order; every unit's
+kernel sequence is aligned (:mod:`tracekit.diff.align`). The structural changes reported are those
+of the most common sequence pair (ties: the later pair, the steadiest after warm-up);
+``pairs_agreeing`` says in how many unit pairs the alignment found exactly the same changes.
+
+**Noise rule.** Each quantity is measured once per unit. ``a`` and ``b`` are the medians over A's
+and B's units, ``delta = b - a``, ``spread`` = max − min over a side's units, and
+``noise = max(spread_a, spread_b)``. A change is ``within_noise`` when ``|delta| <= noise`` — it is
+then reported as neither a win nor a loss. With the usual 3 profiled steps the spread is a coarse
+estimate (it is the range of three samples, not a confidence interval); quantities that do not vary
+between steps (kernel counts, bytes) have no noise, so any change to them counts.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from tracekit.diff import align as align_mod
+from tracekit.diff.profile import KernelRef, Profile
+
+SCHEMA = "tracekit.diff/1"
+NOISE_RULE = ("a, b = median over each trace's steps; spread = max - min over a trace's steps; "
+              "noise = max(spread_a, spread_b); a change is within noise when |b - a| <= noise")
+
+#: (key, label, unit, per_unit column) of the headline quantities, in display order.
+QUANTITIES: tuple[tuple[str, str, str, str], ...] = (
+    ("gpu_time", "GPU time (busy)", "ns", "gpu_ns"),
+    ("cpu_time", "CPU dispatch", "ns", "cpu_dispatch_ns"),
+    ("idle_time", "GPU idle in step", "ns", "idle_ns"),
+    ("kernels", "kernels", "count", "kernels"),
+    ("launches", "launch calls", "count", "launches"),
+    ("round_trip_bytes", "round-trip bytes", "bytes", "round_trip_bytes"),
+    ("round_trip_tensors", "round-trip tensors", "count", "round_trip_tensors"),
+    ("memsets", "memsets", "count", "memsets"),
+    ("memcpys", "memcpys", "count", "memcpys"),
+    ("preop_tax", "compile pre-ops (CPU)", "ns", "preop_tax_ns"),
+)
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One per-unit quantity of A and B (see the module's noise rule)."""
+
+    key: str
+    label: str
+    unit: str
+    values_a: tuple[int, ...]
+    values_b: tuple[int, ...]
+    a: float
+    b: float
+    delta: float
+    delta_pct: float | None
+    spread_a: float
+    spread_b: float
+    noise: float
+    within_noise: bool
+
+    @property
+    def direction(self) -> str:
+        """``same`` | ``within noise`` | ``up`` | ``down``."""
+        if self.delta == 0:
+            return "same"
+        if self.within_noise:
+            return "within noise"
+        return "up" if self.delta > 0 else "down"
+
+
+def _num(x: float) -> float:
+    return int(x) if float(x).is_integer() else round(float(x), 3)
+
+
+def quantity(key: str, label: str, unit: str, values_a: list[int], values_b: list[int]) -> Quantity:
+    a = _num(statistics.median(values_a)) if values_a else 0
+    b = _num(statistics.median(values_b)) if values_b else 0
+    spread_a = _num(max(values_a) - min(values_a)) if values_a else 0
+    spread_b = _num(max(values_b) - min(values_b)) if values_b else 0
+    noise = max(spread_a, spread_b)
+    delta = _num(b - a)
+    pct = round(100.0 * delta / a, 2) if a else None
+    return Quantity(key, label, unit, tuple(values_a), tuple(values_b), a, b, delta, pct,
+                    spread_a, spread_b, noise, abs(delta) <= noise)
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """An unchanged kernel's GPU time per unit in A and B."""
+
+    name_a: str
+    name_b: str
+    kernel_class: str
+    quantity: Quantity
+
+
+@dataclass(frozen=True)
+class OpChange:
+    """A CPU op (``aten::t``…) that appeared or disappeared, with its count and CPU time per unit."""
+
+    name: str
+    count: float
+    cpu_ns: float
+    launches_gpu: bool
+
+
+@dataclass(frozen=True)
+class Diff:
+    """Everything ``tracekit diff`` shows (see module docstring)."""
+
+    a: Profile
+    b: Profile
+    unit_pairs: tuple[tuple[int, int], ...]
+    alignment: align_mod.Alignment
+    pairs_agreeing: int
+    quantities: dict[str, Quantity]
+    unavailable: dict[str, str]
+    classes: tuple[Quantity, ...]
+    kernel_times: tuple[KernelTime, ...]
+    cpu_ops_removed: tuple[OpChange, ...]
+    cpu_ops_added: tuple[OpChange, ...]
+    preops_a: dict[str, float]
+    preops_b: dict[str, float]
+    hidden_a: dict[str, float]
+    hidden_b: dict[str, float]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def structural_change(self) -> bool:
+        return (not self.alignment.is_identical or bool(self.cpu_ops_removed) or bool(self.cpu_ops_added)
+                or set(self.preops_a) != set(self.preops_b))
+
+
+def _column(profile: Profile, column: str) -> list[int]:
+    values = profile.per_unit[column].to_list()
+    return [int(v) for v in values if v is not None]
+
+
+def _signature(al: align_mod.Alignment) -> tuple:
+    ids = lambda ks: tuple(k.identity for k in ks)  # noqa: E731
+    return (tuple((ids(f.before), f.after.identity) for f in al.fusions),
+            tuple((s.before.identity, ids(s.after)) for s in al.splits),
+            tuple((c.before.identity, c.after.identity) for c in al.changed),
+            ids(al.removed), ids(al.added))
+
+
+def _per_unit_by(frame: pl.DataFrame, units: list[int], key: str, value: str) -> dict[str, list[int]]:
+    """{key: [value per unit, 0 where absent]} in unit order."""
+    out: dict[str, list[int]] = {}
+    index = {u: n for n, u in enumerate(units)}
+    for row in frame.iter_rows(named=True):
+        out.setdefault(row[key], [0] * len(units))[index[row["unit"]]] += row[value]
+    return out
+
+
+def _median_by(frame: pl.DataFrame, units: list[int], key: str, value: str) -> dict[str, float]:
+    return {k: _num(statistics.median(v)) for k, v in _per_unit_by(frame, units, key, value).items()}
+
+
+def compare(a: Profile, b: Profile) -> Diff:
+    """Diff two profiles (A before, B after)."""
+    notes: list[str] = []
+    if a.unit_kind != b.unit_kind:
+        notes.append(f"A is split into {a.unit_kind} units and B into {b.unit_kind} units")
+    n = min(len(a.units), len(b.units))
+    if len(a.units) != len(b.units):
+        notes.append(f"A has {len(a.units)} units and B {len(b.units)}; the first {n} are paired for "
+                     "kernel alignment, every unit counts in the medians")
+    pairs = tuple(zip(a.units[:n], b.units[:n]))
+    alignments = [align_mod.align(a.sequences[ua], b.sequences[ub]) for ua, ub in pairs]
+    if alignments:
+        signatures = [_signature(al) for al in alignments]
+        counts = Counter(signatures)
+        best = max(range(len(signatures)), key=lambda i: (counts[signatures[i]], i))
+        alignment, agreeing = alignments[best], counts[signatures[best]]
+    else:
+        alignment, agreeing = align_mod.align((), ()), 0
+
+    unavailable = {**b.unavailable, **a.unavailable}
+    quantities: dict[str, Quantity] = {}
+    for key, label, unit, column in QUANTITIES:
+        if key in unavailable:
+            continue
+        quantities[key] = quantity(key, label, unit, _column(a, column), _column(b, column))
+
+    class_a = _per_unit_by(a.class_ns, a.units, "kernel_class", "ns")
+    class_b = _per_unit_by(b.class_ns, b.units, "kernel_class", "ns")
+    classes = tuple(
+        quantity(f"class:{c}", c, "ns", class_a.get(c, [0] * len(a.units)), class_b.get(c, [0] * len(b.units)))
+        for c in sorted(set(class_a) | set(class_b)))
+
+    kern_a = _per_unit_by(a.kernel_ns, a.units, "identity", "ns")
+    kern_b = _per_unit_by(b.kernel_ns, b.units, "identity", "ns")
+    seen: set[str] = set()
+    kernel_times = []
+    for ka, kb in alignment.unchanged:
+        if ka.identity in seen:
+            continue
+        seen.add(ka.identity)
+        kernel_times.append(KernelTime(ka.name, kb.name, ka.kernel_class, quantity(
+            f"kernel:{ka.identity}", ka.name, "ns", kern_a.get(ka.identity, []), kern_b.get(kb.identity, []))))
+    kernel_times.sort(key=lambda k: (-k.quantity.a, k.name_a))
+
+    removed, added = _op_changes(a, b)
+    return Diff(
+        a=a, b=b, unit_pairs=pairs, alignment=alignment, pairs_agreeing=agreeing,
+        quantities=quantities, unavailable=dict(sorted(unavailable.items())), classes=classes,
+        kernel_times=tuple(kernel_times), cpu_ops_removed=removed, cpu_ops_added=added,
+        preops_a=_median_by(a.preops, a.units, "kind", "cpu_ns"),
+        preops_b=_median_by(b.preops, b.units, "kind", "cpu_ns"),
+        hidden_a=_hidden(a), hidden_b=_hidden(b), notes=tuple(notes),
+    )
+
+
+def _hidden(p: Profile) -> dict[str, float]:
+    frame = p.hidden.with_columns(key=pl.col("kind") + pl.lit(" from ") + pl.col("cpu_op"))
+    return dict(sorted(_median_by(frame, p.units, "key", "count").items()))
+
+
+def _op_changes(a: Profile, b: Profile) -> tuple[tuple[OpChange, ...], tuple[OpChange, ...]]:
+    def table(p: Profile) -> dict[str, OpChange]:
+        counts = _per_unit_by(p.cpu_ops, p.units, "name", "count")
+        times = _per_unit_by(p.cpu_ops, p.units, "name", "cpu_ns")
+        gpu = {r["name"]: r["launches_gpu"] for r in p.cpu_ops.iter_rows(named=True)}
+        return {name: OpChange(name, _num(statistics.median(counts[name])),
+                               _num(statistics.median(times[name])), bool(gpu.get(name)))
+                for name in counts}
+    ta, tb = table(a), table(b)
+    order = lambda ops: tuple(sorted(ops, key=lambda o: (-o.cpu_ns, o.name)))  # noqa: E731
+    return (order(ta[n] for n in ta if n not in tb), order(tb[n] for n in tb if n not in ta))
+
+
+def kernels_per_step(k: KernelRef) -> str:
+    return k.name
+
+
+def fusion_record(f: align_mod.Fusion) -> dict[str, Any]:
+    return {"before": [k.name for k in f.before], "after": f.after.name, "ops": list(f.ops),
+            "evidence": f.evidence, "after_class": f.after.kernel_class, "after_cpu_op": f.after.cpu_op}

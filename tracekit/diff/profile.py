@@ -1,0 +1,221 @@
+"""Per-unit figures of one trace, the input the diff and the expectation checks compare.
+
+Contract: :func:`build` takes a :class:`~tracekit.trace.Trace` and its :class:`~tracekit.report.Report`
+and returns a frozen :class:`Profile`. A *unit* is one ``ProfilerStep#N`` (default), one span of a
+chosen annotation (``unit="mlp_fwd"``: its spans numbered 1, 2, … in time order), or the whole trace
+when it has no steps. GPU activity belongs to the unit whose CPU span holds its launch call (the
+rule of :mod:`tracekit.analyses.attribution`); CPU ops to the unit holding their start.
+
+Why this needs the Trace and not only the Report: the Report keeps launch paths for one step and
+kernel totals for the whole trace, while the diff needs every unit's kernel sequence and per-unit
+sums to measure the step-to-step spread. Round-trip bytes, CPU dispatch and idle time come from the
+Report's ``round_trips`` / ``launch_gaps`` (ProfilerStep units only; ``unavailable`` says why not).
+
+Frames (one row per unit and key; units without a key are absent, read them as 0):
+
+``per_unit``: ``unit i64, label str, gpu_ns i64, kernels i64, launches i64, memsets i64,
+memcpys i64, preop_tax_ns i64, cpu_dispatch_ns i64?, idle_ns i64?, round_trip_bytes i64?,
+round_trip_tensors i64?`` sorted by unit.
+``kernel_ns``: ``unit i64, identity str, name str, kernel_class str, count i64, ns i64``.
+``class_ns``: ``unit i64, kernel_class str, ns i64``.
+``cpu_ops``: ``unit i64, name str, count i64, cpu_ns i64, launches_gpu bool``.
+``hidden``: ``unit i64, kind str, cpu_op str, count i64, ns i64`` (memset / memcpy activity).
+``preops``: ``unit i64, kind str, count i64, cpu_ns i64``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from tracekit.analyses import attribution, intervals
+from tracekit.analyses import steps as steps_analysis
+from tracekit.analyses.compile_ops import preop_kind
+from tracekit.errors import UsageError
+from tracekit.render.text import decoded_fields
+from tracekit.trace import Trace
+
+#: Compile wrappers counted as CPU "tax" per call: they run before the compiled graph and contain
+#: none of its work (Torch-Compiled Region and Call CompiledFxGraph enclose the graph's own ops).
+TAX_KINDS = ("cache_lookup", "pregraph_bytecode", "aot_prologue")
+
+
+@dataclass(frozen=True)
+class KernelRef:
+    """One kernel in a unit's launch-ordered sequence."""
+
+    identity: str
+    name: str
+    kernel_class: str
+    cpu_op: str | None
+    top_op: str | None
+    decoded: dict[str, Any]
+    dur_ns: int
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One trace seen unit by unit (see module docstring)."""
+
+    label: str
+    unit_kind: str
+    units: list[int]
+    unit_labels: dict[int, str]
+    sequences: dict[int, tuple[KernelRef, ...]]
+    per_unit: pl.DataFrame
+    kernel_ns: pl.DataFrame
+    class_ns: pl.DataFrame
+    cpu_ops: pl.DataFrame
+    hidden: pl.DataFrame
+    preops: pl.DataFrame
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+
+def kernel_identity(name: str, kernel_class: str, decoded: dict[str, Any]) -> str:
+    """What makes two kernels "the same": the name, except Inductor's per-graph index suffix."""
+    if kernel_class == "triton_fused" and decoded.get("fused_ops"):
+        return f"triton_{decoded.get('kind', '?')}_fused_{'_'.join(decoded['fused_ops'])}"
+    return name
+
+
+def _units(trace: Trace, unit: str | None) -> tuple[str, pl.DataFrame]:
+    """(unit kind, windows frame ``number i64, name str, ts i64, end i64``)."""
+    if unit is not None:
+        spans = trace.ops.filter(pl.col("name") == unit).sort(["ts", "idx"])
+        if spans.height == 0:
+            raise UsageError(f"{os.path.basename(trace.meta.path)}: no span named {unit!r} to use as --unit")
+        return unit, spans.select(
+            pl.int_range(1, spans.height + 1, dtype=pl.Int64).alias("number"),
+            (pl.lit(f"{unit}#") + pl.int_range(1, spans.height + 1).cast(pl.String)).alias("name"),
+            "ts", "end")
+    if trace.steps.height:
+        return "ProfilerStep", trace.steps.select("number", "name", "ts", "end")
+    return "trace", pl.DataFrame({"number": [0], "name": ["whole trace"], "ts": [None], "end": [None]},
+                                 schema={"number": pl.Int64, "name": pl.String, "ts": pl.Int64,
+                                         "end": pl.Int64})
+
+
+def _tag(frame: pl.DataFrame, windows: pl.DataFrame, unit_kind: str, time_col: str) -> pl.DataFrame:
+    if unit_kind == "trace":
+        return frame.with_columns(unit=pl.lit(0, pl.Int64))
+    tagged = steps_analysis.tag_steps(frame, windows, time_col)
+    return tagged.rename({"step": "unit"}).filter(pl.col("unit").is_not_null())
+
+
+def build(trace: Trace, report, *, unit: str | None = None) -> Profile:
+    """Per-unit figures of ``trace`` (``report`` is ``tracekit.report.build(trace)``)."""
+    unit_kind, windows = _units(trace, unit)
+    numbers = windows["number"].to_list()
+    labels = dict(zip(numbers, windows["name"].to_list()))
+    attributed = attribution.analyze(trace)
+    gpu = attributed.gpu
+    if "unit" in gpu.columns:
+        gpu = gpu.drop("unit")
+    if unit_kind == "ProfilerStep":
+        gpu = gpu.rename({"step": "unit"}).filter(pl.col("unit").is_not_null())
+    else:
+        gpu = _tag(gpu.drop("step").with_columns(_when=pl.coalesce("launch_ts", "ts")), windows,
+                   unit_kind, "_when").drop("_when")
+    ops = _tag(attributed.tree.ops, windows, unit_kind, "ts")
+
+    kernels = gpu.filter(pl.col("kind") == "kernel").sort([pl.coalesce("launch_ts", "ts"), "ts", "idx"])
+    sequences: dict[int, list[KernelRef]] = {n: [] for n in numbers}
+    identities: list[str] = []
+    for row in kernels.select("unit", "name", "kernel_class", "cpu_op", "top_op", "decoded",
+                              "dur").iter_rows(named=True):
+        decoded = decoded_fields(row["decoded"])
+        ident = kernel_identity(row["name"], row["kernel_class"], decoded)
+        identities.append(ident)
+        sequences.setdefault(row["unit"], []).append(KernelRef(
+            ident, row["name"], row["kernel_class"], row["cpu_op"], row["top_op"], decoded, row["dur"]))
+    kernels = kernels.with_columns(identity=pl.Series(identities, dtype=pl.String))
+
+    kernel_ns = (kernels.group_by("unit", "identity")
+                 .agg(pl.col("name").first(), pl.col("kernel_class").first(),
+                      count=pl.len().cast(pl.Int64), ns=pl.col("dur").sum())
+                 .sort("unit", "identity"))
+    class_ns = (kernels.group_by("unit", "kernel_class").agg(ns=pl.col("dur").sum())
+                .sort("unit", "kernel_class"))
+    hidden = (gpu.filter(pl.col("kind").is_in(["memset", "memcpy"]))
+              .with_columns(pl.col("cpu_op").fill_null("(no CPU op)"))
+              .group_by("unit", "kind", "cpu_op")
+              .agg(count=pl.len().cast(pl.Int64), ns=pl.col("dur").sum())
+              .sort("unit", "kind", "cpu_op"))
+    cpu = ops.filter(pl.col("cat") == "cpu_op")
+    kinds = [preop_kind(n) for n in cpu["name"].to_list()]
+    cpu = cpu.with_columns(preop=pl.Series(kinds, dtype=pl.String))
+    cpu_ops = (cpu.filter(pl.col("preop").is_null())
+               .group_by("unit", "name")
+               .agg(count=pl.len().cast(pl.Int64), cpu_ns=pl.col("dur").sum(),
+                    launches_gpu=pl.col("launches_gpu").any())
+               .sort("unit", "name"))
+    all_ops = ops.with_columns(preop=pl.Series([preop_kind(n) for n in ops["name"].to_list()],
+                                               dtype=pl.String))
+    preops = (all_ops.filter(pl.col("preop").is_not_null())
+              .group_by("unit", pl.col("preop").alias("kind"))
+              .agg(count=pl.len().cast(pl.Int64), cpu_ns=pl.col("dur").sum())
+              .sort("unit", "kind"))
+
+    base = pl.DataFrame({"unit": numbers, "label": [labels[n] for n in numbers]},
+                        schema={"unit": pl.Int64, "label": pl.String})
+    busy = intervals.union_ns(gpu.select("unit", "ts", "end"), by=["unit"]) if gpu.height else \
+        pl.DataFrame(schema={"unit": pl.Int64, "busy_ns": pl.Int64})
+    counts = gpu.group_by("unit").agg(
+        kernels=(pl.col("kind") == "kernel").sum().cast(pl.Int64),
+        launches=pl.col("launch_idx").drop_nulls().n_unique().cast(pl.Int64),
+        memsets=(pl.col("kind") == "memset").sum().cast(pl.Int64),
+        memcpys=(pl.col("kind") == "memcpy").sum().cast(pl.Int64),
+    )
+    tax = (preops.filter(pl.col("kind").is_in(TAX_KINDS)).group_by("unit")
+           .agg(preop_tax_ns=pl.col("cpu_ns").sum()))
+    per_unit = (base.join(busy.rename({"busy_ns": "gpu_ns"}), on="unit", how="left")
+                .join(counts, on="unit", how="left").join(tax, on="unit", how="left")
+                .with_columns(pl.col(c).fill_null(0).cast(pl.Int64) for c in
+                              ("gpu_ns", "kernels", "launches", "memsets", "memcpys", "preop_tax_ns")))
+    unavailable: dict[str, str] = {}
+    per_unit = _attach_launch_gaps(per_unit, report, unit_kind, unavailable)
+    per_unit = _attach_round_trips(per_unit, report, unit_kind, unavailable)
+    return Profile(
+        label=os.path.basename(trace.meta.path), unit_kind=unit_kind, units=numbers,
+        unit_labels=labels, sequences={n: tuple(sequences.get(n, [])) for n in numbers},
+        per_unit=per_unit.sort("unit"), kernel_ns=kernel_ns, class_ns=class_ns, cpu_ops=cpu_ops,
+        hidden=hidden, preops=preops, unavailable=unavailable,
+    )
+
+
+def _attach_launch_gaps(per_unit: pl.DataFrame, report, unit_kind: str,
+                        unavailable: dict[str, str]) -> pl.DataFrame:
+    gaps = getattr(report, "launch_gaps", None)
+    reason = None
+    if gaps is None:
+        reason = "launch gaps were not computed for this report"
+    elif unit_kind != "ProfilerStep":
+        reason = "CPU dispatch and idle time are measured per ProfilerStep, not per --unit span"
+    if reason:
+        unavailable["cpu_time"] = unavailable["idle_time"] = reason
+        return per_unit.with_columns(cpu_dispatch_ns=pl.lit(None, pl.Int64), idle_ns=pl.lit(None, pl.Int64))
+    table = gaps.per_step.select(pl.col("step").alias("unit"), pl.col("cpu_dispatch_ns").cast(pl.Int64),
+                                 pl.col("gpu_idle_ns").cast(pl.Int64).alias("idle_ns"))
+    return per_unit.join(table, on="unit", how="left")
+
+
+def _attach_round_trips(per_unit: pl.DataFrame, report, unit_kind: str,
+                        unavailable: dict[str, str]) -> pl.DataFrame:
+    trips = getattr(report, "round_trips", None)
+    reason = None
+    if trips is None:
+        reason = "round trips were not computed for this report"
+    elif unit_kind != "ProfilerStep":
+        reason = "round-trip bytes are measured per ProfilerStep, not per --unit span"
+    if reason:
+        unavailable["round_trip_bytes"] = unavailable["round_trip_tensors"] = reason
+        return per_unit.with_columns(round_trip_bytes=pl.lit(None, pl.Int64),
+                                     round_trip_tensors=pl.lit(None, pl.Int64))
+    table = trips.bytes_per_step.select(
+        pl.col("step").alias("unit"), pl.col("round_trip_bytes").cast(pl.Int64),
+        pl.col("tensor_count").cast(pl.Int64).alias("round_trip_tensors"))
+    return per_unit.join(table, on="unit", how="left").with_columns(
+        pl.col("round_trip_bytes").fill_null(0), pl.col("round_trip_tensors").fill_null(0))
