@@ -271,12 +271,12 @@ def read_bytes(path: str | os.PathLike[str]) -> bytearray | mmap.mmap:
 
 
 def _gunzip(path: Path, raw: bytearray | mmap.mmap) -> bytearray:
-    """Inflate into one preallocated buffer (sized from the gzip trailer), a piece at a time, so
-    the peak is the compressed file plus the JSON plus one piece, never two copies of the JSON."""
+    """Inflate into one growing buffer, a piece at a time, so the peak is the compressed file plus
+    the JSON plus one piece, never two copies of the JSON. (Growing a large bytearray is a
+    ``realloc`` that Linux serves with ``mremap``: no copying. The gzip trailer's size field is not
+    used to preallocate: in a truncated or corrupt file it is garbage, up to 4 GiB.)"""
     piece = 64 << 20
-    hint = int.from_bytes(raw[-4:], "little") if len(raw) >= 18 else 0  # ISIZE: size mod 2^32
-    out = bytearray(hint)
-    filled = 0
+    out = bytearray()
     try:
         # wbits=31: gzip container only; decompressobj lets us notice a missing end.
         inflater = zlib.decompressobj(wbits=31)
@@ -284,14 +284,7 @@ def _gunzip(path: Path, raw: bytearray | mmap.mmap) -> bytearray:
             pending: bytes | memoryview = view
             while True:
                 chunk = inflater.decompress(pending, piece)
-                if chunk:
-                    end = filled + len(chunk)
-                    if end <= len(out):
-                        out[filled:end] = chunk
-                    else:
-                        del out[filled:]
-                        out += chunk
-                    filled = end
+                out += chunk
                 pending = inflater.unconsumed_tail
                 if inflater.eof or (not pending and not chunk):
                     break
@@ -300,8 +293,6 @@ def _gunzip(path: Path, raw: bytearray | mmap.mmap) -> bytearray:
         raise TraceError(path, f"corrupt gzip stream ({err})") from None
     if not inflater.eof:
         raise TraceError(path, "truncated gzip stream (the file ends before the data does)")
-    if filled < len(out):
-        del out[filled:]
     return out
 
 
