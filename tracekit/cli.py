@@ -75,6 +75,7 @@ def _register_capture() -> None:
 
 
 _register_capture()
+__import__("tracekit.cli_diff").cli_diff.register(cli)  # diff and check commands
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -13,9 +13,10 @@ Report's ``round_trips`` / ``launch_gaps`` (ProfilerStep units only; ``unavailab
 
 Frames (one row per unit and key; units without a key are absent, read them as 0):
 
-``per_unit``: ``unit i64, label str, gpu_ns i64, kernels i64, launches i64, memsets i64,
-memcpys i64, preop_tax_ns i64, cpu_dispatch_ns i64?, idle_ns i64?, round_trip_bytes i64?,
-round_trip_tensors i64?`` sorted by unit.
+``per_unit``: ``unit i64, label str, span_ns i64 (the unit's CPU span), gpu_ns i64, kernels i64,
+launches i64, memsets i64, memcpys i64, preop_tax_ns i64, cpu_dispatch_ns i64?, idle_ns i64?,
+busy_frac f64 (launch gaps' ``gpu_busy_frac`` when available, else ``gpu_ns / span_ns``),
+round_trip_bytes i64?, round_trip_tensors i64?`` sorted by unit.
 ``kernel_ns``: ``unit i64, identity str, name str, kernel_class str, count i64, ns i64``.
 ``class_ns``: ``unit i64, kernel_class str, ns i64``.
 ``cpu_ops``: ``unit i64, name str, count i64, cpu_ns i64, launches_gpu bool``.
@@ -159,8 +160,8 @@ def build(trace: Trace, report, *, unit: str | None = None) -> Profile:
               .agg(count=pl.len().cast(pl.Int64), cpu_ns=pl.col("dur").sum())
               .sort("unit", "kind"))
 
-    base = pl.DataFrame({"unit": numbers, "label": [labels[n] for n in numbers]},
-                        schema={"unit": pl.Int64, "label": pl.String})
+    base = windows.select(pl.col("number").alias("unit"), pl.col("name").alias("label"),
+                          (pl.col("end") - pl.col("ts")).fill_null(0).alias("span_ns"))
     busy = intervals.union_ns(gpu.select("unit", "ts", "end"), by=["unit"]) if gpu.height else \
         pl.DataFrame(schema={"unit": pl.Int64, "busy_ns": pl.Int64})
     counts = gpu.group_by("unit").agg(
@@ -178,6 +179,9 @@ def build(trace: Trace, report, *, unit: str | None = None) -> Profile:
     unavailable: dict[str, str] = {}
     per_unit = _attach_launch_gaps(per_unit, report, unit_kind, unavailable)
     per_unit = _attach_round_trips(per_unit, report, unit_kind, unavailable)
+    if "busy_frac" not in per_unit.columns:
+        per_unit = per_unit.with_columns(busy_frac=pl.when(pl.col("span_ns") > 0)
+                                         .then(pl.col("gpu_ns") / pl.col("span_ns")).otherwise(0.0))
     return Profile(
         label=os.path.basename(trace.meta.path), unit_kind=unit_kind, units=numbers,
         unit_labels=labels, sequences={n: tuple(sequences.get(n, [])) for n in numbers},
@@ -198,7 +202,8 @@ def _attach_launch_gaps(per_unit: pl.DataFrame, report, unit_kind: str,
         unavailable["cpu_time"] = unavailable["idle_time"] = reason
         return per_unit.with_columns(cpu_dispatch_ns=pl.lit(None, pl.Int64), idle_ns=pl.lit(None, pl.Int64))
     table = gaps.per_step.select(pl.col("step").alias("unit"), pl.col("cpu_dispatch_ns").cast(pl.Int64),
-                                 pl.col("gpu_idle_ns").cast(pl.Int64).alias("idle_ns"))
+                                 pl.col("gpu_idle_ns").cast(pl.Int64).alias("idle_ns"),
+                                 pl.col("gpu_busy_frac").cast(pl.Float64).alias("busy_frac"))
     return per_unit.join(table, on="unit", how="left")
 
 

@@ -1,0 +1,109 @@
+"""``tracekit diff A B`` and ``tracekit check TRACE --expect FILE``: load → report → compare → render.
+
+Registered on the group in :mod:`tracekit.cli` by :func:`register`. Errors pass through the CLI's
+one boundary: bad input raises :class:`UsageError`/``TraceError`` (exit 2); a failed gate or broken
+expectation raises :class:`GateFailed` (exit 1) *after* the full output has been written.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import nullcontext
+
+import click
+
+from tracekit.errors import GateFailed
+from tracekit.render import FORMATS, format_for_path
+
+
+def _open_output(path: str | None):
+    from tracekit.output import AtomicOutput
+    return AtomicOutput(path) if path else nullcontext(sys.stdout)
+
+
+def _profile(path: str, unit: str | None):
+    from tracekit import report as report_mod
+    from tracekit.diff import profile
+    from tracekit.load import load
+
+    trace = load(path)
+    return profile.build(trace, report_mod.build(trace), unit=unit)
+
+
+_format = click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+                       help="Output format (default: from -o's extension, else term).")
+_output = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), default=None,
+                       help="Write to this file instead of stdout.")
+_unit = click.option("--unit", default=None, metavar="NAME",
+                     help="Compare per span of this annotation (e.g. mlp_fwd) instead of per ProfilerStep.")
+
+
+@click.command("diff")
+@click.argument("a_path", metavar="A", type=click.Path(dir_okay=True, path_type=str))
+@click.argument("b_path", metavar="B", type=click.Path(dir_okay=True, path_type=str))
+@_unit
+@click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR",
+              help="Exit 1 when the change exceeds EXPR, e.g. 'gpu_time>+5%', 'kernels>+0', "
+                   "'round_trip_bytes>+0' (repeatable; grammar in the README).")
+@_format
+@_output
+def diff_command(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], fmt: str | None,
+                 output: str | None) -> None:
+    """Compare trace A (before) with trace B (after): fusions, kernel changes, per-step deltas."""
+    from tracekit.diff import compare, gates
+
+    parsed = [gates.parse(text) for text in fail_if]  # a typo fails before the slow part
+    result = compare.compare(_profile(a_path, unit), _profile(b_path, unit))
+    results = gates.evaluate(parsed, result)
+    fmt = format_for_path(output, fmt)
+    with _open_output(output) as out:
+        if fmt == "json":
+            from tracekit.render import diff_json
+            diff_json.render(result, out, results)
+        elif fmt == "md":
+            from tracekit.render import diff_markdown
+            diff_markdown.render(result, out, results)
+        else:
+            from tracekit.render import diff_term
+            diff_term.render(result, out, results, color=(output is None and sys.stdout.isatty()))
+    failed = [r for r in results if r.failed]
+    if failed:
+        raise GateFailed(f"{len(failed)} of {len(results)} gates failed: "
+                         + ", ".join(r.gate.text for r in failed))
+
+
+@click.command("check")
+@click.argument("trace_path", metavar="TRACE", type=click.Path(dir_okay=True, path_type=str))
+@click.option("--expect", "expect_path", required=True, metavar="FILE.toml",
+              type=click.Path(dir_okay=False, path_type=str), help="The expectations to test.")
+@_unit
+@_format
+@_output
+def check_command(trace_path: str, expect_path: str, unit: str | None, fmt: str | None,
+                  output: str | None) -> None:
+    """Test TRACE against the expectations in FILE.toml; exit 1 if any is broken."""
+    from tracekit.diff import expect
+
+    expectations = expect.load(expect_path)
+    result = expect.check(_profile(trace_path, unit or expectations.unit), expectations)
+    fmt = format_for_path(output, fmt)
+    with _open_output(output) as out:
+        if fmt == "json":
+            from tracekit.render import diff_json
+            diff_json.render_check(result, out)
+        elif fmt == "md":
+            from tracekit.render import diff_markdown
+            diff_markdown.render_check(result, out)
+        else:
+            from tracekit.render import diff_term
+            diff_term.render_check(result, out, color=(output is None and sys.stdout.isatty()))
+    broken = [i for i in result.items if not i.met]
+    if broken:
+        raise GateFailed(f"{len(broken)} of {len(result.items)} expectations broken: "
+                         + ", ".join(f"{i.key} {i.expected}" for i in broken))
+
+
+def register(group: click.Group) -> None:
+    """Add ``diff`` and ``check`` to the ``tracekit`` group."""
+    group.add_command(diff_command, name="diff")
+    group.add_command(check_command, name="check")

@@ -1,0 +1,277 @@
+"""The diff's and the check's content as display rows, shared by the Markdown and terminal renderers.
+
+Cells are plain strings, or :class:`Code` for names (kernels, ops) that Markdown shows as code.
+Functions format a :class:`~tracekit.diff.compare.Diff`; they never compute a figure the Diff does
+not hold (medians, deltas and noise all come from it).
+"""
+
+from __future__ import annotations
+
+from tracekit.diff import gates as gates_mod
+from tracekit.diff.align import Fusion
+from tracekit.render.text import describe_decoded, short_kernel_name, us
+
+
+class Code(str):
+    """A name shown as code in Markdown and plain in the terminal."""
+
+
+Table = tuple[str, list[str], list[list[str]]]
+
+
+def kname(k) -> Code:
+    return Code(short_kernel_name(k.name, k.decoded))
+
+
+def fmt_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "–"
+    if unit == "ns":
+        return us(int(round(value)))
+    if unit == "bytes":
+        return f"{int(value):,} B"
+    return f"{value:,.1f}" if not float(value).is_integer() else f"{int(value):,}"
+
+
+def fmt_delta(q) -> str:
+    sign = "+" if q.delta > 0 else ("-" if q.delta < 0 else "±")
+    text = sign + fmt_value(abs(q.delta), q.unit)
+    if q.delta and q.delta_pct is not None:
+        text += f" ({q.delta_pct:+.1f}%)"
+    elif q.delta and q.a == 0:
+        text += " (new)"
+    return text
+
+
+def fmt_status(q) -> str:
+    return {"same": "same", "within noise": "within noise", "up": "higher", "down": "lower"}[q.direction]
+
+
+def _ops(ops: tuple[str, ...]) -> str:
+    return " + ".join(ops) if ops else "?"
+
+
+def _fusion_kind(f: Fusion) -> str:
+    cls = f.after.kernel_class
+    if f.evidence == "GEMM epilogue":
+        return "the GEMM's epilogue"
+    if cls == "triton_fused":
+        return "one Inductor Triton kernel"
+    if cls == "triton_custom":
+        who = f" launched by {f.after.cpu_op}" if f.after.cpu_op else ""
+        return f"one hand-written Triton kernel{who}"
+    return f"one {cls} kernel"
+
+
+def verdict_parts(diff) -> list[str]:
+    """The verdict as a list of segments; :class:`Code` segments are names."""
+    parts: list[list[str]] = []
+    al = diff.alignment
+    for f in al.fusions:
+        parts.append([f"fused {_ops(f.ops)} ({len(f.before)} kernels) into {_fusion_kind(f)} ",
+                      kname(f.after)])
+    for s in al.splits:
+        parts.append(["split ", kname(s.before), f" into {len(s.after)} kernels"])
+    if al.changed:
+        n = len(al.changed)
+        parts.append([f"{n} kernel{'s' if n > 1 else ''} changed variant (" +
+                      "; ".join(", ".join(f"{k} {va}→{vb}" for k, va, vb in c.fields[:3]) or "name"
+                                for c in al.changed[:2]) + ")"])
+    if al.removed:
+        parts.append([f"{len(al.removed)} kernel{'s' if len(al.removed) > 1 else ''} removed"])
+    if al.added:
+        parts.append([f"{len(al.added)} kernel{'s' if len(al.added) > 1 else ''} added"])
+    if diff.structural_change and not (al.fusions or al.splits or al.changed or al.removed or al.added):
+        parts.append(["the same kernels"])
+    q = diff.quantities.get("gpu_time")
+    if q is not None and (q.delta != 0 or diff.structural_change):
+        noise = f"±{fmt_value(q.noise, 'ns')}"
+        if q.within_noise:
+            parts.append([f"GPU time per step {fmt_value(q.a, 'ns')} → {fmt_value(q.b, 'ns')}, "
+                          f"within the step-to-step noise ({noise}): neither a win nor a loss"])
+        else:
+            pct = f"{q.delta_pct:+.1f}%" if q.delta_pct is not None else "new"
+            parts.append([f"GPU time per step {fmt_value(q.a, 'ns')} → {fmt_value(q.b, 'ns')} "
+                          f"({pct}, outside the step-to-step noise of {noise})"])
+    rt, rn = diff.quantities.get("round_trip_bytes"), diff.quantities.get("round_trip_tensors")
+    if rt is not None and rt.delta != 0:
+        word = "fewer" if rt.delta < 0 else "more"
+        count = f"{abs(int(rn.delta))} round-trip tensor{'s' if abs(rn.delta) != 1 else ''} " if rn and rn.delta else ""
+        parts.append([f"{count}({abs(int(rt.delta)):,} B) {word} through HBM per step"])
+    tax = diff.quantities.get("preop_tax")
+    if tax is not None and tax.delta != 0:
+        if tax.a == 0:
+            parts.append([f"the CPU now pays {fmt_value(tax.b, 'ns')} of compile pre-ops per step"])
+        elif tax.b == 0:
+            parts.append([f"the CPU no longer pays {fmt_value(tax.a, 'ns')} of compile pre-ops per step"])
+        elif not tax.within_noise:
+            parts.append([f"compile pre-ops {fmt_value(tax.a, 'ns')} → {fmt_value(tax.b, 'ns')} per step"])
+    cpu = diff.quantities.get("cpu_time")
+    if cpu is not None and cpu.delta != 0 and not cpu.within_noise:
+        parts.append([f"CPU dispatch per step {fmt_value(cpu.a, 'ns')} → {fmt_value(cpu.b, 'ns')}"])
+    quiet = [o for o in diff.cpu_ops_removed if not o.launches_gpu]
+    if quiet:
+        seg: list[str] = []
+        for n, o in enumerate(quiet[:4]):
+            seg += ([", "] if n else []) + [Code(o.name)]
+        more = f" and {len(quiet) - 4} more" if len(quiet) > 4 else ""
+        seg.append(f"{more} dispatch (ops that launch no GPU work) gone")
+        parts.append(seg)
+    launches = diff.quantities.get("launches")
+    if launches is not None and launches.delta != 0 and not launches.within_noise:
+        parts.append([f"{fmt_value(launches.a, 'count')} → {fmt_value(launches.b, 'count')} launch calls per step"])
+    if not parts:
+        return ["No change: the same kernels run in every step and every quantity is within the "
+                "step-to-step noise."]
+    out: list[str] = []
+    for n, part in enumerate(parts):
+        if n:
+            out.append("; ")
+        first = part[0]
+        if n == 0 and not isinstance(first, Code):
+            first = first[:1].upper() + first[1:]
+        out += [first, *part[1:]]
+    out.append(".")
+    return out
+
+
+def plain(parts: list[str]) -> str:
+    return "".join(parts)
+
+
+def quantity_rows(diff) -> tuple[list[str], list[list[str]]]:
+    headers = ["per step", "A", "B", "Δ", "noise ±", ""]
+    rows = []
+    for q in diff.quantities.values():
+        if q.key in ("memcpys", "memsets", "preop_tax", "round_trip_tensors") and q.a == 0 and q.b == 0:
+            continue
+        rows.append([q.label, fmt_value(q.a, q.unit), fmt_value(q.b, q.unit), fmt_delta(q),
+                     fmt_value(q.noise, q.unit), fmt_status(q)])
+    return headers, rows
+
+
+def unavailable_line(diff) -> str | None:
+    if not diff.unavailable:
+        return None
+    by_reason: dict[str, list[str]] = {}
+    for key, reason in diff.unavailable.items():
+        by_reason.setdefault(reason, []).append(key)
+    return "Not measured: " + "; ".join(f"{', '.join(keys)} ({reason})" for reason, keys in by_reason.items())
+
+
+def gate_rows(results: list[gates_mod.GateResult]) -> Table:
+    rows = []
+    for r in results:
+        unit = "%" if r.gate.relative else ""
+        observed = "–" if r.observed is None else (
+            f"{r.observed:+.1f}%" if r.gate.relative else f"{r.observed:+,.0f}")
+        status = "FAILED" if r.failed else ("exceeded, within noise: passes" if r.exceeded else "passes")
+        rows.append([Code(r.gate.text), observed, status])
+        del unit
+    return ("Gates", ["gate", "observed change", "result"], rows)
+
+
+def changes_table(diff) -> Table:
+    al = diff.alignment
+    rows: list[list[str]] = []
+    for f in al.fusions:
+        rows.append([f"fusion ({f.evidence})", Code(" + ".join(short_kernel_name(k.name, k.decoded) for k in f.before)),
+                     kname(f.after), _ops(f.ops)])
+    for s in al.splits:
+        rows.append([f"split ({s.evidence})", kname(s.before),
+                     Code(" + ".join(short_kernel_name(k.name, k.decoded) for k in s.after)), _ops(s.ops)])
+    for c in al.changed:
+        rows.append(["variant changed", kname(c.before), kname(c.after),
+                     ", ".join(f"{k}: {va} → {vb}" for k, va, vb in c.fields) or "name only"])
+    for k in al.removed:
+        rows.append(["removed", kname(k), "", k.kernel_class])
+    for k in al.added:
+        rows.append(["added", "", kname(k), k.kernel_class])
+    for ka, kb in _unique_unchanged(al):
+        rows.append(["unchanged", kname(ka), kname(kb), ka.kernel_class])
+    title = f"Kernel changes (one step; the same in {diff.pairs_agreeing} of {len(diff.unit_pairs)} step pairs)"
+    return (title, ["change", "A", "B", "detail"], rows)
+
+
+def _unique_unchanged(al):
+    seen, out = set(), []
+    for ka, kb in al.unchanged:
+        if ka.identity not in seen:
+            seen.add(ka.identity)
+            out.append((ka, kb))
+    return out
+
+
+def class_table(diff) -> Table:
+    rows = [[Code(q.label), fmt_value(q.a, "ns"), fmt_value(q.b, "ns"), fmt_delta(q), fmt_value(q.noise, "ns"),
+             fmt_status(q)] for q in diff.classes]
+    return ("GPU time per kernel class (per step)", ["class", "A", "B", "Δ", "noise ±", ""], rows)
+
+
+def kernel_table(diff) -> Table:
+    rows = []
+    for kt in diff.kernel_times:
+        q = kt.quantity
+        rows.append([Code(short_kernel_name(kt.name_a)), kt.kernel_class, fmt_value(q.a, "ns"),
+                     fmt_value(q.b, "ns"), fmt_delta(q), fmt_value(q.noise, "ns"), fmt_status(q)])
+    return ("GPU time per unchanged kernel (per step)",
+            ["kernel", "class", "A", "B", "Δ", "noise ±", ""], rows)
+
+
+def cpu_ops_table(diff) -> Table:
+    rows = []
+    for label, ops in (("gone in B", diff.cpu_ops_removed), ("new in B", diff.cpu_ops_added)):
+        for o in ops:
+            rows.append([label, Code(o.name), fmt_value(o.count, "count"), fmt_value(o.cpu_ns, "ns"),
+                         "yes" if o.launches_gpu else "no"])
+    return ("CPU ops that appeared or disappeared (per step)",
+            ["", "op", "count", "CPU time (inclusive)", "launches GPU work"], rows)
+
+
+def preops_table(diff) -> Table:
+    kinds = sorted(set(diff.preops_a) | set(diff.preops_b))
+    rows = [[k, fmt_value(diff.preops_a.get(k, 0), "ns"), fmt_value(diff.preops_b.get(k, 0), "ns")] for k in kinds]
+    return ("torch.compile pre-ops (CPU per step; the tax is cache_lookup + pregraph_bytecode + aot_prologue)",
+            ["wrapper", "A", "B"], rows)
+
+
+def hidden_table(diff) -> Table:
+    keys = sorted(set(diff.hidden_a) | set(diff.hidden_b))
+    rows = [[Code(k), fmt_value(diff.hidden_a.get(k, 0), "count"), fmt_value(diff.hidden_b.get(k, 0), "count")]
+            for k in keys]
+    return ("Hidden memset / memcpy (per step)", ["activity", "A", "B"], rows)
+
+
+def method_lines(diff) -> list[str]:
+    from tracekit.diff.compare import NOISE_RULE
+    a, b = diff.a, diff.b
+    lines = [
+        f"A: {a.label}, {len(a.units)} {a.unit_kind} unit(s): {', '.join(a.unit_labels[u] for u in a.units)}",
+        f"B: {b.label}, {len(b.units)} {b.unit_kind} unit(s): {', '.join(b.unit_labels[u] for u in b.units)}",
+        f"Noise rule: {NOISE_RULE}.",
+        f"With {min(len(a.units), len(b.units))} steps per trace the spread is a coarse estimate (the range of "
+        "a few samples, not a confidence interval); profile more steps for a firmer verdict.",
+        "Kernel identity: class + decoded name (Inductor's graph index ignored); unchanged GEMMs anchor the "
+        "alignment; fusions from Inductor's fused-op list, the launching CPU op's name, or position.",
+    ]
+    return lines + list(diff.notes)
+
+
+def detail_tables(diff) -> list[Table]:
+    return [changes_table(diff), class_table(diff), kernel_table(diff), cpu_ops_table(diff),
+            preops_table(diff), hidden_table(diff)]
+
+
+def check_rows(result) -> Table:
+    rows = [[r.key, Code(r.expected), Code(r.observed), "met" if r.met else "BROKEN"] for r in result.items]
+    return ("Expectations", ["expectation", "expected", "observed", "result"], rows)
+
+
+def check_title(result) -> str:
+    broken = sum(1 for r in result.items if not r.met)
+    return (f"{result.trace}: {len(result.items) - broken} of {len(result.items)} expectations met"
+            + (f", {broken} broken" if broken else ""))
+
+
+def describe(k) -> str:
+    return describe_decoded(k.decoded)
