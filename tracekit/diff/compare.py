@@ -130,6 +130,11 @@ class Diff:
     preops_b: dict[str, float]
     hidden_a: dict[str, float]
     hidden_b: dict[str, float]
+    #: Round trips of A's and B's last unit: ``{producer_op, consumer_op, shape, dtype, bytes}``.
+    tensors_a: tuple[dict[str, Any], ...]
+    tensors_b: tuple[dict[str, Any], ...]
+    #: A's round trips between kernels that B fused (each also has ``fused_into``).
+    tensors_fused_away: tuple[dict[str, Any], ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -209,14 +214,38 @@ def compare(a: Profile, b: Profile) -> Diff:
     kernel_times.sort(key=lambda k: (-k.quantity.a, k.name_a))
 
     removed, added = _op_changes(a, b)
+    for side, p in (("A", a), ("B", b)):
+        if "round_trip_unknown" in p.per_unit.columns:
+            unknown = max((v for v in p.per_unit["round_trip_unknown"].to_list() if v is not None), default=0)
+            if unknown:
+                notes.append(f"round trips in {side} may be incomplete: up to {unknown} kernels per step "
+                             "have no traffic model (e.g. CUDA-graph replays)")
     return Diff(
         a=a, b=b, unit_pairs=pairs, alignment=alignment, pairs_agreeing=agreeing,
         quantities=quantities, unavailable=dict(sorted(unavailable.items())), classes=classes,
         kernel_times=tuple(kernel_times), cpu_ops_removed=removed, cpu_ops_added=added,
         preops_a=_median_by(a.preops, a.units, "kind", "cpu_ns"),
         preops_b=_median_by(b.preops, b.units, "kind", "cpu_ns"),
-        hidden_a=_hidden(a), hidden_b=_hidden(b), notes=tuple(notes),
+        hidden_a=_hidden(a), hidden_b=_hidden(b), tensors_a=tuple(_tensor_rows(a)), tensors_b=tuple(_tensor_rows(b)),
+        tensors_fused_away=tuple(_fused_away(_tensor_rows(a), alignment)), notes=tuple(notes),
     )
+
+
+def _tensor_rows(p: Profile) -> list[dict[str, Any]]:
+    """The round trips of the last unit (the steadiest after warm-up), in the analysis' order."""
+    if not p.units or p.tensors.height == 0:
+        return []
+    return p.tensors.filter(pl.col("unit") == p.units[-1]).drop("unit").to_dicts()
+
+
+def _fused_away(rows: list[dict[str, Any]], alignment: align_mod.Alignment) -> list[dict[str, Any]]:
+    """A's round trips between two kernels that B runs as one fused kernel."""
+    out = []
+    for f in alignment.fusions:
+        ops = {k.cpu_op for k in f.before if k.cpu_op}
+        out += [dict(r, fused_into=f.after.name) for r in rows
+                if r["producer_op"] in ops and r["consumer_op"] in ops]
+    return out
 
 
 def _hidden(p: Profile) -> dict[str, float]:

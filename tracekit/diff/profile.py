@@ -16,7 +16,10 @@ Frames (one row per unit and key; units without a key are absent, read them as 0
 ``per_unit``: ``unit i64, label str, span_ns i64 (the unit's CPU span), gpu_ns i64, kernels i64,
 launches i64, memsets i64, memcpys i64, preop_tax_ns i64, cpu_dispatch_ns i64?, idle_ns i64?,
 busy_frac f64 (launch gaps' ``gpu_busy_frac`` when available, else ``gpu_ns / span_ns``),
-round_trip_bytes i64?, round_trip_tensors i64?`` sorted by unit.
+round_trip_bytes i64?, round_trip_tensors i64?, round_trip_unknown i64? (kernels without a traffic
+model: the round-trip figure may be incomplete)`` sorted by unit.
+``tensors``: ``unit i64, producer_op str, consumer_op str, shape str, dtype str, bytes i64`` — each
+round trip (empty when round trips are unavailable).
 ``kernel_ns``: ``unit i64, identity str, name str, kernel_class str, count i64, ns i64``.
 ``class_ns``: ``unit i64, kernel_class str, ns i64``.
 ``cpu_ops``: ``unit i64, name str, count i64, cpu_ns i64, launches_gpu bool``.
@@ -72,6 +75,7 @@ class Profile:
     cpu_ops: pl.DataFrame
     hidden: pl.DataFrame
     preops: pl.DataFrame
+    tensors: pl.DataFrame
     unavailable: dict[str, str] = field(default_factory=dict)
 
 
@@ -186,7 +190,8 @@ def build(trace: Trace, report, *, unit: str | None = None) -> Profile:
         label=os.path.basename(trace.meta.path), unit_kind=unit_kind, units=numbers,
         unit_labels=labels, sequences={n: tuple(sequences.get(n, [])) for n in numbers},
         per_unit=per_unit.sort("unit"), kernel_ns=kernel_ns, class_ns=class_ns, cpu_ops=cpu_ops,
-        hidden=hidden, preops=preops, unavailable=unavailable,
+        hidden=hidden, preops=preops, tensors=_tensors(report, unit_kind, numbers),
+        unavailable=unavailable,
     )
 
 
@@ -218,9 +223,25 @@ def _attach_round_trips(per_unit: pl.DataFrame, report, unit_kind: str,
     if reason:
         unavailable["round_trip_bytes"] = unavailable["round_trip_tensors"] = reason
         return per_unit.with_columns(round_trip_bytes=pl.lit(None, pl.Int64),
-                                     round_trip_tensors=pl.lit(None, pl.Int64))
-    table = trips.bytes_per_step.select(
+                                     round_trip_tensors=pl.lit(None, pl.Int64),
+                                     round_trip_unknown=pl.lit(None, pl.Int64))
+    table = trips.bytes_per_step.filter(pl.col("step").is_not_null()).select(
         pl.col("step").alias("unit"), pl.col("round_trip_bytes").cast(pl.Int64),
-        pl.col("tensor_count").cast(pl.Int64).alias("round_trip_tensors"))
+        pl.col("tensor_count").cast(pl.Int64).alias("round_trip_tensors"),
+        pl.col("unknown_kernels").cast(pl.Int64).alias("round_trip_unknown"))
     return per_unit.join(table, on="unit", how="left").with_columns(
-        pl.col("round_trip_bytes").fill_null(0), pl.col("round_trip_tensors").fill_null(0))
+        pl.col("round_trip_bytes").fill_null(0), pl.col("round_trip_tensors").fill_null(0),
+        pl.col("round_trip_unknown").fill_null(0))
+
+
+TENSOR_SCHEMA = {"unit": pl.Int64, "producer_op": pl.String, "consumer_op": pl.String, "shape": pl.String,
+                 "dtype": pl.String, "bytes": pl.Int64}
+
+
+def _tensors(report, unit_kind: str, numbers: list[int]) -> pl.DataFrame:
+    trips = getattr(report, "round_trips", None)
+    if trips is None or unit_kind != "ProfilerStep":
+        return pl.DataFrame(schema=TENSOR_SCHEMA)
+    return (trips.tensors.filter(pl.col("step").is_in(numbers))
+            .select(pl.col("step").alias("unit"), "producer_op", "consumer_op", "shape", "dtype", "bytes")
+            .cast(TENSOR_SCHEMA))  # type: ignore[arg-type]

@@ -20,6 +20,8 @@
   class, …quantity}]`` for unchanged kernels
 * ``cpu_ops`` — ``{removed: [{name, count, cpu_ns, launches_gpu}], added: […]}`` (per step)
 * ``compile_preops_ns_per_step``, ``hidden_per_step`` — ``{a: {key: value}, b: {…}}``
+* ``round_trip_tensors`` — ``{a: [{producer_op, consumer_op, shape, dtype, bytes}], b: […],
+  fused_away: [… + fused_into]}`` for each trace's last step (empty when not measured)
 * ``unavailable`` — ``{metric: reason}``; ``noise_rule``; ``notes``
 * ``gates`` — ``[{expr, metric, op, value, relative, observed, exceeded, within_noise, failed}]``
 
@@ -83,6 +85,8 @@ def to_data(diff, gate_results=None) -> dict[str, Any]:
         },
         "compile_preops_ns_per_step": {"a": diff.preops_a, "b": diff.preops_b},
         "hidden_per_step": {"a": diff.hidden_a, "b": diff.hidden_b},
+        "round_trip_tensors": {"a": list(diff.tensors_a), "b": list(diff.tensors_b),
+                               "fused_away": list(diff.tensors_fused_away)},
         "unavailable": diff.unavailable,
         "noise_rule": NOISE_RULE,
         "notes": list(diff.notes),

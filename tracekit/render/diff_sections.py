@@ -51,16 +51,18 @@ def _ops(ops: tuple[str, ...]) -> str:
     return " + ".join(ops) if ops else "?"
 
 
-def _fusion_kind(f: Fusion) -> str:
+def _fusion_parts(f: Fusion) -> list[str]:
     cls = f.after.kernel_class
+    head = f"fused {_ops(f.ops)} ({len(f.before)} kernels) into "
     if f.evidence == "GEMM epilogue":
-        return "the GEMM's epilogue"
+        return [f"fused {_ops(f.ops)} into the GEMM's epilogue (", kname(f.after), " replaces ",
+                kname(f.before[0]), f" + {len(f.before) - 1} kernel{'s' if len(f.before) > 2 else ''})"]
     if cls == "triton_fused":
-        return "one Inductor Triton kernel"
+        return [head + "one Inductor Triton kernel ", kname(f.after)]
     if cls == "triton_custom":
-        who = f" launched by {f.after.cpu_op}" if f.after.cpu_op else ""
-        return f"one hand-written Triton kernel{who}"
-    return f"one {cls} kernel"
+        tail = [" (launched by ", Code(f.after.cpu_op), ")"] if f.after.cpu_op else []
+        return [head + "one hand-written Triton kernel ", kname(f.after), *tail]
+    return [head + f"one {cls} kernel ", kname(f.after)]
 
 
 def verdict_parts(diff) -> list[str]:
@@ -68,8 +70,7 @@ def verdict_parts(diff) -> list[str]:
     parts: list[list[str]] = []
     al = diff.alignment
     for f in al.fusions:
-        parts.append([f"fused {_ops(f.ops)} ({len(f.before)} kernels) into {_fusion_kind(f)} ",
-                      kname(f.after)])
+        parts.append(_fusion_parts(f))
     for s in al.splits:
         parts.append(["split ", kname(s.before), f" into {len(s.after)} kernels"])
     if al.changed:
@@ -81,12 +82,20 @@ def verdict_parts(diff) -> list[str]:
         parts.append([f"{len(al.removed)} kernel{'s' if len(al.removed) > 1 else ''} removed"])
     if al.added:
         parts.append([f"{len(al.added)} kernel{'s' if len(al.added) > 1 else ''} added"])
-    if diff.structural_change and not (al.fusions or al.splits or al.changed or al.removed or al.added):
+    gemms = [ka for ka, _ in al.unchanged if ka.kernel_class == "gemm"]
+    if diff.structural_change and gemms:
+        if len(gemms) == 1:
+            parts.append(["the same GEMM kernel ", kname(gemms[0])])
+        else:
+            parts.append([f"the {_count_word(len(gemms))} GEMMs unchanged"])
+    elif diff.structural_change and al.is_identical:
         parts.append(["the same kernels"])
     q = diff.quantities.get("gpu_time")
     if q is not None and (q.delta != 0 or diff.structural_change):
         noise = f"±{fmt_value(q.noise, 'ns')}"
-        if q.within_noise:
+        if q.delta == 0:
+            parts.append([f"GPU time per step unchanged ({fmt_value(q.a, 'ns')})"])
+        elif q.within_noise:
             parts.append([f"GPU time per step {fmt_value(q.a, 'ns')} → {fmt_value(q.b, 'ns')}, "
                           f"within the step-to-step noise ({noise}): neither a win nor a loss"])
         else:
@@ -96,8 +105,16 @@ def verdict_parts(diff) -> list[str]:
     rt, rn = diff.quantities.get("round_trip_bytes"), diff.quantities.get("round_trip_tensors")
     if rt is not None and rt.delta != 0:
         word = "fewer" if rt.delta < 0 else "more"
-        count = f"{abs(int(rn.delta))} round-trip tensor{'s' if abs(rn.delta) != 1 else ''} " if rn and rn.delta else ""
-        parts.append([f"{count}({abs(int(rt.delta)):,} B) {word} through HBM per step"])
+        n = abs(int(rn.delta)) if rn and rn.delta else 0
+        count = (f"{_count_word(n)} round-trip tensor{'s' if n != 1 else ''} " if n else "round trips ")
+        seg = [f"{count}({abs(int(rt.delta)):,} B) {word} per step"]
+        gone = diff.tensors_fused_away
+        if rt.delta < 0 and gone:
+            seg += [": ", Code(gone[0]["producer_op"]), " → ", Code(gone[0]["consumer_op"]),
+                    f" {gone[0]['shape']} now stays inside the fused kernel"]
+            if len(gone) > 1:
+                seg.append(f" (and {len(gone) - 1} more)")
+        parts.append(seg)
     tax = diff.quantities.get("preop_tax")
     if tax is not None and tax.delta != 0:
         if tax.a == 0:
@@ -133,6 +150,11 @@ def verdict_parts(diff) -> list[str]:
         out += [first, *part[1:]]
     out.append(".")
     return out
+
+
+def _count_word(n: int) -> str:
+    words = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+    return words[n] if n < len(words) else f"{n:,}"
 
 
 def plain(parts: list[str]) -> str:
@@ -235,6 +257,17 @@ def preops_table(diff) -> Table:
             ["wrapper", "A", "B"], rows)
 
 
+def tensors_table(diff) -> Table:
+    rows = []
+    for side, label, tensors in (("A", diff.a, diff.tensors_a), ("B", diff.b, diff.tensors_b)):
+        step = label.unit_labels[label.units[-1]] if label.units else ""
+        for t in tensors:
+            rows.append([f"{side} ({step})", Code(t["producer_op"]), Code(t["consumer_op"]), t["shape"],
+                         t["dtype"], fmt_value(t["bytes"], "bytes")])
+    return ("Round-trip tensors (written to HBM by one kernel, read back by a later one; last step)",
+            ["trace", "written by", "read by", "shape", "dtype", "bytes"], rows)
+
+
 def hidden_table(diff) -> Table:
     keys = sorted(set(diff.hidden_a) | set(diff.hidden_b))
     rows = [[Code(k), fmt_value(diff.hidden_a.get(k, 0), "count"), fmt_value(diff.hidden_b.get(k, 0), "count")]
@@ -259,7 +292,8 @@ def method_lines(diff) -> list[str]:
 
 def detail_tables(diff) -> list[Table]:
     return [changes_table(diff), class_table(diff), kernel_table(diff), cpu_ops_table(diff),
-            preops_table(diff), hidden_table(diff)]
+            preops_table(diff), hidden_table(diff)] + (
+                [tensors_table(diff)] if "round_trip_bytes" not in diff.unavailable else [])
 
 
 def check_rows(result) -> Table:
