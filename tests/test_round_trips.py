@@ -307,3 +307,19 @@ def test_every_sample_trace_analyses():
         report = round_trips.analyze(trace, attribution.analyze(trace))
         assert report.traffic.height == attribution.analyze(trace).gpu.filter(
             pl.col("kind").is_in(["kernel", "memcpy", "memset"])).height
+
+
+def test_layer_norm_and_softmax_backward_models():
+    ln = traffic.model("aten::native_layer_norm", traffic.args_from_kineto(
+        "[[8, 512, 768], [], [768], [768], []]", '["float", "ScalarList", "float", "float", "Scalar"]'))
+    n = 8 * 512 * 768
+    assert ln.model == "layer_norm"
+    assert ln.bytes_read == (n + 768 + 768) * 4
+    assert ln.bytes_written == n * 4 + 2 * 8 * 512 * 4  # y, then fp32 mean and rstd [8, 512, 1]
+    no_weight = traffic.args_from_kineto("[[8, 768], [], [], [], []]", '["float", "ScalarList", "", "", "Scalar"]')
+    assert traffic.model("aten::native_layer_norm", no_weight) is None
+    sb = traffic.model("aten::_log_softmax_backward_data", traffic.args_from_kineto(
+        "[[4096, 50304], [4096, 50304], [], []]", '["float", "float", "Scalar", "Scalar"]'))
+    assert (sb.bytes_read, sb.bytes_written) == (2 * 4096 * 50304 * 4, 4096 * 50304 * 4)
+    # A dtype conversion's output dtype is not in Input Dims: _to_copy stays unknown.
+    assert traffic.model("aten::_to_copy", [TensorSpec((4,), "float")]) is None

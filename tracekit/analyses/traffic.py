@@ -16,10 +16,13 @@ operands from HBM once, which is the ideal an L2-resident tile schedule approach
 - elementwise (unary/binary/ternary, with broadcasting, comparisons → bool): read every tensor
   argument at its own size, write the broadcast shape in the promoted dtype; in-place variants
   (``add_``) write their first argument. FLOPs: one per output element (nominal).
-- copies: ``copy_`` reads src and writes self; ``clone``/``contiguous``/``_to_copy`` read and write a
+- copies: ``copy_`` reads src and writes self; ``clone``/``contiguous`` read and write a
   same-shaped tensor; ``_foreach_copy_`` reads the src list and writes the self list; ``fill_``/``zero_``
   only write.
-- ``_softmax``/``_log_softmax``: read x, write same shape.
+- ``_softmax``/``_log_softmax``: read x, write same shape; ``_softmax_backward_data`` and
+  ``_log_softmax_backward_data`` read grad and output, write grad_input.
+- ``native_layer_norm``: read x, weight, bias; write y and the fp32 mean and rstd
+  (FLOPs nominal 8 per element). Without a weight the normalized rank is unknown: unknown.
 - Inductor ``triton_poi_*`` (pointwise): read the tensor arguments, write one tensor as large as the
   largest. Inductor orders arguments ``in_out_ptr*, in_ptr*, out_ptr*``: the written tensor is either
   the first argument, updated in place, or the last, write-only. :func:`resolve_inductor` decides
@@ -176,12 +179,16 @@ def model(op_name: str, args: list[Arg]) -> OpTraffic | None:
             return _gemm(base, args)
         if base in ("copy_", "_copy_from"):
             return _copy(args)
-        if base in ("clone", "contiguous", "_to_copy", "to", "_softmax", "_log_softmax"):
+        if base in ("clone", "contiguous", "_softmax", "_log_softmax"):
             return _same_shape("softmax" if "softmax" in base else "copy", args)
         if base == "_foreach_copy_":
             return _foreach_copy(args)
         if base in ("fill_", "zero_"):
             return _fill(args)
+        if base == "native_layer_norm":
+            return _layer_norm(args)
+        if base in ("_softmax_backward_data", "_log_softmax_backward_data"):
+            return _softmax_backward(args)
         inplace = base.endswith("_") and not base.startswith("_")
         name = base[:-1] if inplace else base
         if name in UNARY or name in BINARY or name in TERNARY:
@@ -304,6 +311,30 @@ def _fill(args: list[Arg]) -> OpTraffic | None:
     if x is None:
         return None
     return OpTraffic("fill", (), (Access(x, arg=0),), 0, x.short_dtype)
+
+
+def _layer_norm(args: list[Arg]) -> OpTraffic | None:
+    """(input, normalized_shape, weight, bias, eps) → y, mean, rstd (fp32, [..., 1 × k]).
+
+    ``normalized_shape`` is a ScalarList whose values Kineto does not keep; its length is the
+    weight's rank, so without a weight the op is left unknown."""
+    x, w, b = _arg(args, 0), _arg(args, 2), _arg(args, 3)
+    if x is None or w is None or len(w.shape) > len(x.shape):
+        return None
+    k = len(w.shape)
+    stats = TensorSpec(tuple(x.shape[:-k]) + (1,) * k, "float" if x.dtype in _FLOAT_RANK else x.dtype)
+    reads = [Access(x, arg=0), Access(w, arg=2)] + ([Access(b, arg=3)] if b is not None else [])
+    writes = (Access(x, output=0), Access(stats, output=1), Access(stats, output=2))
+    return OpTraffic("layer_norm", tuple(reads), writes, 8 * x.numel, x.short_dtype)
+
+
+def _softmax_backward(args: list[Arg]) -> OpTraffic | None:
+    """(grad_output, output, dim, input_dtype) → grad_input of grad_output's shape."""
+    grad, out = _arg(args, 0), _arg(args, 1)
+    if grad is None or out is None:
+        return None
+    return OpTraffic("softmax_backward", (Access(grad, arg=0), Access(out, arg=1)),
+                     (Access(grad, output=0),), 3 * grad.numel, grad.short_dtype)
 
 
 def _liger_glu(kind: str, args: list[Arg]) -> OpTraffic | None:
