@@ -43,6 +43,7 @@ import polars as pl
 
 from tracekit.diff.profile import Profile
 from tracekit.errors import UsageError
+from tracekit.render.text import short_kernel_name
 
 _INT_KEYS = ("kernels", "kernels_min", "kernels_max", "launches_max", "memsets_max", "memcpys_max",
              "round_trip_bytes_max", "round_trip_tensors_max")
@@ -187,6 +188,8 @@ def check(profile: Profile, exp: Expectations) -> CheckResult:
                 hits = [sorted(n for n in names if fnmatchcase(n, pattern)) for names in per_unit]
                 steps_with = sum(1 for h in hits if h)
                 first = next((h[0] for h in hits if h), None)
+                if first is not None and key.startswith("kernels"):
+                    first = short_kernel_name(first)
                 if want_present:
                     met = n_units > 0 and steps_with == n_units
                     observed = (f"{first} in every step" if met else

@@ -110,12 +110,18 @@ def _tag(frame: pl.DataFrame, windows: pl.DataFrame, unit_kind: str, time_col: s
     return tagged.rename({"step": "unit"}).filter(pl.col("unit").is_not_null())
 
 
-def build(trace: Trace, report, *, unit: str | None = None) -> Profile:
-    """Per-unit figures of ``trace`` (``report`` is ``tracekit.report.build(trace)``)."""
+def build(trace: Trace, report, *, unit: str | None = None, complete: bool = True) -> Profile:
+    """Per-unit figures of ``trace`` (``report`` is ``tracekit.report.build(trace)``).
+
+    ``complete``: run the launch-gaps and round-trip analyses here when the report lacks them
+    (``report.launch_gaps`` / ``report.round_trips`` is None); with False they stay unavailable.
+    """
     unit_kind, windows = _units(trace, unit)
     numbers = windows["number"].to_list()
     labels = dict(zip(numbers, windows["name"].to_list()))
     attributed = attribution.analyze(trace)
+    if complete:
+        report = _complete(trace, report, attributed)
     gpu = attributed.gpu
     if "unit" in gpu.columns:
         gpu = gpu.drop("unit")
@@ -193,6 +199,18 @@ def build(trace: Trace, report, *, unit: str | None = None) -> Profile:
         hidden=hidden, preops=preops, tensors=_tensors(report, unit_kind, numbers),
         unavailable=unavailable,
     )
+
+
+def _complete(trace: Trace, report, attributed):
+    from dataclasses import replace
+
+    from tracekit.analyses import launch_gaps, round_trips
+
+    if getattr(report, "launch_gaps", None) is None:
+        report = replace(report, launch_gaps=launch_gaps.analyze(trace, attributed))
+    if getattr(report, "round_trips", None) is None:
+        report = replace(report, round_trips=round_trips.analyze(trace, attributed))
+    return report
 
 
 def _attach_launch_gaps(per_unit: pl.DataFrame, report, unit_kind: str,

@@ -184,12 +184,17 @@ def unavailable_line(diff) -> str | None:
 def gate_rows(results: list[gates_mod.GateResult]) -> Table:
     rows = []
     for r in results:
-        unit = "%" if r.gate.relative else ""
-        observed = "–" if r.observed is None else (
-            f"{r.observed:+.1f}%" if r.gate.relative else f"{r.observed:+,.0f}")
+        metric = r.gate.metric
+        unit = "ns" if metric in gates_mod.TIME_METRICS else "bytes" if metric in gates_mod.BYTE_METRICS else "count"
+        if r.observed is None:
+            observed = "–"
+        elif r.gate.relative:
+            observed = f"{r.observed:+.1f}%" if abs(r.observed) != float("inf") else (
+                "new" if r.observed > 0 else "gone")
+        else:
+            observed = ("+" if r.observed > 0 else "-" if r.observed < 0 else "±") + fmt_value(abs(r.observed), unit)
         status = "FAILED" if r.failed else ("exceeded, within noise: passes" if r.exceeded else "passes")
         rows.append([Code(r.gate.text), observed, status])
-        del unit
     return ("Gates", ["gate", "observed change", "result"], rows)
 
 
@@ -297,7 +302,7 @@ def detail_tables(diff) -> list[Table]:
 
 
 def check_rows(result) -> Table:
-    rows = [[r.key, Code(r.expected), Code(r.observed), "met" if r.met else "BROKEN"] for r in result.items]
+    rows = [[r.key, Code(r.expected), r.observed, "met" if r.met else "BROKEN"] for r in result.items]
     return ("Expectations", ["expectation", "expected", "observed", "result"], rows)
 
 
