@@ -1,0 +1,339 @@
+"""tracekit diff: alignment rules on hand-built sequences, the noise rule, the done-when diffs on
+the real H200 traces (computed data asserted apart from rendered text), gates, JSON contract, CLI."""
+
+from __future__ import annotations
+
+import io
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from factory import make_kernel, make_launch, make_op, make_step, write_trace
+from tracekit import report as report_mod
+from tracekit.cli import main
+from tracekit.diff import align, compare, gates, profile
+from tracekit.diff.profile import KernelRef
+from tracekit.errors import UsageError
+from tracekit.load import load
+from tracekit.render import diff_json, diff_markdown, diff_term
+from tracekit.render.diff_markdown import md_code
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+RT_BYTES = 8192 * 3072 * 2  # one bf16 [8192, 3072] intermediate
+
+
+@lru_cache(maxsize=None)
+def prof(name: str, unit: str | None = None, complete: bool = True) -> profile.Profile:
+    trace = load(SAMPLES / f"{name}.json.gz")
+    return profile.build(trace, report_mod.build(trace), unit=unit, complete=complete)
+
+
+@lru_cache(maxsize=None)
+def diff(a: str, b: str) -> compare.Diff:
+    return compare.compare(prof(a), prof(b))
+
+
+# --- alignment rules --------------------------------------------------------------------------
+
+def k(name, cls="elementwise", cpu_op=None, **decoded) -> KernelRef:
+    ident = profile.kernel_identity(name, cls, decoded)
+    return KernelRef(ident, name, cls, cpu_op, cpu_op, decoded, 10)
+
+
+G1 = k("nvjet_A", "gemm", "aten::mm", tile="256x128")
+G2 = k("nvjet_B", "gemm", "aten::mm", tile="192x128")
+GELU = k("gelu_kernel", cpu_op="aten::gelu", functor="GeluCUDAKernelImpl")
+MUL = k("mul_kernel", cpu_op="aten::mul", functor="MulFunctor")
+EAGER = (G1, GELU, G1, MUL, G2)
+
+
+def test_inductor_fusion_found_from_fused_ops_despite_reordering():
+    fused = k("triton_poi_fused_gelu_mul_0", "triton_fused", "triton_poi_fused_gelu_mul_0",
+              kind="pointwise", fused_ops=["gelu", "mul"])
+    al = align.align(EAGER, (G1, G1, fused, G2))
+    assert [(tuple(x.name for x in f.before), f.after.name, f.evidence) for f in al.fusions] == [
+        (("gelu_kernel", "mul_kernel"), "triton_poi_fused_gelu_mul_0", "inductor fused_ops")]
+    assert [a.name for a, _ in al.unchanged] == ["nvjet_A", "nvjet_A", "nvjet_B"]
+    assert not (al.added or al.removed or al.changed)
+
+
+def test_hand_written_kernel_fusion_named_by_its_launching_cpu_op():
+    liger = k("_geglu_tanh_forward_kernel", "triton_custom", "LigerGELUMulFunction")
+    al = align.align(EAGER, (G1, G1, liger, G2))
+    assert len(al.fusions) == 1 and al.fusions[0].evidence == "launching CPU op"
+    assert al.fusions[0].ops == ("gelu", "mul")
+
+
+def test_positional_fusion_when_names_say_nothing():
+    opaque = k("my_kernel", "triton_custom", "MyFunction")
+    al = align.align((G1, GELU, MUL, G2), (G1, opaque, G2))
+    assert al.fusions[0].evidence == "position"
+    assert [x.name for x in al.fusions[0].before] == ["gelu_kernel", "mul_kernel"]
+
+
+def test_a_single_replacement_is_not_a_fusion():
+    other = k("triton_poi_fused_gelu_0", "triton_fused", "x", kind="pointwise", fused_ops=["gelu"])
+    al = align.align((G1, GELU, G2), (G1, other, G2))
+    assert not al.fusions
+    assert [x.name for x in al.removed] == ["gelu_kernel"] and [x.name for x in al.added] == [other.name]
+
+
+def test_variant_change_lists_the_decoded_fields():
+    nn = k("nvjet_nn", "gemm", "aten::mm", layout="NN", epilogue="none")
+    tn = k("nvjet_tn", "gemm", "aten::mm", layout="TN", epilogue="none")
+    al = align.align((nn,), (tn,))
+    assert [(c.before.name, c.after.name, c.fields) for c in al.changed] == [
+        ("nvjet_nn", "nvjet_tn", (("layout", "NN", "TN"),))]
+
+
+def test_bias_epilogue_absorbing_an_add_is_a_fusion():
+    plain = k("nvjet_NNT", "gemm", "aten::mm", epilogue="none")
+    add = k("add_kernel", cpu_op="aten::add", functor="CUDAFunctor_add")
+    bias = k("nvjet_bias_NNT", "gemm", "aten::addmm", epilogue="bias")
+    al = align.align((plain, add), (bias,))
+    assert [(f.evidence, f.ops) for f in al.fusions] == [("GEMM epilogue", ("add",))]
+    assert not (al.changed or al.removed or al.added)
+
+
+def test_reverse_direction_is_a_split_and_identical_sequences_are_identical():
+    fused = k("triton_poi_fused_gelu_mul_0", "triton_fused", "x", kind="pointwise", fused_ops=["gelu", "mul"])
+    al = align.align((G1, G1, fused, G2), EAGER)
+    assert [(s.before.name, len(s.after)) for s in al.splits] == [("triton_poi_fused_gelu_mul_0", 2)]
+    assert align.align(EAGER, EAGER).is_identical
+
+
+def test_inductor_identity_ignores_the_graph_index():
+    a = profile.kernel_identity("triton_poi_fused_add_0", "triton_fused", {"kind": "pointwise", "fused_ops": ["add"]})
+    b = profile.kernel_identity("triton_poi_fused_add_3", "triton_fused", {"kind": "pointwise", "fused_ops": ["add"]})
+    assert a == b
+
+
+# --- noise rule -------------------------------------------------------------------------------
+
+def test_change_smaller_than_the_spread_is_within_noise():
+    q = compare.quantity("gpu_time", "GPU", "ns", [100, 104, 102], [103, 101, 105])
+    assert (q.a, q.b, q.delta, q.noise, q.within_noise, q.direction) == (102, 103, 1, 4, True, "within noise")
+    q = compare.quantity("gpu_time", "GPU", "ns", [100, 101, 102], [90, 91, 92])
+    assert (q.delta, q.noise, q.within_noise, q.direction, q.delta_pct) == (-10, 2, False, "down", -9.9)
+    q = compare.quantity("kernels", "k", "count", [5, 5, 5], [5, 5, 5])
+    assert q.within_noise and q.direction == "same"
+
+
+# --- the done-when diffs on the H200 traces ---------------------------------------------------
+
+def test_eager_to_compile_names_the_fusion_the_round_trip_and_the_compile_tax():
+    d = diff("mlp_eager", "mlp_compile")
+    (f,) = d.alignment.fusions
+    assert f.after.name == "triton_poi_fused__unsafe_view_gelu_mul_0"
+    assert [x.decoded["functor"] for x in f.before] == ["GeluCUDAKernelImpl", "MulFunctor"]
+    assert f.evidence == "inductor fused_ops" and f.ops == ("gelu", "mul")
+    gemms = [a.name for a, b in d.alignment.unchanged if a.kernel_class == "gemm" and a.name == b.name]
+    assert len(gemms) == 3
+    assert not (d.alignment.added or d.alignment.removed or d.alignment.changed)
+    assert d.pairs_agreeing == 3
+    rt, tensors = d.quantities["round_trip_bytes"], d.quantities["round_trip_tensors"]
+    assert (rt.delta, tensors.delta, rt.within_noise) == (-RT_BYTES, -1, False)
+    assert [(t["producer_op"], t["consumer_op"], t["bytes"]) for t in d.tensors_fused_away] == [
+        ("aten::gelu", "aten::mul", RT_BYTES)]
+    tax = d.quantities["preop_tax"]
+    assert tax.a == 0 and tax.b > 0 and not tax.within_noise
+    assert {"cache_lookup", "pregraph_bytecode", "aot_prologue"} <= set(d.preops_b) and not d.preops_a
+    gpu = d.quantities["gpu_time"]
+    assert gpu.delta < 0 and not gpu.within_noise
+    assert d.quantities["kernels"].delta == -1
+    assert {"aten::t", "aten::transpose", "aten::gelu", "aten::mul"} <= {o.name for o in d.cpu_ops_removed}
+
+
+def test_eager_to_liger_names_the_hand_written_geglu_kernel():
+    d = diff("mlp_eager", "mlp_liger")
+    (f,) = d.alignment.fusions
+    assert f.after.name == "_geglu_tanh_forward_kernel" and f.after.cpu_op == "LigerGELUMulFunction"
+    assert [x.decoded["functor"] for x in f.before] == ["GeluCUDAKernelImpl", "MulFunctor"]
+    assert d.quantities["round_trip_bytes"].delta == -RT_BYTES
+    assert d.quantities["preop_tax"].b == 0
+
+
+def test_eager_to_compiled_linear_keeps_the_gemm_and_drops_the_transpose_dispatch():
+    d = diff("linear_eager", "linear_compile")
+    assert d.alignment.is_identical
+    assert [a.name for a, _ in d.alignment.unchanged] == ["nvjet_sm90_tst_64x8_64x16_1x2_h_bz_bias_TNT"]
+    removed = {o.name: o for o in d.cpu_ops_removed}
+    for op in ("aten::t", "aten::transpose", "aten::as_strided"):
+        assert removed[op].count == 1 and not removed[op].launches_gpu
+    assert d.quantities["preop_tax"].b > 0
+
+
+@pytest.mark.parametrize("name", ["mlp_eager", "mlp_compile", "linear_eager", "train_eager"])
+def test_a_trace_against_itself_reports_no_change(name):
+    d = diff(name, name)
+    assert d.alignment.is_identical and not d.structural_change
+    assert all(q.delta == 0 and q.within_noise for q in d.quantities.values())
+    assert diff_markdown_verdict(d).startswith("No change")
+
+
+def diff_markdown_verdict(d) -> str:
+    from tracekit.render.diff_sections import plain, verdict_parts
+    return plain(verdict_parts(d))
+
+
+def test_step_quantities_match_the_core_report():
+    trace = load(SAMPLES / "mlp_eager.json.gz")
+    report = report_mod.build(trace)
+    p = profile.build(trace, report)
+    assert p.per_unit["gpu_ns"].to_list() == report.steps["gpu_busy_ns"].to_list()
+    assert p.per_unit["kernels"].to_list() == [5, 5, 5]
+    preops = profile.build(load(SAMPLES / "mlp_compile.json.gz"),
+                           report_mod.build(load(SAMPLES / "mlp_compile.json.gz"))).preops
+    core = report_mod.build(load(SAMPLES / "mlp_compile.json.gz")).compile_preops
+    assert sorted(preops["cpu_ns"].to_list()) == sorted(core["cpu_ns"].to_list())
+
+
+def test_unit_option_aligns_per_annotation_span():
+    p = prof("mlp_eager", unit="mlp_fwd")
+    assert p.units == [1, 2, 3] and p.unit_labels[1] == "mlp_fwd#1"
+    assert "cpu_time" in p.unavailable and "round_trip_bytes" in p.unavailable
+    d = compare.compare(p, prof("mlp_compile", unit="mlp_fwd"))
+    assert d.alignment.fusions[0].after.name == "triton_poi_fused__unsafe_view_gelu_mul_0"
+    with pytest.raises(UsageError, match="no span named"):
+        prof("mlp_eager", unit="nope")
+
+
+def test_missing_analyses_are_reported_unavailable_not_zero():
+    d = compare.compare(prof("mlp_eager", complete=False), prof("mlp_compile", complete=False))
+    assert "round_trip_bytes" not in d.quantities and "cpu_time" not in d.quantities
+    assert "not computed" in d.unavailable["round_trip_bytes"]
+    data = diff_json.to_data(d)
+    assert data["round_trip_bytes_per_step"] is None and data["cpu_ns_per_step"] is None
+    with pytest.raises(UsageError, match="not available"):
+        gates.evaluate([gates.parse("round_trip_bytes>+0")], d)
+
+
+# --- JSON contract ----------------------------------------------------------------------------
+
+def test_json_contract():
+    data = json.loads(_render(diff_json.render, diff("mlp_eager", "mlp_compile")))
+    assert data["schema"] == "tracekit.diff/1"
+    assert data["fusions"][0]["after"] == "triton_poi_fused__unsafe_view_gelu_mul_0"
+    assert len(data["fusions"][0]["before"]) == 2
+    assert set(data["kernels"]) == {"added", "removed", "changed", "unchanged"}
+    assert set(data["gpu_ns_per_step"]) >= {"a", "b", "delta_pct", "within_noise"}
+    assert data["gpu_ns_per_step"]["within_noise"] is False
+    rt = data["round_trip_bytes_per_step"]
+    assert rt["a"] - rt["b"] == RT_BYTES
+    assert data["a"]["trace"] == "mlp_eager.json.gz"  # basenames only
+    again = _render(diff_json.render, diff("mlp_eager", "mlp_compile"))
+    assert again == _render(diff_json.render, diff("mlp_eager", "mlp_compile"))
+
+
+def _render(fn, d, *args) -> str:
+    out = io.StringIO()
+    fn(d, out, *args)
+    return out.getvalue()
+
+
+# --- gates ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, metric, op, value, relative", [
+    ("gpu_time>+5%", "gpu_time", ">", 5.0, True),
+    ("kernels>+0", "kernels", ">", 0.0, False),
+    ("round_trip_bytes > +0", "round_trip_bytes", ">", 0.0, False),
+    ("cpu_time>+20us", "cpu_time", ">", 20_000.0, False),
+    ("gpu_time<-10%", "gpu_time", "<", -10.0, True),
+    ("idle_time>=1.5ms", "idle_time", ">=", 1_500_000.0, False),
+    ("round_trip_bytes<=48MiB", "round_trip_bytes", "<=", 48 * 1024 ** 2, False),
+    ("launches>2", "launches", ">", 2.0, False),
+])
+def test_gate_grammar(text, metric, op, value, relative):
+    g = gates.parse(text)
+    assert (g.metric, g.op, g.value, g.relative) == (metric, op, value, relative)
+
+
+@pytest.mark.parametrize("text", ["gpu_time>5", "speed>+1%", "kernels>1us", "gpu_time=>1%",
+                                  "round_trip_bytes>1us", "gpu_time"])
+def test_bad_gates_are_usage_errors(text):
+    with pytest.raises(UsageError):
+        gates.parse(text)
+
+
+def test_gates_fail_only_outside_noise():
+    d = diff("mlp_compile", "mlp_eager")  # the regression direction
+    results = gates.evaluate([gates.parse(t) for t in (
+        "gpu_time>+5%", "kernels>+0", "round_trip_bytes>+0", "launches>+1", "gpu_time>+50%")], d)
+    assert [r.failed for r in results] == [True, True, True, False, False]
+    noisy = compare.Diff.__new__(compare.Diff)  # a within-noise change never fails
+    object.__setattr__(noisy, "quantities", {"gpu_time": compare.quantity("gpu_time", "g", "ns", [100, 110], [106, 108])})
+    object.__setattr__(noisy, "unavailable", {})
+    (r,) = gates.evaluate([gates.parse("gpu_time>+1%")], noisy)
+    assert r.exceeded and r.within_noise and not r.failed
+
+
+EVERY_GATE = [f"{m}{op}{v}" for m in gates.METRICS for op in (">", ">=", "<", "<=")
+              for v in (("+0",) if m not in gates.TIME_METRICS else ("+0%", "+0us"))]
+
+
+def test_self_diff_exits_0_under_every_gate(capsys):
+    path = str(SAMPLES / "mlp_eager.json.gz")
+    args = ["diff", path, path, "--format", "json"]
+    for gate in EVERY_GATE:
+        args += ["--fail-if", gate]
+    assert _exit(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["gates"]) == len(EVERY_GATE) and not any(g["failed"] for g in data["gates"])
+
+
+def _exit(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    return exc.value.code
+
+
+def test_cli_exit_codes_and_failed_gate_is_named(capsys, tmp_path):
+    eager, compiled = str(SAMPLES / "mlp_eager.json.gz"), str(SAMPLES / "mlp_compile.json.gz")
+    assert _exit(["diff", eager, compiled, "--fail-if", "gpu_time>+5%", "--fail-if", "kernels>+0",
+                  "--fail-if", "round_trip_bytes>+0"]) == 0
+    capsys.readouterr()
+    assert _exit(["diff", compiled, eager, "--fail-if", "gpu_time>+5%", "--fail-if", "launches>+5",
+                  "--format", "md"]) == 1
+    out, err = capsys.readouterr()
+    assert "| `gpu_time>+5%` | +12.5% | FAILED |" in out
+    assert err.strip() == "tracekit: error: 1 of 2 gates failed: gpu_time>+5%"
+    assert _exit(["diff", eager, compiled, "--fail-if", "gpu_time>5"]) == 2
+    assert "needs a time unit" in capsys.readouterr().err
+    assert _exit(["diff", eager, str(tmp_path / "missing.json")]) == 2
+    assert _exit(["diff", eager, compiled, "--unit", "mlp_fwd", "--fail-if", "cpu_time>+1us"]) == 2
+    assert "per ProfilerStep" in capsys.readouterr().err
+    out_file = tmp_path / "diff.md"
+    assert _exit(["diff", eager, compiled, "-o", str(out_file)]) == 0
+    assert out_file.read_text().startswith("### tracekit diff: `mlp_eager.json.gz`")
+
+
+# --- Markdown escaping, empty and CPU-only traces ---------------------------------------------
+
+def test_markdown_names_are_safe_on_github():
+    assert md_code("a|b<script>", in_table=True) == "`a\\|b<script>`"
+    assert md_code("x`y|z", in_table=True) == "x&#96;y\\|z"
+    assert md_code("a|b", in_table=False) == "`a|b`"
+
+
+def _tiny(tmp_path, name, kernels):
+    events = [make_step(1, 0.0, 100)]
+    for n, kname in enumerate(kernels):
+        events += [make_op("aten::mul", 1 + 20 * n, 10), make_launch("cudaLaunchKernel", 2 + 20 * n, 2, 10 + n),
+                   make_kernel(kname, 5 + 20 * n, 3, 10 + n)]
+    return write_trace(tmp_path / name, events, gpu=bool(kernels))
+
+
+@pytest.mark.parametrize("render", [diff_json.render, diff_markdown.render, diff_term.render])
+def test_every_renderer_on_empty_cpu_only_and_hostile_names(tmp_path, render):
+    empty = write_trace(tmp_path / "empty.json", [], gpu=False)
+    cpu = _tiny(tmp_path, "cpu.json", [])
+    hostile = _tiny(tmp_path, "hostile.json", ["k|<b>`x`</b>*_"])
+    for a, b in ((empty, empty), (empty, cpu), (cpu, hostile), (hostile, cpu)):
+        pa = profile.build(load(a), report_mod.build(load(a)))
+        pb = profile.build(load(b), report_mod.build(load(b)))
+        text = _render(render, compare.compare(pa, pb), [])
+        assert text.strip()
+        if render is diff_markdown.render:
+            assert "<b>" not in text  # HTML in names never reaches GitHub raw
