@@ -13,7 +13,7 @@ from contextlib import nullcontext
 import click
 
 from tracekit import __version__
-from tracekit.errors import TracekitError
+from tracekit.errors import TracekitError, UsageError
 from tracekit.output import AtomicOutput
 from tracekit.render import FORMATS, format_for_path, render_report
 
@@ -37,15 +37,34 @@ def _open_output(path: str | None):
               help="Write to this file instead of stdout.")
 @click.option("--step", type=int, default=None, help="Restrict every table to ProfilerStep#N.")
 def report(trace_path: str, fmt: str | None, output: str | None, step: int | None) -> None:
-    """Classify kernels, attribute CPU ops and summarise steps of one trace."""
+    """Classify kernels, attribute CPU ops and summarise steps of one trace.
+
+    TRACE may also be a directory of per-rank traces: each is analysed in its own process and a
+    per-rank table names the slowest rank.
+    """
     from tracekit import report as report_mod
     from tracekit.source import open_trace
 
+    fmt = format_for_path(output, fmt)
+    if os.path.isdir(trace_path):
+        _report_directory(trace_path, fmt, output, step)
+        return
     trace = open_trace(trace_path, show_progress=True)
     result = report_mod.build(trace, step=step)
-    fmt = format_for_path(output, fmt)
     with _open_output(output) as out:
         render_report(result, fmt, out, color=(output is None and sys.stdout.isatty()))
+
+
+def _report_directory(directory: str, fmt: str, output: str | None, step: int | None) -> None:
+    """``tracekit report DIR``: one summary per rank trace, computed in parallel processes."""
+    from tracekit import ranks
+    from tracekit.render import render_ranks
+
+    if step is not None:
+        raise UsageError("--step applies to one trace, not to a directory of ranks")
+    result = ranks.analyze(directory)
+    with _open_output(output) as out:
+        render_ranks(result, fmt, out, color=(output is None and sys.stdout.isatty()))
 
 
 @cli.command()

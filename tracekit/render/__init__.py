@@ -38,3 +38,33 @@ def render_report(report, fmt: str, out: TextIO, *, color: bool = False, width: 
         renderer_term.render(report, out, color=color, width=width)
     else:
         raise UsageError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+
+
+def render_ranks(rank_report, fmt: str, out: TextIO, *, color: bool = False) -> None:
+    """Write a :class:`tracekit.ranks.RankReport` (``tracekit report DIR``) in ``fmt``."""
+    from tracekit.render import sections
+
+    if fmt == "json":
+        from tracekit.render.json import encode
+
+        data = {
+            "schema": "tracekit.ranks/1", "directory": rank_report.directory,
+            "slowest": rank_report.slowest, "ranks": rank_report.ranks.to_dicts(),
+        }
+        out.write(encode(data).decode())
+        return
+    title, headers, rows = sections.ranks_table(rank_report)
+    if fmt == "md":
+        from tracekit.render.markdown import table
+        from tracekit.render.text import md_escape
+
+        out.write(f"## {md_escape(title)}\n\n{table(headers, rows)}\n")
+        if rank_report.slowest:
+            out.write(f"\nSlowest rank: {md_escape(rank_report.slowest)}\n")
+        return
+    if fmt != "term":
+        raise UsageError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    from tracekit.render.term import print_table
+
+    print_table(title, headers, rows, out, color=color,
+                footer=f"slowest: {rank_report.slowest}" if rank_report.slowest else None)

@@ -99,3 +99,20 @@ def all_tables(report) -> list[Table]:
     """Every table in display order."""
     return [steps_table(report), paths_table(report), kernels_table(report),
             zero_kernel_table(report), preops_table(report)]
+
+
+def ranks_table(rank_report) -> Table:
+    """One row per rank trace of a directory, the slowest marked."""
+    rows = []
+    for r in rank_report.ranks.iter_rows(named=True):
+        mark = " (slowest)" if r["file"] == rank_report.slowest else ""
+        rows.append([
+            "" if r["rank"] is None else str(r["rank"]), r["file"] + mark,
+            "" if r["error"] else str(r["steps"]), us(r["mean_step_ns"]) if not r["error"] else "",
+            us(r["max_step_ns"]) if not r["error"] else "",
+            us(r["gpu_busy_ns"]) if not r["error"] else "",
+            "" if r["error"] else str(r["kernel_count"]), r["error"] or "",
+        ])
+    return (f"Ranks in {rank_report.directory}",
+            ["rank", "file", "steps", "mean step", "max step", "GPU busy (all steps)", "kernels", "error"],
+            rows)

@@ -30,3 +30,18 @@ def render(report, out: TextIO, *, color: bool = False, width: int | None = None
         for row in rows:
             table.add_row(*[Text(cell) for cell in row])
         console.print(table)
+
+
+def print_table(title: str, headers: list[str], rows: list[list[str]], out: TextIO, *,
+                color: bool = False, footer: str | None = None) -> None:
+    """One rich table (used by commands whose output is a single table)."""
+    console = Console(file=out, force_terminal=color, no_color=not color, width=None if color else 160,
+                      highlight=False, soft_wrap=False)
+    table = Table(title=title, title_justify="left", title_style="bold")
+    for header in headers:
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        table.add_row(*[Text(cell) for cell in row])
+    console.print(table)
+    if footer:
+        console.print(Text(footer, style="bold"))

@@ -1,0 +1,95 @@
+"""Multi-rank directories: one summary per trace file, computed in parallel processes.
+
+Contract: :func:`find_traces` lists the trace files of a directory (Kineto ``.json``/``.json.gz``
+and tracekit ``.parquet``; execution traces ``*.et.json*`` and ``manifest.json`` are skipped),
+sorted by name. :func:`analyze` loads and reports each in its own process (a 1 GB rank trace must
+not share a heap with the next) and returns a :class:`RankReport` whose ``ranks`` frame has one row
+per file: ``file str, rank i64?, steps u32, mean_step_ns i64?, max_step_ns i64?, gpu_busy_ns i64,
+kernel_count u32, error str?`` sorted by rank then file, and ``slowest`` — the file whose mean step
+is longest (ties: lowest rank). A file that fails to load gets its one-line error and no figures;
+the others are still reported.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from tracekit.errors import TracekitError, UsageError
+
+RANK_SCHEMA = {
+    "file": pl.String, "rank": pl.Int64, "steps": pl.UInt32, "mean_step_ns": pl.Int64,
+    "max_step_ns": pl.Int64, "gpu_busy_ns": pl.Int64, "kernel_count": pl.UInt32, "error": pl.String,
+}
+
+
+@dataclass(frozen=True)
+class RankReport:
+    """Per-rank summary of a directory of traces."""
+
+    directory: str
+    ranks: pl.DataFrame
+    slowest: str | None
+
+
+def find_traces(directory: str | os.PathLike[str]) -> list[Path]:
+    """Trace files directly inside ``directory``, sorted by name."""
+    found = []
+    for path in sorted(Path(directory).iterdir()):
+        name = path.name
+        if not path.is_file() or name.startswith(".") or name == "manifest.json" or ".et." in name:
+            continue
+        if name.endswith((".json", ".json.gz", ".parquet")):
+            found.append(path)
+    return found
+
+
+def summarize(path: str) -> dict:
+    """Load and report one trace; returns a plain dict (it crosses a process boundary)."""
+    from tracekit import report as report_mod
+    from tracekit.source import open_trace
+
+    try:
+        trace = open_trace(path)
+        report = report_mod.build(trace)
+    except TracekitError as err:
+        return {"file": os.path.basename(path), "error": str(err)}
+    steps = report.steps
+    distributed = trace.meta.distributed or {}
+    rank = distributed.get("rank")
+    return {
+        "file": os.path.basename(path),
+        "rank": rank if isinstance(rank, int) else None,
+        "steps": steps.height,
+        "mean_step_ns": int(steps["dur_ns"].mean()) if steps.height else None,
+        "max_step_ns": int(steps["dur_ns"].max()) if steps.height else None,
+        "gpu_busy_ns": int(steps["gpu_busy_ns"].sum()) if steps.height else 0,
+        "kernel_count": int(steps["kernel_count"].sum()) if steps.height else 0,
+        "error": None,
+    }
+
+
+def analyze(directory: str | os.PathLike[str], *, workers: int | None = None) -> RankReport:
+    """Summarise every trace in ``directory`` in up to ``workers`` processes (default: CPU count)."""
+    paths = find_traces(directory)
+    if not paths:
+        raise UsageError(f"{directory}: no trace files (*.json, *.json.gz, *.parquet) in this directory")
+    workers = max(1, min(len(paths), workers or os.cpu_count() or 1))
+    if workers == 1:
+        rows = [summarize(str(p)) for p in paths]
+    else:
+        # spawn, not fork: forking a process whose Polars thread pool is running can deadlock.
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            rows = list(pool.map(summarize, [str(p) for p in paths]))
+    ranks = pl.DataFrame(rows, schema=RANK_SCHEMA).sort(["rank", "file"], nulls_last=True)
+    timed = ranks.filter(pl.col("mean_step_ns").is_not_null())
+    slowest = None
+    if timed.height:
+        slowest = timed.sort(["mean_step_ns", "rank", "file"], descending=[True, False, False],
+                             nulls_last=True)["file"][0]
+    return RankReport(directory=str(directory), ranks=ranks, slowest=slowest)
