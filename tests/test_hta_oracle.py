@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from factory import GPU_PID, make_annotation, make_kernel, make_launch, make_op, make_step, span, write_trace
+from factory import GPU_PID, make_kernel, make_launch, make_op, make_step, span, write_trace
 from tracekit import hta_oracle
 from tracekit.analyses import attribution, launch_gaps
 from tracekit.errors import UsageError

@@ -180,7 +180,7 @@ def analyze(trace: Trace, attributed: attribution_mod.Attribution) -> LaunchGaps
     """Compute the launch-gap report of ``trace`` from its attribution."""
     per_activity = _per_activity(attributed.gpu)
     gaps = _gaps(trace, per_activity)
-    per_step = _per_step(trace, per_activity, gaps)
+    per_step = _per_step(trace, per_activity)
     return LaunchGapsReport(
         per_activity=per_activity,
         distributions=_distributions(per_activity),
@@ -349,7 +349,7 @@ def _cpu_dispatch(trace: Trace) -> pl.DataFrame:
             .select("step", cpu_dispatch_ns=pl.col("busy_ns").fill_null(0) - pl.col("_wait").fill_null(0)))
 
 
-def _per_step(trace: Trace, per_activity: pl.DataFrame, gaps: pl.DataFrame) -> pl.DataFrame:
+def _per_step(trace: Trace, per_activity: pl.DataFrame) -> pl.DataFrame:
     steps = trace.steps
     if steps.height == 0:
         return pl.DataFrame(schema=PER_STEP_SCHEMA)
