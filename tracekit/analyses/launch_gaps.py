@@ -15,10 +15,12 @@ Definitions (the renderer states them from :data:`THRESHOLDS`):
   before its launch call returns). Null when the activity has no launch call in the trace.
 * **GPU busy** — the length of the union of activity intervals (streams overlap; never a sum).
 * **Step membership** — an activity belongs to the ``ProfilerStep#N`` whose CPU span contains its
-  launch call (attribution's ``step``), the same rule HTA uses for its iterations.
+  launch call (attribution's ``step``) — HTA's rule too, except that HTA also matches the GPU copies
+  of ProfilerStep (see :mod:`tracekit.hta_oracle`, which aligns the two).
 * **Step GPU window** — ``[first start, last end]`` of the step's own activities.
   ``gpu_idle_ns = gpu_window_ns - gpu_busy_ns``: the gaps *between* the step's own work. This is
-  HTA's per-iteration definition (``_get_idle_time_for_kernels``), so the two can be compared.
+  HTA's per-iteration definition (``_get_idle_time_for_kernels``): on the H200 samples our per-step
+  busy/idle equal HTA's to the ns; HTA also counts ``cuda_sync`` rows as busy, we do not.
 * **wall_ns** — the step's length as the slower side sees it: ``max(cpu_span_ns, gpu_window_ns)``.
   The CPU span alone is wrong when the CPU runs ahead (its step ends long before its kernels run);
   the hull of both is wrong too (it counts the time the step's work waited behind earlier steps).
