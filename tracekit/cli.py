@@ -36,7 +36,17 @@ def _open_output(path: str | None):
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="Write to this file instead of stdout.")
 @click.option("--step", type=int, default=None, help="Restrict every table to ProfilerStep#N.")
-def report(trace_path: str, fmt: str | None, output: str | None, step: int | None) -> None:
+@click.option("--execution-trace", "et_path", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="PyTorch execution trace for exact round-trip links (default: X.et.json.gz beside X.json.gz).")
+@click.option("--no-execution-trace", "no_et", is_flag=True,
+              help="Ignore any execution trace; infer round trips from shapes and order.")
+@click.option("--ceiling", "ceilings", multiple=True, metavar="KEY=VALUE",
+              help="Override a device ceiling: hbm_gbps, bf16_tflops, fp16_tflops, fp32_tflops, "
+                   "tf32_tflops, fp8_tflops (repeatable), e.g. --ceiling hbm_gbps=4300.")
+@click.option("--hta", is_flag=True, help="Show HolisticTraceAnalysis' busy/idle figures beside ours "
+              "(needs the hta extra).")
+def report(trace_path: str, fmt: str | None, output: str | None, step: int | None, et_path: str | None,
+           no_et: bool, ceilings: tuple[str, ...], hta: bool) -> None:
     """Classify kernels, attribute CPU ops and summarise steps of one trace.
 
     TRACE may also be a directory of per-rank traces: each is analysed in its own process and a
@@ -50,9 +60,41 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
         _report_directory(trace_path, fmt, output, step)
         return
     trace = open_trace(trace_path, show_progress=True)
-    result = report_mod.build(trace, step=step)
+    result = report_mod.build(trace, step=step, execution_trace=_execution_trace(
+        trace_path, trace.meta.path, et_path, no_et),
+                              ceilings_override=_parse_ceilings(ceilings), hta=hta)
     with _open_output(output) as out:
         render_report(result, fmt, out, color=(output is None and sys.stdout.isatty()))
+
+
+def _execution_trace(trace_path: str, original_path: str, et_path: str | None, no_et: bool):
+    """The execution trace to use: the flag's, else one beside the trace (or beside the JSON a
+    Parquet file was converted from), else None."""
+    from tracekit import execution_trace
+
+    if no_et:
+        if et_path:
+            raise UsageError("--execution-trace and --no-execution-trace contradict each other")
+        return None
+    path = et_path or execution_trace.find_beside(trace_path) or execution_trace.find_beside(original_path)
+    return execution_trace.load(path) if path else None
+
+
+def _parse_ceilings(items: tuple[str, ...]) -> dict[str, float] | None:
+    """``("hbm_gbps=4300", "bf16_tflops=790")`` -> ``{"hbm_gbps": 4300.0, "bf16_tflops": 790.0}``."""
+    if not items:
+        return None
+    out: dict[str, float] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not sep or number <= 0:
+            raise UsageError(f"--ceiling {item!r}: expected KEY=POSITIVE_NUMBER, e.g. hbm_gbps=4300")
+        out[key.strip()] = number
+    return out
 
 
 def _report_directory(directory: str, fmt: str, output: str | None, step: int | None) -> None:

@@ -10,12 +10,13 @@ JSON contract ``tracekit.report/1`` (see :func:`tracekit.render.json.to_data`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
 
-from tracekit.analyses import attribution, dispatch, kernels, steps as steps_analysis
+from tracekit.analyses import (attribution, dispatch, kernels, launch_gaps, round_trips,
+                               steps as steps_analysis, throughput)
 from tracekit.errors import UsageError
 from tracekit.trace import Trace
 
@@ -62,13 +63,31 @@ class Report:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def build(trace: Trace, *, step: int | None = None) -> Report:
-    """Analyse ``trace``; ``step`` restricts every table to ``ProfilerStep#step``."""
+def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
+          ceilings_override: dict[str, Any] | None = None, hta: bool = False) -> Report:
+    """Analyse ``trace``; ``step`` restricts every table to ``ProfilerStep#step``.
+
+    ``execution_trace`` (a :class:`tracekit.execution_trace.ExecutionTrace`) makes round-trip links
+    exact; ``ceilings_override`` (``{"hbm_gbps": …, "bf16_tflops": …}``) replaces the device table's
+    ceilings; ``hta`` adds HolisticTraceAnalysis' busy/idle figures beside ours (needs the extra).
+    """
     numbers = trace.steps["number"].to_list()
     if step is not None and step not in numbers:
         available = ", ".join(str(n) for n in numbers) or "none"
         raise UsageError(f"step {step} is not in {trace.meta.path} (steps: {available})")
     attributed = attribution.analyze(trace)
+    gaps = launch_gaps.analyze(trace, attributed)
+    trips = round_trips.analyze(trace, attributed, execution_trace=execution_trace)
+    try:
+        rates = throughput.analyze(trace, attributed, _in_step(trips.traffic, step),
+                                   ceilings_override=ceilings_override)
+    except ValueError as err:  # an unknown override key: the user's typo
+        raise UsageError(str(err)) from None
+    extra: dict[str, Any] = {}
+    if hta:
+        from tracekit import hta_oracle
+
+        extra["hta"] = hta_oracle.side_by_side(trace)
     ops = steps_analysis.tag_steps(attributed.tree.ops, trace.steps)
     gpu = attributed.gpu
     step_table = steps_analysis.analyze(trace.steps, gpu)
@@ -99,4 +118,30 @@ def build(trace: Trace, *, step: int | None = None) -> Report:
         facts=facts, selected_step=step, path_step=path_step, paths_truncated=truncated,
         steps=step_table, kernels=kernels.analyze(gpu), paths=paths,
         zero_kernel_ops=dispatch.zero_kernel_ops(ops), compile_preops=preops,
+        launch_gaps=_gaps_in_step(gaps, step), round_trips=_trips_in_step(trips, step),
+        throughput=rates, extra=extra,
     )
+
+
+def _in_step(frame: pl.DataFrame, step: int | None, column: str = "step") -> pl.DataFrame:
+    return frame if step is None else frame.filter(pl.col(column) == step)
+
+
+def _gaps_in_step(gaps: launch_gaps.LaunchGapsReport, step: int | None) -> launch_gaps.LaunchGapsReport:
+    """The launch-gap report restricted to one step (percentiles recomputed over its activities)."""
+    if step is None:
+        return gaps
+    activity = _in_step(gaps.per_activity, step)
+    return replace(
+        gaps, per_activity=activity, gaps=_in_step(gaps.gaps, step),
+        per_step=_in_step(gaps.per_step, step),
+        distributions=launch_gaps.distributions(activity),
+        queue_delay_ns=launch_gaps.percentiles(activity["queue_delay_ns"]),
+    )
+
+
+def _trips_in_step(trips: round_trips.RoundTripReport, step: int | None) -> round_trips.RoundTripReport:
+    if step is None:
+        return trips
+    return replace(trips, traffic=_in_step(trips.traffic, step), tensors=_in_step(trips.tensors, step),
+                   bytes_per_step=_in_step(trips.bytes_per_step, step))

@@ -185,11 +185,11 @@ def analyze(trace: Trace, attributed: attribution_mod.Attribution) -> LaunchGaps
     per_step = _per_step(trace, per_activity)
     return LaunchGapsReport(
         per_activity=per_activity,
-        distributions=_distributions(per_activity),
+        distributions=distributions(per_activity),
         gaps=gaps,
         per_step=per_step,
         per_device=_per_device(per_activity, gaps),
-        queue_delay_ns=_percentiles(per_activity["queue_delay_ns"]),
+        queue_delay_ns=percentiles(per_activity["queue_delay_ns"]),
         thresholds=dict(THRESHOLDS),
     )
 
@@ -219,7 +219,7 @@ def _nearest_rank(values: list[int], pct: int) -> int:
     return values[rank - 1]
 
 
-def _percentiles(series: pl.Series) -> dict[str, int | None]:
+def percentiles(series: pl.Series) -> dict[str, int | None]:
     values = sorted(series.drop_nulls().to_list())
     out: dict[str, int | None] = {f"p{p}": (_nearest_rank(values, p) if values else None)
                                   for p in PERCENTILES}
@@ -227,7 +227,7 @@ def _percentiles(series: pl.Series) -> dict[str, int | None]:
     return out
 
 
-def _distributions(per_activity: pl.DataFrame) -> pl.DataFrame:
+def distributions(per_activity: pl.DataFrame) -> pl.DataFrame:
     rows: list[dict[str, Any]] = []
     for group, column in (("class", "kernel_class"), ("launch_api", "launch_api")):
         keyed = per_activity.with_columns(_key=pl.col(column).fill_null("(none)"))
@@ -235,7 +235,7 @@ def _distributions(per_activity: pl.DataFrame) -> pl.DataFrame:
             part = keyed.filter(pl.col("_key") == key)
             row: dict[str, Any] = {"group": group, "key": key, "count": part.height}
             for metric in ("launch_dur", "queue_delay"):
-                for stat, value in _percentiles(part[f"{metric}_ns"]).items():
+                for stat, value in percentiles(part[f"{metric}_ns"]).items():
                     row[f"{metric}_{stat}_ns"] = value
             rows.append(row)
     frame = pl.DataFrame(rows, schema=DISTRIBUTIONS_SCHEMA)

@@ -134,6 +134,13 @@ def verdict_parts(diff) -> list[str]:
         more = f" and {len(quiet) - 4} more" if len(quiet) > 4 else ""
         seg.append(f"{more} dispatch (ops that launch no GPU work) gone")
         parts.append(seg)
+    for key, noun in (("memsets", "memset"), ("memcpys", "memcpy")):
+        hq = diff.quantities.get(key)
+        if hq is not None and hq.delta != 0 and not hq.within_noise:
+            n = abs(hq.delta)
+            parts.append([f"{fmt_value(n, 'count')} hidden {noun}{'s' if n != 1 else ''} per step "
+                          f"{'appeared' if hq.delta > 0 else 'disappeared'} ({fmt_value(hq.a, 'count')} → "
+                          f"{fmt_value(hq.b, 'count')})"])
     launches = diff.quantities.get("launches")
     if launches is not None and launches.delta != 0 and not launches.within_noise:
         parts.append([f"{fmt_value(launches.a, 'count')} → {fmt_value(launches.b, 'count')} launch calls per step"])

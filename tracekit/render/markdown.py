@@ -24,4 +24,7 @@ def render(report, out: TextIO) -> None:
     for title, headers, rows in sections.all_tables(report):
         parts += ["", f"## {md_escape(title)}", ""]
         parts.append(table(headers, rows) if rows else "_none_")
+    rules = sections.notes(report)
+    if rules:
+        parts += ["", "## Notes", ""] + [f"- {md_escape(line)}" for line in rules]
     out.write("\n".join(parts) + "\n")

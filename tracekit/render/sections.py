@@ -95,10 +95,134 @@ def preops_table(report) -> Table:
     return ("torch.compile pre-ops", ["step", "op", "kind", "count", "CPU time"], rows)
 
 
+def launch_gaps_table(report) -> Table:
+    """Per-step wall, dispatch, busy, idle and verdict; the rule is stated in :func:`notes`."""
+    gaps = report.launch_gaps
+    rows = []
+    if gaps is not None:
+        for r in gaps.per_step.iter_rows(named=True):
+            verdict = r["verdict"] + (" (cold first step)" if r["cold"] else "")
+            rows.append([str(r["step"]), us(r["wall_ns"]), us(r["cpu_dispatch_ns"]), us(r["gpu_busy_ns"]),
+                         pct(r["gpu_busy_ns"], r["wall_ns"]), us(r["gpu_idle_ns"]), verdict])
+    return ("Launch gaps and verdict per step",
+            ["step", "wall", "CPU dispatch", "GPU busy", "busy/wall", "GPU idle", "verdict"], rows)
+
+
+def idle_causes_table(report) -> Table:
+    """Idle time between GPU activities by cause, and queue-delay percentiles."""
+    gaps = report.launch_gaps
+    rows = []
+    if gaps is not None:
+        by_cause = gaps.gaps.group_by("cause").agg(pl.col("dur_ns").sum(), pl.len().alias("n"))
+        for r in by_cause.sort(["dur_ns", "cause"], descending=[True, False]).iter_rows(named=True):
+            rows.append([r["cause"], str(r["n"]), us(r["dur_ns"])])
+    return ("GPU idle gaps by cause", ["cause", "gaps", "idle time"], rows)
+
+
+def round_trips_table(report) -> Table:
+    trips = report.round_trips
+    rows = []
+    title = "Memory round trips (tensors written to HBM and read back in the same step)"
+    if trips is not None:
+        title += f" — method: {trips.method}"
+        for r in trips.tensors.iter_rows(named=True):
+            rows.append([str(r["step"]), _kernel_and_op(r["producer"], r["producer_op"]),
+                         _kernel_and_op(r["consumer"], r["consumer_op"]), r["shape"],
+                         r["dtype"], f"{r['bytes']:,}"])
+    return (title, ["step", "producer (op)", "consumer (op)", "shape", "dtype", "bytes"], rows)
+
+
+def _kernel_and_op(kernel: str, op: str | None) -> str:
+    # Inductor's cpu_op carries the kernel's own name; say it once.
+    name = short_kernel_name(kernel)
+    return name if not op or op == kernel else f"{name} ({op})"
+
+
+def round_trip_steps_table(report) -> Table:
+    trips = report.round_trips
+    rows = []
+    if trips is not None:
+        for r in trips.bytes_per_step.iter_rows(named=True):
+            rows.append(["" if r["step"] is None else str(r["step"]), str(r["tensor_count"]),
+                         f"{r['round_trip_bytes']:,}", str(r["unknown_kernels"])])
+    return ("Round-trip bytes per step", ["step", "tensors", "bytes", "kernels without a traffic model"], rows)
+
+
+def throughput_table(report) -> Table:
+    rates = report.throughput
+    rows = []
+    title = "Achieved throughput"
+    if rates is not None:
+        ceil = rates.ceilings
+        if ceil:
+            flops = ceil.get("flops_per_s")
+            title += (f" vs {ceil.get('device') or rates.device} ceilings ({ceil.get('source')}: "
+                      f"{(ceil.get('hbm_bytes_per_s') or 0) / 1e9:,.0f} GB/s, "
+                      f"{(flops or 0) / 1e12:,.0f} {ceil.get('dtype', '')} TFLOP/s)")
+        else:
+            title += f" (no ceilings known for {rates.device or 'this device'}; pass --ceiling)"
+        for r in rates.kernels.iter_rows(named=True):
+            if r["model"] == "unknown":
+                figure, frac = "no traffic model", ""
+            elif r["headline"] == "flops":
+                figure = f"{r['achieved_tflops']:,.1f} TFLOP/s" if r["achieved_tflops"] is not None else "–"
+                frac = _frac(r["frac_flops"])
+            else:
+                figure = f"{r['achieved_gbps']:,.0f} GB/s" if r["achieved_gbps"] is not None else "–"
+                frac = _frac(r["frac_bw"])
+            rows.append([short_kernel_name(r["name"]), r["kernel_class"], str(r["count"]),
+                         us(int(r["mean_ns"])), figure, frac, r["bound"] or ""])
+    return (title, ["kernel", "class", "count", "mean", "achieved", "of ceiling", "bound by intensity"], rows)
+
+
+def _frac(value: float | None) -> str:
+    return "" if value is None else f"{100 * value:.0f}%"
+
+
+def hta_table(report) -> Table | None:
+    """Our busy/idle beside HolisticTraceAnalysis' (only with ``--hta``)."""
+    hta = report.extra.get("hta")
+    if hta is None:
+        return None
+    rows = []
+    for r in hta.filter(pl.col("scope") != "stream").iter_rows(named=True):
+        rows.append([r["scope"], str(r["key"]), us(r["ours_busy_ns"]), us(r["hta_busy_ns"]),
+                     us(r["ours_idle_ns"]), us(r["hta_idle_ns"]), "yes" if r["agree"] else "NO"])
+    return ("HolisticTraceAnalysis beside tracekit (HTA drops the last step)",
+            ["scope", "rank/step", "busy (ours)", "busy (HTA)", "idle (ours)", "idle (HTA)", "agree within 1%"],
+            rows)
+
+
+def notes(report) -> list[str]:
+    """Sentences stating the rules behind the figures (shown under the tables)."""
+    out = []
+    if report.launch_gaps is not None:
+        t = report.launch_gaps.thresholds
+        out.append(f"Verdict rule: {t['verdict_rule']}. Cold: {t['cold_rule']}.")
+        out.append(f"Gap causes: {t['gap_cause_rule']}.")
+        q = report.launch_gaps.queue_delay_ns
+        if q.get("p50") is not None:
+            out.append(f"Queue delay (GPU start − launch call end): p50 {us(q['p50'])}, p90 {us(q['p90'])}, "
+                       f"p99 {us(q['p99'])}, max {us(q['max'])}.")
+    if report.round_trips is not None:
+        for note in report.round_trips.notes:
+            out.append(note)
+        if report.round_trips.unknown_ops.height:
+            ops = ", ".join(f"{r['op']} ×{r['count']}" for r in report.round_trips.unknown_ops.iter_rows(named=True))
+            out.append(f"Kernels without a traffic model (their bytes are unknown, not zero): {ops}.")
+    return out
+
+
 def all_tables(report) -> list[Table]:
     """Every table in display order."""
-    return [steps_table(report), paths_table(report), kernels_table(report),
-            zero_kernel_table(report), preops_table(report)]
+    tables = [steps_table(report), launch_gaps_table(report), idle_causes_table(report),
+              paths_table(report), kernels_table(report), throughput_table(report),
+              round_trip_steps_table(report), round_trips_table(report),
+              zero_kernel_table(report), preops_table(report)]
+    hta = hta_table(report)
+    if hta is not None:
+        tables.append(hta)
+    return tables
 
 
 def ranks_table(rank_report) -> Table:

@@ -30,6 +30,11 @@ def render(report, out: TextIO, *, color: bool = False, width: int | None = None
         for row in rows:
             table.add_row(*[Text(cell) for cell in row])
         console.print(table)
+    rules = sections.notes(report)
+    if rules:
+        console.print()
+        for line in rules:
+            console.print(Text(f"note: {line}"))
 
 
 def print_table(title: str, headers: list[str], rows: list[list[str]], out: TextIO, *,
