@@ -90,6 +90,7 @@ def test_chunk_size_does_not_change_the_result(path: Path, tmp_path: Path, monke
     references = {source: load(source) for source in (path, compact)}
     for chunk, flush in ((1, 1), (2, 3), (3, 7)):
         monkeypatch.setattr(load_mod, "CHUNK_EVENTS", chunk)
+        monkeypatch.setattr(load_mod, "CHUNK_BYTES", 150 * chunk - 149)  # 1 byte: every event
         monkeypatch.setattr(load_mod, "FLUSH_ROWS", flush)
         for source, reference in references.items():
             got = load(source)
@@ -395,11 +396,60 @@ def test_unexpected_value_types_are_coerced_not_fatal(tmp_path: Path) -> None:
     assert t.gpu.select("device", "stream", "registers").rows() == [(0, 7, 32)]
 
 
-def test_progress_is_reported(monkeypatch) -> None:
+def test_progress_is_reported(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(load_mod, "CHUNK_EVENTS", 30)
+    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 4000)
     seen = []
     load(FIXTURES / "kineto_2025_h200.json", progress=lambda done, total: seen.append((done, total)))
+    assert len(seen) > 2 and seen[-1] == (77, 77)  # totals are byte-based estimates until the end
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen) and all(d <= t for d, t in seen)
+    compact = tmp_path / "compact.json"  # no Kineto layout: exact counts from the first call
+    compact.write_bytes(msgspec.json.encode(msgspec.json.decode(
+        (FIXTURES / "kineto_2025_h200.json").read_bytes())))
+    seen.clear()
+    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 1000)  # 8 chunks' worth without a line break
+    load(compact, progress=lambda done, total: seen.append((done, total)))
     assert seen == [(30, 77), (60, 77), (77, 77)]
+
+
+def _layout_used(monkeypatch, path: Path) -> bool:
+    """Load ``path``; True when the Kineto-layout chunking produced the result."""
+    calls = []
+    real = load_mod._decode_top
+    monkeypatch.setattr(load_mod, "_decode_top", lambda *a: calls.append(1) or real(*a))
+    load(path)
+    return not calls
+
+
+def test_kineto_layout_is_used_for_kineto_files(monkeypatch) -> None:
+    for path in ALL_FIXTURES:
+        assert _layout_used(monkeypatch, path), path.name
+
+
+@pytest.mark.parametrize("case", ["trailing_array", "nested_object_on_its_own_line", "compact"])
+def test_layout_guesses_that_fail_fall_back_to_the_exact_path(case: str, tmp_path: Path,
+                                                              monkeypatch) -> None:
+    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 1)
+    events = [
+        '  {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1.5, "dur": 1,'
+        ' "args": {"Input Dims": [[1]]}}',
+        '  {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 2.5, "dur": 1,'
+        ' "args": {"x":\n  {"External id": 9}, "External id": 7}}',
+        '  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 3, "dur": 1}',
+    ]
+    if case != "nested_object_on_its_own_line":
+        events[1] = events[1].replace("\n  {", "{")
+    text = '{"schemaVersion": 1, "traceEvents": [\n' + ",\n".join(events) + "\n]"
+    text += ', "logs": [1, 2]}' if case == "trailing_array" else "}"
+    if case == "compact":
+        text = json.dumps(json.loads(text), separators=(",", ":"))
+    path = tmp_path / f"{case}.json"
+    path.write_text(text)
+    assert not _layout_used(monkeypatch, path)
+    t = load(path)
+    assert t.ops.select("name", "ts", "external_id").rows() == [("a", 1500, None), ("b", 2500, 7)]
+    assert t.gpu.select("name", "ts").rows() == [("k", 3000)]
+    assert t.meta.event_count == 3 and t.meta.versions == {"schemaVersion": "1"}
 
 
 # --- files that are not traces: one clear line, never a traceback ------------------------------

@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import ctypes
 import decimal
+import functools
 import gc
 import mmap
 import os
 import re
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,8 @@ from tracekit.trace import (
 GZIP_MAGIC = b"\x1f\x8b"
 #: Events decoded at a time: small, so the pass over them finds them still in the CPU cache.
 CHUNK_EVENTS = 2_000
+#: The same in bytes, when chunks are cut from Kineto's layout (about 2000 events of 300 bytes).
+CHUNK_BYTES = 600_000
 #: Timestamps above this many µs (3 years) are absolute, since the epoch; relative ones (to
 #: ``baseTimeNanoseconds``) are seen up to months (5.4e12 µs in a torch 2.11 H200 trace).
 _ABSOLUTE_US = 1e14
@@ -316,25 +319,23 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        top = _decode_top(p, data, first)
-        raws = top.traceEvents
-        assert raws is not None
-        total = len(raws)
-        builder = _FrameBuilder()
-        chunker = _Chunker(data, raws)
-        for start in range(0, total, CHUNK_EVENTS):
-            stop = min(start + CHUNK_EVENTS, total)
-            events, lenient = _decode_chunk(p, chunker, start, stop)
-            if start == 0:
-                builder.exact_times = _needs_exact_times(events)
-            if builder.exact_times:
-                _replace_with_exact_times(p, chunker, start, stop, events)
-            builder.add_chunk(events, start)
-            del events
-            if progress is not None:
-                progress(stop, total)
-        del raws, chunker
-        top.traceEvents = None
+        top: _TopLevel | None = None
+        plan = _kineto_layout(data) if first == b"{" else None
+        if plan is not None:
+            top, spans, events_lo, events_hi = plan
+            try:
+                builder, total = _decode_all(p, _span_chunks(data, spans), progress,
+                                             total=None, extent=(events_lo, events_hi))
+            except TraceError:
+                top = None  # the layout guess was wrong somewhere: take the exact path instead
+            del spans
+        if top is None:
+            top = _decode_top(p, data, first)
+            raws = top.traceEvents
+            assert raws is not None
+            top.traceEvents = None
+            builder, total = _decode_all(p, _raw_chunks(data, raws), progress, total=len(raws))
+            del raws
         del data
         frames, time_format = builder.finish()
     finally:
@@ -400,55 +401,133 @@ def _address(obj: object) -> tuple[int, int]:
         _release_buffer(ctypes.byref(view))
 
 
-class _Chunker:
-    """Hands out the JSON text of events ``[start, stop)`` as one array, without copying.
-
-    ``raws`` are views into ``data``; consecutive events are separated by at least a comma, so the
-    byte before a chunk's first event and the byte after its last can be turned into ``[``/``]``
-    for the decode and put back afterwards. When the views are not inside ``data`` (never seen, but
-    cheap to check) the chunk is joined instead.
-    """
-
-    def __init__(self, data: bytearray | mmap.mmap, raws: list[msgspec.Raw]) -> None:
-        self.data = data
-        self.raws = raws
-        self.base, self.size = _address(data) if raws else (0, 0)
-
-    def _span(self, start: int, stop: int) -> tuple[int, int] | None:
-        first, first_len = _address(self.raws[start])
-        last, last_len = _address(self.raws[stop - 1])
-        lo = first - self.base - 1
-        hi = last - self.base + last_len
-        if lo < 0 or hi >= self.size or first_len == 0:
-            return None
-        return lo, hi
-
-    def decode(self, decoder: msgspec.json.Decoder, start: int, stop: int) -> list[Any]:
-        span = self._span(start, stop)
-        if span is None:
-            return decoder.decode(b"[" + b",".join(self.raws[start:stop]) + b"]")
-        lo, hi = span
-        data = self.data
-        before, after = data[lo], data[hi]
-        data[lo] = 0x5B  # [
-        data[hi] = 0x5D  # ]
-        try:
-            with memoryview(data) as view:
-                return decoder.decode(view[lo:hi + 1])
-        finally:
-            data[lo] = before
-            data[hi] = after
+Decode = Callable[[msgspec.json.Decoder], list[Any]]
 
 
-def _decode_chunk(path: Path, chunker: _Chunker, start: int, stop: int) -> tuple[list[Any], bool]:
+def _decode_span(data: bytearray | mmap.mmap, lo: int, hi: int, decoder: msgspec.json.Decoder) -> list[Any]:
+    """Decode ``data[lo:hi + 1]`` as a JSON array after turning its first and last byte (separators
+    or the array's own brackets) into ``[`` and ``]``; the bytes are put back afterwards."""
+    before, after = data[lo], data[hi]
+    data[lo] = 0x5B  # [
+    data[hi] = 0x5D  # ]
     try:
-        return chunker.decode(_EVENTS_DECODER, start, stop), False
+        with memoryview(data) as view:
+            return decoder.decode(view[lo:hi + 1])
+    finally:
+        data[lo] = before
+        data[hi] = after
+
+
+def _raw_chunks(data: bytearray | mmap.mmap, raws: list[msgspec.Raw]) -> Iterator[tuple[Decode, float | None]]:
+    """Chunks of :data:`CHUNK_EVENTS` events located by the top-level decode's ``Raw`` views.
+
+    The views point into ``data``; consecutive events are separated by at least a comma, so the
+    byte before a chunk's first event and the byte after its last become ``[``/``]``. Should the
+    views not lie inside ``data`` (never seen, but cheap to check) the chunk is joined instead.
+    """
+    base, size = _address(data) if raws else (0, 0)
+    for start in range(0, len(raws), CHUNK_EVENTS):
+        chunk = raws[start:start + CHUNK_EVENTS]
+        first, first_len = _address(chunk[0])
+        last, last_len = _address(chunk[-1])
+        lo, hi = first - base - 1, last - base + last_len
+        if 0 <= lo and hi < size and first_len:
+            yield functools.partial(_decode_span, data, lo, hi), None
+        else:
+            joined = b"[" + b",".join(chunk) + b"]"
+            yield (lambda decoder, joined=joined: decoder.decode(joined)), None
+
+
+# Kineto writes one event per line group, each starting with a newline, two spaces and "{"; JSON
+# text cannot hold a raw newline inside a string, so this only ever matches between tokens.
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_EVENT_START = re.compile(rb"\n  \{")
+_WHITESPACE = frozenset(b" \t\r\n")
+
+
+def _kineto_layout(data: bytearray | mmap.mmap) -> tuple[_TopLevel, list[tuple[int, int]], int, int] | None:
+    """Plan chunks straight from Kineto's layout, skipping the top-level pass over every event.
+
+    Returns (top-level metadata, chunk spans, array start, array end), or None when the file does
+    not look like Kineto wrote it. Every guess is checked: the metadata must decode from the file
+    with the event array cut out, and each span must decode as an array of events (a span cut
+    inside an event cannot: its brackets would not balance); any failure falls back to the exact
+    path, which also produces the error messages.
+    """
+    key = _EVENTS_KEY.search(data)
+    end = data.rfind(b"]")
+    if key is None or end < key.end():
+        return None
+    start = key.end() - 1
+    try:
+        top = _TOP_DECODER.decode(bytes(data[:start]) + b"[]" + bytes(data[end + 1:]))
+    except msgspec.MsgspecError:
+        return None
+    if top.traceEvents != []:
+        return None
+    top.traceEvents = None
+    target = CHUNK_BYTES
+    spans: list[tuple[int, int]] = []
+    lo = start
+    while True:
+        m = _EVENT_START.search(data, lo + target, end)
+        if m is None:
+            if end - lo > 8 * target:
+                return None  # events not laid out one per line: use the exact path
+            spans.append((lo, end))
+            return top, spans, start, end
+        if m.start() - (lo + target) > 8 * target:
+            return None
+        comma = m.start() - 1
+        while comma > lo and data[comma] in _WHITESPACE:
+            comma -= 1
+        if data[comma] != 0x2C:  # ,
+            return None
+        spans.append((lo, comma))
+        lo = m.start() + 2  # the space just before "{"
+
+
+def _span_chunks(data: bytearray | mmap.mmap, spans: list[tuple[int, int]]) -> Iterator[tuple[Decode, float | None]]:
+    for lo, hi in spans:
+        yield functools.partial(_decode_span, data, lo, hi), hi
+
+
+def _decode_all(path: Path, chunks: Iterator[tuple[Decode, float | None]],
+                progress: Callable[[int, int], None] | None, *, total: int | None,
+                extent: tuple[int, int] | None = None) -> tuple[_FrameBuilder, int]:
+    """Decode every chunk and route its events; returns the builder (flushed) and the count."""
+    builder = _FrameBuilder()
+    offset = 0
+    for decode, hi in chunks:
+        events = _decode_chunk(path, decode, offset)
+        if offset == 0:
+            builder.exact_times = _needs_exact_times(events)
+        if builder.exact_times:
+            _replace_with_exact_times(path, decode, events)
+        builder.add_chunk(events, offset)
+        offset += len(events)
+        del events
+        if progress is not None:
+            if total is not None:
+                progress(offset, total)
+            elif extent is not None and hi is not None:
+                # Byte-proportional estimate of the total until the last chunk makes it exact.
+                lo, end = extent
+                done = (hi - lo) / max(end - lo, 1)
+                progress(offset, offset if hi >= end else max(offset, round(offset / max(done, 1e-9))))
+    builder.flush()
+    return builder, offset
+
+
+def _decode_chunk(path: Path, decode: Decode, start: int) -> list[Any]:
+    try:
+        return decode(_EVENTS_DECODER)
     except msgspec.ValidationError:
         pass
     except msgspec.DecodeError as err:
         raise TraceError(path, f"malformed event JSON ({_short(err)})") from None
     try:
-        events = chunker.decode(_LENIENT_DECODER, start, stop)
+        events = decode(_LENIENT_DECODER)
     except msgspec.ValidationError as err:
         raise TraceError(path, f"not a Kineto trace: {_event_problem(err, start)}") from None
     for e in events:  # categories and names are routed and compared as text
@@ -456,7 +535,7 @@ def _decode_chunk(path: Path, chunker: _Chunker, start: int, stop: int) -> tuple
             e.cat = "" if e.cat is None else msgspec.json.encode(e.cat).decode()
         if not isinstance(e.name, str):
             e.name = "" if e.name is None else msgspec.json.encode(e.name).decode()
-    return events, True
+    return events
 
 
 def _event_problem(err: msgspec.ValidationError, start: int) -> str:
@@ -479,11 +558,10 @@ def _needs_exact_times(events: list[Any]) -> bool:
     return False
 
 
-def _replace_with_exact_times(path: Path, chunker: _Chunker, start: int, stop: int,
-                              events: list[Any]) -> None:
+def _replace_with_exact_times(path: Path, decode: Decode, events: list[Any]) -> None:
     """Set each event's ts/dur to exact integer ns, read again from the text as decimals."""
     try:
-        exact = chunker.decode(_EXACT_TIMES_DECODER, start, stop)
+        exact = decode(_EXACT_TIMES_DECODER)
     except msgspec.MsgspecError as err:  # pragma: no cover - the first decode already passed
         raise TraceError(path, f"malformed event JSON ({_short(err)})") from None
     thousand = decimal.Decimal(1000)
