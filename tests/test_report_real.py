@@ -111,3 +111,63 @@ def test_every_sample_trace_reports(path):
     assert set(other["library"].to_list()) <= {"cub"}
     unlinked = report.paths.filter(pl.col("launch").str.starts_with("(no launch"))
     assert unlinked.height == 0
+
+
+def _json_report(argv: list[str], capsys) -> dict:
+    import json
+
+    from tracekit.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", *argv, "--format", "json"])
+    assert exit_info.value.code == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(("name", "tensors"), [("mlp_eager", 4), ("mlp_compile", 3), ("mlp_liger", 3)])
+def test_round_trip_tensors_per_step_in_report_json(name, tensors, capsys):
+    data = _json_report([str(SAMPLES / f"{name}.json.gz")], capsys)
+    trips = data["round_trips"]
+    assert trips["method"] == "execution_trace"  # the .et.json.gz beside the trace was used
+    assert [(r["step"], r["tensor_count"], r["round_trip_bytes"]) for r in trips["bytes_per_step"]] == [
+        (s, tensors, tensors * 50_331_648) for s in (2, 3, 4)]
+    assert {t["bytes"] for t in trips["tensors"]} == {50_331_648}
+
+
+def test_round_trips_without_execution_trace_say_inferred(capsys):
+    data = _json_report([str(SAMPLES / "mlp_eager.json.gz"), "--no-execution-trace", "--step", "3"], capsys)
+    assert data["round_trips"]["method"] == "shape_inference"
+    assert data["round_trips"]["bytes_per_step"] == [
+        {"step": 3, "round_trip_bytes": 4 * 50_331_648, "tensor_count": 4, "unknown_kernels": 0}]
+
+
+def test_throughput_against_h200_ceilings_and_override(capsys):
+    data = _json_report([str(SAMPLES / "mlp_eager.json.gz"), "--step", "4"], capsys)
+    tp = data["throughput"]
+    assert tp["device"] == "NVIDIA H200" and tp["ceilings"]["source"] == "table"
+    gemm = next(k for k in tp["kernels"] if k["name"].startswith("nvjet_sm90_tst_192x128"))
+    # down_proj: 2·8192·768·3072 FLOP in 51.360 µs (ProfilerStep#4, read from the trace by hand).
+    assert gemm["flops"] == 38_654_705_664
+    assert gemm["achieved_tflops"] == pytest.approx(38_654_705_664 / 51.360e-6 / 1e12)
+    assert gemm["headline"] == "flops" and gemm["bound"] == "compute"
+    pointwise = [k for k in tp["kernels"] if k["class"] == "elementwise"]
+    assert {k["headline"] for k in pointwise} == {"bytes"} and all(k["achieved_gbps"] > 1000 for k in pointwise)
+    data = _json_report([str(SAMPLES / "mlp_eager.json.gz"), "--ceiling", "bf16_tflops=704"], capsys)
+    gemm = next(k for k in data["throughput"]["kernels"] if k["name"].startswith("nvjet_sm90_tst_192x128"))
+    assert data["throughput"]["ceilings"]["source"] == "flags"
+    assert gemm["frac_flops"] == pytest.approx(gemm["achieved_flops_per_s"] / 704e12)
+
+
+def test_verdicts_in_report_json(capsys):
+    small = _json_report([str(SAMPLES / "matmul_add_eager-64.json.gz")], capsys)
+    big = _json_report([str(SAMPLES / "matmul_add_eager-4096.json.gz")], capsys)
+    assert {s["verdict"] for s in small["launch_gaps"]["steps"]} == {"overhead-bound"}
+    assert {s["verdict"] for s in big["launch_gaps"]["steps"]} == {"compute-bound"}
+
+
+def test_hta_flag_shows_hta_beside_ours(capsys):
+    pytest.importorskip("hta")
+    data = _json_report([str(SAMPLES / "mlp_eager.json.gz"), "--hta"], capsys)
+    steps = [r for r in data["hta"] if r["scope"] == "step"]
+    assert [r["key"] for r in steps] == [2, 3]  # HTA drops the last step
+    assert all(r["agree"] for r in data["hta"])
