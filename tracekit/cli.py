@@ -13,7 +13,8 @@ from contextlib import nullcontext
 import click
 
 from tracekit import __version__
-from tracekit.errors import TracekitError, UsageError
+from tracekit import boundary
+from tracekit.errors import UsageError
 from tracekit.output import AtomicOutput
 from tracekit.render import FORMATS, format_for_path, render_report
 
@@ -141,17 +142,4 @@ __import__("tracekit.cli_diff").cli_diff.register(cli)  # diff and check command
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the click group behind the one error boundary."""
-    try:
-        cli.main(args=argv, prog_name="tracekit", standalone_mode=False)
-    except TracekitError as err:
-        click.echo(f"tracekit: error: {err}", err=True)
-        sys.exit(err.exit_code)
-    except click.exceptions.Abort:
-        click.echo("tracekit: aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as err:
-        err.show()
-        sys.exit(2 if err.exit_code == 2 else err.exit_code)
-    except BrokenPipeError:
-        sys.exit(1)
-    sys.exit(0)
+    boundary.run(cli, argv, "tracekit")
