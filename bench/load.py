@@ -9,7 +9,10 @@ alone. Times cover path -> result only (interpreter start and imports excluded, 
 separately as the baseline RSS). MB/s is JSON megabytes (10^6 bytes, uncompressed) per second.
 
     python bench/load.py --size-mb 100 1000          # JSON, two sizes, one table
-    python bench/load.py --size-mb 1000 --gzip
+    python bench/load.py --size-mb 1000 --gzip --repeat 3 --json-repeat 1
+
+This machine (2 shared vCPUs) varies by +-25% from run to run, hence best and median of
+``--repeat`` runs.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -81,41 +85,51 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gzip", action="store_true", help="write and read gzip instead of JSON")
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/tracekit-bench"))
     ap.add_argument("--tools", default="tracekit,json", help="comma list: tracekit,json")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of tracekit.load per size")
+    ap.add_argument("--json-repeat", type=int, default=1, help="runs of json.load per size")
     ap.add_argument("--regen", action="store_true", help="rebuild the synthetic file even if present")
     args = ap.parse_args(argv)
     src = args.src or default_source()
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    print(f"source: {src}  ({src.stat().st_size / MB:.2f} MB on disk)")
+    print(f"source: {src}  ({src.stat().st_size / MB:.2f} MB on disk); machine: "
+          f"{os.cpu_count()} CPUs; python {sys.version.split()[0]}")
     rows = []
     for size in args.size_mb:
         suffix = ".json.gz" if args.gzip else ".json"
         out = args.work_dir / f"synth_{src.name.split('.')[0]}_{size:g}MB{suffix}"
-        if args.regen or not out.exists():
+        size_file = out.with_name(out.name + ".size")
+        if args.regen or not out.exists() or not size_file.exists():
             print(f"building {out} ...", flush=True)
             summary = synthesize(src, out, size, gzip=args.gzip)
-            json_bytes = summary["json_bytes"]
-            (out.with_name(out.name + ".size")).write_text(str(json_bytes))
-        else:
-            size_file = out.with_name(out.name + ".size")
-            json_bytes = int(size_file.read_text()) if size_file.exists() else out.stat().st_size
+            size_file.write_text(str(summary["json_bytes"]))
+        json_bytes = int(size_file.read_text())
         file_bytes = out.stat().st_size
         for tool in args.tools.split(","):
-            res = run_child(tool, out)
-            rows.append((size, tool, file_bytes, json_bytes, res))
-            print(f"  {tool:9s} {size:g} MB: {res['seconds']:.2f} s, info {res['info']}", flush=True)
+            runs = []
+            for _ in range(args.repeat if tool == "tracekit" else args.json_repeat):
+                res = run_child(tool, out)
+                runs.append(res)
+                print(f"  {tool:9s} {size:g} MB: {res['seconds']:.2f} s, peak RSS "
+                      f"{res['peak_rss'] / MB:.0f} MB", flush=True)
+            rows.append((size, tool, file_bytes, json_bytes, runs))
+            if tool == "tracekit":
+                print(f"  frames: {runs[0]['info']}", flush=True)
     print()
-    fmt = "{:>9} {:>5} {:>15} {:>10} {:>10} {:>8} {:>9} {:>12} {:>10} {:>12}"
-    print(fmt.format("JSON MB", "gzip", "reader", "file MB", "events", "seconds", "MB/s",
-                     "peak RSS MB", "RSS/JSON", "base RSS MB"))
-    for size, tool, file_bytes, json_bytes, res in rows:
+    fmt = "{:>8} {:>5} {:>14} {:>8} {:>9} {:>5} {:>8} {:>8} {:>10} {:>10} {:>9} {:>8} {:>8}"
+    print(fmt.format("JSON MB", "gzip", "reader", "file MB", "events", "runs", "best s",
+                     "median s", "MB/s best", "MB/s med", "peak RSS", "RSS/JSON", "RSS/file"))
+    for size, tool, file_bytes, json_bytes, runs in rows:
+        secs = sorted(r["seconds"] for r in runs)
+        peak = max(r["peak_rss"] for r in runs)
         print(fmt.format(
             f"{json_bytes / MB:.0f}", "yes" if args.gzip else "no",
             "tracekit.load" if tool == "tracekit" else "json.load", f"{file_bytes / MB:.0f}",
-            res["info"]["events"], f"{res['seconds']:.2f}", f"{json_bytes / MB / res['seconds']:.1f}",
-            f"{res['peak_rss'] / MB:.0f}", f"{res['peak_rss'] / json_bytes:.2f}x",
-            f"{res['base_rss'] / MB:.0f}"))
-    print("\nMB/s = uncompressed JSON MB / seconds (path -> result; imports excluded). "
-          "Peak RSS = child VmHWM, imports included.")
+            runs[0]["info"]["events"], len(runs), f"{secs[0]:.2f}", f"{statistics.median(secs):.2f}",
+            f"{json_bytes / MB / secs[0]:.1f}", f"{json_bytes / MB / statistics.median(secs):.1f}",
+            f"{peak / MB:.0f} MB", f"{peak / json_bytes:.2f}x", f"{peak / file_bytes:.2f}x"))
+    print("\nMB/s = uncompressed JSON MB (10^6 B) / seconds, path -> result, imports excluded. "
+          "Peak RSS = the child's VmHWM (interpreter and imports included, about "
+          f"{rows[0][4][0]['base_rss'] / MB:.0f} MB for the first reader).")
     return 0
 
 
