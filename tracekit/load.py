@@ -13,10 +13,14 @@ the file and the problem. The input file is only ever opened for reading.
 
 How it stays fast and small (measured in ``bench/load.py``):
 
-- The top level is decoded with ``traceEvents`` as a list of ``msgspec.Raw`` (views into the file's
-  buffer, no copy). Events are then decoded a chunk at a time straight from that buffer: the
-  separator bytes just outside the chunk are overwritten with ``[`` and ``]`` for the decode and
-  restored after, so no chunk is ever copied or joined.
+- A plain file is memory-mapped copy-on-write; gzip is inflated once into one buffer.
+- Events are decoded a chunk (~2000 events) at a time straight from that buffer: the separator
+  bytes just outside the chunk are overwritten with ``[`` and ``]`` for the decode and restored
+  after, so no chunk is ever copied or joined. Chunk boundaries come from Kineto's layout (every
+  event starts a line with two spaces and ``{``), so the events are parsed once, not twice; each
+  guess is verified (see :func:`_kineto_layout`). Files laid out otherwise take the exact path:
+  a top-level decode with ``traceEvents`` as ``msgspec.Raw`` views (no copy) locates the chunks.
+- Chunks are small so the pass over the structs msgspec has just made finds them in the CPU cache.
 - One pass over each chunk routes every event by category and appends only the fields its frame
   needs to column lists (the struct is hot in cache once; no per-event dicts, no second pass).
   Each chunk's columns become Polars series once; frames are concatenated once at the end.
@@ -418,7 +422,7 @@ def _decode_span(data: bytearray | mmap.mmap, lo: int, hi: int, decoder: msgspec
         data[hi] = after
 
 
-def _raw_chunks(data: bytearray | mmap.mmap, raws: list[msgspec.Raw]) -> Iterator[tuple[Decode, float | None]]:
+def _raw_chunks(data: bytearray | mmap.mmap, raws: list[msgspec.Raw]) -> Iterator[tuple[Decode, int | None]]:
     """Chunks of :data:`CHUNK_EVENTS` events located by the top-level decode's ``Raw`` views.
 
     The views point into ``data``; consecutive events are separated by at least a comma, so the
@@ -487,12 +491,12 @@ def _kineto_layout(data: bytearray | mmap.mmap) -> tuple[_TopLevel, list[tuple[i
         lo = m.start() + 2  # the space just before "{"
 
 
-def _span_chunks(data: bytearray | mmap.mmap, spans: list[tuple[int, int]]) -> Iterator[tuple[Decode, float | None]]:
+def _span_chunks(data: bytearray | mmap.mmap, spans: list[tuple[int, int]]) -> Iterator[tuple[Decode, int | None]]:
     for lo, hi in spans:
         yield functools.partial(_decode_span, data, lo, hi), hi
 
 
-def _decode_all(path: Path, chunks: Iterator[tuple[Decode, float | None]],
+def _decode_all(path: Path, chunks: Iterator[tuple[Decode, int | None]],
                 progress: Callable[[int, int], None] | None, *, total: int | None,
                 extent: tuple[int, int] | None = None) -> tuple[_FrameBuilder, int]:
     """Decode every chunk and route its events; returns the builder (flushed) and the count."""
