@@ -3,6 +3,7 @@ the real H200 traces (computed data asserted apart from rendered text), gates, J
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from functools import lru_cache
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from factory import make_kernel, make_launch, make_op, make_step, write_trace
+from tracekit import execution_trace
 from tracekit import report as report_mod
 from tracekit.cli import main
 from tracekit.diff import align, compare, gates, profile
@@ -26,8 +28,13 @@ RT_BYTES = 8192 * 3072 * 2  # one bf16 [8192, 3072] intermediate
 
 @lru_cache(maxsize=None)
 def prof(name: str, unit: str | None = None, complete: bool = True) -> profile.Profile:
+    """As the CLI does: the execution trace beside the trace makes round-trip links exact."""
     trace = load(SAMPLES / f"{name}.json.gz")
-    return profile.build(trace, report_mod.build(trace), unit=unit, complete=complete)
+    et = execution_trace.find_beside(str(SAMPLES / f"{name}.json.gz"))
+    report = report_mod.build(trace, execution_trace=execution_trace.load(et) if et else None)
+    if not complete:  # a report whose optional analyses were not run
+        report = dataclasses.replace(report, launch_gaps=None, round_trips=None)
+    return profile.build(trace, report, unit=unit, complete=complete)
 
 
 @lru_cache(maxsize=None)
@@ -76,8 +83,10 @@ def test_positional_fusion_when_names_say_nothing():
 def test_a_single_replacement_is_not_a_fusion():
     other = k("triton_poi_fused_gelu_0", "triton_fused", "x", kind="pointwise", fused_ops=["gelu"])
     al = align.align((G1, GELU, G2), (G1, other, G2))
-    assert not al.fusions
-    assert [x.name for x in al.removed] == ["gelu_kernel"] and [x.name for x in al.added] == [other.name]
+    assert not al.fusions and not al.removed and not al.added
+    assert [(x.name, y.name) for x, y in al.replaced] == [("gelu_kernel", other.name)]
+    al = align.align((G1, GELU, G2), (G1, G2))
+    assert [x.name for x in al.removed] == ["gelu_kernel"] and not al.added
 
 
 def test_variant_change_lists_the_decoded_fields():
@@ -217,7 +226,7 @@ def test_json_contract():
     assert data["schema"] == "tracekit.diff/1"
     assert data["fusions"][0]["after"] == "triton_poi_fused__unsafe_view_gelu_mul_0"
     assert len(data["fusions"][0]["before"]) == 2
-    assert set(data["kernels"]) == {"added", "removed", "changed", "unchanged"}
+    assert set(data["kernels"]) == {"added", "removed", "changed", "replaced", "unchanged"}
     assert set(data["gpu_ns_per_step"]) >= {"a", "b", "delta_pct", "within_noise"}
     assert data["gpu_ns_per_step"]["within_noise"] is False
     rt = data["round_trip_bytes_per_step"]

@@ -21,13 +21,18 @@ def _open_output(path: str | None):
     return AtomicOutput(path) if path else nullcontext(sys.stdout)
 
 
-def _profile(path: str, unit: str | None):
+def _profile(path: str, unit: str | None, use_et: bool = True):
+    """Load (Parquet cache or JSON), build the report with the execution trace beside the file when
+    there is one (exact round-trip links, as ``tracekit report`` does), and profile it per unit."""
+    from tracekit import execution_trace
     from tracekit import report as report_mod
     from tracekit.diff import profile
-    from tracekit.load import load
+    from tracekit.source import open_trace
 
-    trace = load(path)
-    return profile.build(trace, report_mod.build(trace), unit=unit)
+    trace = open_trace(path)
+    et_path = (execution_trace.find_beside(path) or execution_trace.find_beside(trace.meta.path)) if use_et else None
+    report = report_mod.build(trace, execution_trace=execution_trace.load(et_path) if et_path else None)
+    return profile.build(trace, report, unit=unit)
 
 
 _format = click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
@@ -36,6 +41,8 @@ _output = click.option("-o", "--output", type=click.Path(dir_okay=False, path_ty
                        help="Write to this file instead of stdout.")
 _unit = click.option("--unit", default=None, metavar="NAME",
                      help="Compare per span of this annotation (e.g. mlp_fwd) instead of per ProfilerStep.")
+_no_et = click.option("--no-execution-trace", "no_et", is_flag=True,
+                      help="Ignore X.et.json.gz beside a trace; infer round trips from shapes and order.")
 
 
 @click.command("diff")
@@ -45,15 +52,16 @@ _unit = click.option("--unit", default=None, metavar="NAME",
 @click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR",
               help="Exit 1 when the change exceeds EXPR, e.g. 'gpu_time>+5%', 'kernels>+0', "
                    "'round_trip_bytes>+0' (repeatable; grammar in the README).")
+@_no_et
 @_format
 @_output
-def diff_command(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], fmt: str | None,
-                 output: str | None) -> None:
+def diff_command(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], no_et: bool,
+                 fmt: str | None, output: str | None) -> None:
     """Compare trace A (before) with trace B (after): fusions, kernel changes, per-step deltas."""
     from tracekit.diff import compare, gates
 
     parsed = [gates.parse(text) for text in fail_if]  # a typo fails before the slow part
-    result = compare.compare(_profile(a_path, unit), _profile(b_path, unit))
+    result = compare.compare(_profile(a_path, unit, not no_et), _profile(b_path, unit, not no_et))
     results = gates.evaluate(parsed, result)
     fmt = format_for_path(output, fmt)
     with _open_output(output) as out:
@@ -77,15 +85,16 @@ def diff_command(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str,
 @click.option("--expect", "expect_path", required=True, metavar="FILE.toml",
               type=click.Path(dir_okay=False, path_type=str), help="The expectations to test.")
 @_unit
+@_no_et
 @_format
 @_output
-def check_command(trace_path: str, expect_path: str, unit: str | None, fmt: str | None,
+def check_command(trace_path: str, expect_path: str, unit: str | None, no_et: bool, fmt: str | None,
                   output: str | None) -> None:
     """Test TRACE against the expectations in FILE.toml; exit 1 if any is broken."""
     from tracekit.diff import expect
 
     expectations = expect.load(expect_path)
-    result = expect.check(_profile(trace_path, unit or expectations.unit), expectations)
+    result = expect.check(_profile(trace_path, unit or expectations.unit, not no_et), expectations)
     fmt = format_for_path(output, fmt)
     with _open_output(output) as out:
         if fmt == "json":

@@ -18,7 +18,11 @@ and returns an :class:`Alignment`:
      kernels. Candidates are searched in the B kernel's segment first, then anywhere in the unit
      (compilers reorder: Inductor launches GeLU·mul after the second GEMM, eager before it).
    One B kernel replacing exactly one A kernel of the same class is a **variant change** (tile,
-   layout, dtype, epilogue… listed from the decoded fields); everything left is added or removed.
+   layout, dtype, epilogue… listed from the decoded fields); a variant change whose GEMM epilogue
+   gained an op that A ran as its own kernel (``none`` → ``bias`` absorbing an ``add``) is a fusion
+   with evidence ``GEMM epilogue``. A lone unmatched kernel facing a lone one of another class in
+   the same segment is ``replaced``; everything left is added or removed. The reverse of a fusion
+   (one A kernel now run as n ≥ 2 B kernels, found by the same rules) is a ``split``.
 """
 
 from __future__ import annotations
@@ -67,12 +71,15 @@ class Alignment:
     fusions: tuple[Fusion, ...]
     splits: tuple[Split, ...]
     changed: tuple[Change, ...]
+    #: One A kernel replaced by one B kernel of another class at the same place (not a variant).
+    replaced: tuple[tuple[KernelRef, KernelRef], ...]
     removed: tuple[KernelRef, ...]
     added: tuple[KernelRef, ...]
 
     @property
     def is_identical(self) -> bool:
-        return not (self.fusions or self.splits or self.changed or self.removed or self.added)
+        return not (self.fusions or self.splits or self.changed or self.replaced or self.removed
+                    or self.added)
 
 
 def kernel_ops(k: KernelRef) -> set[str]:
@@ -174,6 +181,17 @@ def align(a: tuple[KernelRef, ...], b: tuple[KernelRef, ...]) -> Alignment:
             used_a.add(i)
             used_b.add(j)
             changed.append(Change(a[i], b[j], _field_changes(a[i], b[j])))
+    # Lone unmatched kernels facing each other in a segment: a replacement by another class.
+    replaced: list[tuple[int, int]] = []
+    for j in rest_b:
+        if j in used_b:
+            continue
+        seg_a = [i for i in rest_a if i not in used_a and seg_of_a.get(i) == seg_of_b.get(j)]
+        seg_b = [x for x in rest_b if x not in used_b and seg_of_b.get(x) == seg_of_b.get(j)]
+        if len(seg_a) == 1 and len(seg_b) == 1:
+            used_a.add(seg_a[0])
+            used_b.add(j)
+            replaced.append((seg_a[0], j))
     removed = [i for i in rest_a if i not in used_a]
     # A GEMM whose epilogue now does an elementwise op that was its own kernel in A.
     for n, change in enumerate(changed):
@@ -190,6 +208,7 @@ def align(a: tuple[KernelRef, ...], b: tuple[KernelRef, ...]) -> Alignment:
         fusions=tuple(fusions),
         splits=tuple(splits),
         changed=tuple(c for c in changed if c is not None),
+        replaced=tuple((a[i], b[j]) for i, j in replaced),
         removed=tuple(a[i] for i in removed),
         added=tuple(b[j] for j in rest_b if j not in used_b),
     )

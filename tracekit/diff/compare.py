@@ -153,6 +153,7 @@ def _signature(al: align_mod.Alignment) -> tuple:
     return (tuple((ids(f.before), f.after.identity) for f in al.fusions),
             tuple((s.before.identity, ids(s.after)) for s in al.splits),
             tuple((c.before.identity, c.after.identity) for c in al.changed),
+            tuple((x.identity, y.identity) for x, y in al.replaced),
             ids(al.removed), ids(al.added))
 
 
@@ -189,6 +190,14 @@ def compare(a: Profile, b: Profile) -> Diff:
         alignment, agreeing = align_mod.align((), ()), 0
 
     unavailable = {**b.unavailable, **a.unavailable}
+    for side, p in (("B", b), ("A", a)):
+        if "round_trip_bytes" in unavailable or "round_trip_unknown" not in p.per_unit.columns:
+            continue
+        unknown = max((v for v in p.per_unit["round_trip_unknown"].to_list() if v is not None), default=0)
+        if unknown:
+            unavailable["round_trip_bytes"] = unavailable["round_trip_tensors"] = (
+                f"{side} has up to {unknown} kernels per step without a traffic model (e.g. a CUDA-graph "
+                "replay), so its round trips are incomplete")
     quantities: dict[str, Quantity] = {}
     for key, label, unit, column in QUANTITIES:
         if key in unavailable:
@@ -214,12 +223,6 @@ def compare(a: Profile, b: Profile) -> Diff:
     kernel_times.sort(key=lambda k: (-k.quantity.a, k.name_a))
 
     removed, added = _op_changes(a, b)
-    for side, p in (("A", a), ("B", b)):
-        if "round_trip_unknown" in p.per_unit.columns:
-            unknown = max((v for v in p.per_unit["round_trip_unknown"].to_list() if v is not None), default=0)
-            if unknown:
-                notes.append(f"round trips in {side} may be incomplete: up to {unknown} kernels per step "
-                             "have no traffic model (e.g. CUDA-graph replays)")
     return Diff(
         a=a, b=b, unit_pairs=pairs, alignment=alignment, pairs_agreeing=agreeing,
         quantities=quantities, unavailable=dict(sorted(unavailable.items())), classes=classes,

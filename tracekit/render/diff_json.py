@@ -8,7 +8,8 @@
   after_class, after_cpu_op}]``; ``evidence`` is ``inductor fused_ops`` | ``launching CPU op`` |
   ``position`` | ``GEMM epilogue``; ``splits`` — the reverse, ``[{before: name, after: [names], …}]``
 * ``kernels`` — ``{added: [{name, class}], removed: [{name, class}], changed: [{before, after,
-  class, fields: {field: [a, b]}}], unchanged: [{a, b, class}]}`` for one step (kernels in a fusion
+  class, fields: {field: [a, b]}}], replaced: [{before, after, before_class, after_class}],
+  unchanged: [{a, b, class}]}`` for one step (kernels in a fusion
   or split appear only there); ``unit_pairs_agreeing`` — in how many step pairs it was the same
 * per-step quantities, each ``{a, b, delta, delta_pct, within_noise, noise, spread_a, spread_b,
   values_a, values_b}`` (``a``/``b`` medians over steps; ``delta_pct`` null when ``a`` is 0) or null
@@ -71,6 +72,8 @@ def to_data(diff, gate_results=None) -> dict[str, Any]:
             "removed": [{"name": k.name, "class": k.kernel_class} for k in al.removed],
             "changed": [{"before": c.before.name, "after": c.after.name, "class": c.after.kernel_class,
                          "fields": {k: [va, vb] for k, va, vb in c.fields}} for c in al.changed],
+            "replaced": [{"before": x.name, "after": y.name, "before_class": x.kernel_class,
+                          "after_class": y.kernel_class} for x, y in al.replaced],
             "unchanged": [{"a": ka.name, "b": kb.name, "class": ka.kernel_class}
                           for ka, kb in S._unique_unchanged(al)],
         },

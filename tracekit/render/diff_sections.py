@@ -78,10 +78,18 @@ def verdict_parts(diff) -> list[str]:
         parts.append([f"{n} kernel{'s' if n > 1 else ''} changed variant (" +
                       "; ".join(", ".join(f"{k} {va}→{vb}" for k, va, vb in c.fields[:3]) or "name"
                                 for c in al.changed[:2]) + ")"])
-    if al.removed:
-        parts.append([f"{len(al.removed)} kernel{'s' if len(al.removed) > 1 else ''} removed"])
-    if al.added:
-        parts.append([f"{len(al.added)} kernel{'s' if len(al.added) > 1 else ''} added"])
+    for x, y in al.replaced[:2]:
+        parts.append([kname(x), " replaced by ", kname(y), f" ({x.kernel_class} → {y.kernel_class})"])
+    if len(al.replaced) > 2:
+        parts.append([f"{len(al.replaced) - 2} more kernels replaced"])
+    for kernels, verb in ((al.removed, "removed"), (al.added, "added")):
+        if 0 < len(kernels) <= 2:
+            seg: list[str] = []
+            for n, x in enumerate(kernels):
+                seg += ([" and "] if n else []) + [kname(x)]
+            parts.append(seg + [f" {verb}"])
+        elif kernels:
+            parts.append([f"{len(kernels)} kernels {verb}"])
     gemms = [ka for ka, _ in al.unchanged if ka.kernel_class == "gemm"]
     if diff.structural_change and gemms:
         if len(gemms) == 1:
@@ -217,6 +225,8 @@ def changes_table(diff) -> Table:
     for c in al.changed:
         rows.append(["variant changed", kname(c.before), kname(c.after),
                      ", ".join(f"{k}: {va} → {vb}" for k, va, vb in c.fields) or "name only"])
+    for x, y in al.replaced:
+        rows.append(["replaced", kname(x), kname(y), f"{x.kernel_class} → {y.kernel_class}"])
     for k in al.removed:
         rows.append(["removed", kname(k), "", k.kernel_class])
     for k in al.added:
