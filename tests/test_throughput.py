@@ -1,12 +1,15 @@
 """Throughput against device ceilings: the GPU table, overrides, and hand-checked H200 figures.
 
-Durations below were read by hand from mlp_eager.json.gz (json.load, cat == "kernel", ``dur`` µs):
-down_proj GEMM ``nvjet_sm90_tst_192x128_…`` 51.264, 51.168, 51.360; GeLU
-``vectorized_elementwise_kernel<8, GeluCUDAKernelImpl…>`` 30.912, 29.664, 29.696.
+Kernel durations are taken by hand from the raw file (gzip + json, ``cat == "kernel"``, ``dur`` in
+µs), not through tracekit's loader, so the achieved rates are checked independently. In the capture
+of 2026-12-03 07:47 they were: down_proj GEMM ``nvjet_sm90_tst_192x128_…`` 51.264, 51.168, 51.360 µs
+(754.03 TFLOP/s, 76 % of 989.5); GeLU 30.912, 29.664, 29.696 µs (3,345 GB/s, 70 % of 4.8 TB/s).
+Re-captures move these by a few per cent, so the tests recompute from the file rather than pin them.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -38,6 +41,12 @@ def eager():
     return _throughput("mlp_eager")
 
 
+def _raw_durations_s(name: str, contains: str) -> list[float]:
+    """Kernel durations (s) straight from the JSON file, by a substring of the kernel name."""
+    events = json.loads(gzip.decompress((SAMPLES / f"{name}.json.gz").read_bytes()))["traceEvents"]
+    return [e["dur"] * 1e-6 for e in events if e.get("cat") == "kernel" and contains in e["name"]]
+
+
 def _row(report, prefix: str) -> dict:
     return report.kernels.filter(pl.col("name").str.contains(prefix, literal=True)).row(0, named=True)
 
@@ -52,11 +61,14 @@ def test_device_is_identified_from_trace_meta(eager):
 def test_gemm_achieved_tflops_is_flops_over_kernel_duration(eager):
     down = _row(eager, "nvjet_sm90_tst_192x128")
     assert down["flops"] == GEMM_FLOPS and down["count"] == 3
-    total_s = (51.264 + 51.168 + 51.360) * 1e-6
-    expected = 3 * GEMM_FLOPS / total_s
-    assert down["achieved_flops_per_s"] == pytest.approx(expected, rel=1e-12)
-    assert down["achieved_tflops"] == pytest.approx(754.03, abs=0.01)
-    assert down["frac_flops"] == pytest.approx(expected / H200_BF16, rel=1e-12)
+    durations = _raw_durations_s("mlp_eager", "nvjet_sm90_tst_192x128")
+    assert len(durations) == 3
+    expected = 3 * GEMM_FLOPS / sum(durations)
+    assert down["mean_ns"] == pytest.approx(sum(durations) / 3 * 1e9, abs=0.5)
+    assert down["achieved_flops_per_s"] == pytest.approx(expected, rel=1e-9)
+    assert down["achieved_tflops"] == pytest.approx(expected / 1e12, rel=1e-9)
+    assert down["frac_flops"] == pytest.approx(expected / H200_BF16, rel=1e-9)
+    assert 0.5 < down["frac_flops"] < 1.0
     assert down["bound"] == "compute" and down["headline"] == "flops"
     assert down["headline_frac"] == down["frac_flops"]
     # Intensity 38.65 GFLOP / 67.6 MB ≈ 571.5 FLOP/B, ridge 989.5e12 / 4.8e12 ≈ 206.1.
@@ -68,10 +80,13 @@ def test_pointwise_achieved_gbps_against_hbm(eager):
     gelu = _row(eager, "GeluCUDAKernelImpl")
     per_call = 2 * 8192 * 3072 * 2  # read + write, bf16
     assert gelu["bytes"] == per_call and gelu["model"] == "elementwise_unary"
-    expected = 3 * per_call / ((30.912 + 29.664 + 29.696) * 1e-6)
-    assert gelu["achieved_bytes_per_s"] == pytest.approx(expected, rel=1e-12)
-    assert gelu["achieved_gbps"] == pytest.approx(3345.33, abs=0.01)
-    assert gelu["frac_bw"] == pytest.approx(expected / H200_HBM, rel=1e-12)
+    durations = _raw_durations_s("mlp_eager", "GeluCUDAKernelImpl")
+    assert len(durations) == 3
+    expected = 3 * per_call / sum(durations)
+    assert gelu["achieved_bytes_per_s"] == pytest.approx(expected, rel=1e-9)
+    assert gelu["achieved_gbps"] == pytest.approx(expected / 1e9, rel=1e-9)
+    assert gelu["frac_bw"] == pytest.approx(expected / H200_HBM, rel=1e-9)
+    assert 0.5 < gelu["frac_bw"] < 1.0
     assert (gelu["bound"], gelu["headline"]) == ("memory", "bytes")
     mul = _row(eager, "MulFunctor")
     assert mul["bytes"] == 3 * 8192 * 3072 * 2 and mul["bound"] == "memory"
@@ -97,7 +112,10 @@ def test_overrides_from_flags_and_manifest(eager):
     assert down["frac_flops"] == pytest.approx(down["achieved_flops_per_s"] / 790e12)
     manifest = json.loads((SAMPLES / "manifest.json").read_text())
     measured = devices.manifest_overrides(manifest)
-    assert measured == {"hbm_gbps": pytest.approx(4256.0), "bf16_tflops": 704.0, "source": "manifest"}
+    ceilings = manifest["device"]["ceilings"]
+    assert measured == {"hbm_gbps": pytest.approx(ceilings["d2d_copy"]["TB_per_s"] * 1000),
+                        "bf16_tflops": ceilings["matmul_bf16_8192"]["TFLOP_per_s"], "source": "manifest"}
+    assert 4000 < measured["hbm_gbps"] < 4800 and 600 < measured["bf16_tflops"] < 989.5
     assert _throughput("mlp_eager", ceilings_override=measured).ceilings["source"] == "manifest"
     with pytest.raises(ValueError, match="hbm_gpbs"):
         devices.apply_overrides(eager.ceilings, {"hbm_gpbs": 1})
