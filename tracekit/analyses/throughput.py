@@ -11,7 +11,7 @@ kernels' most common ``device``; the first entry otherwise). ``ceilings`` is
 every fraction is null.
 
 ``kernels`` — one row per kernel name and problem (same op model, dtype, bytes and FLOPs per call),
-most total time first (then name, bytes):
+most total time first (then name and the other group keys, so the order is total):
     name str, kernel_class str, op str?, model str, dtype str?, count u32, total_ns i64,
     mean_ns f64, bytes i64? (read + written, per call), flops i64? (per call),
     achieved_bytes_per_s f64?, achieved_flops_per_s f64?, achieved_gbps f64?, achieved_tflops f64?,
@@ -116,7 +116,7 @@ def analyze(trace: Trace, attributed: Attribution, traffic: pl.DataFrame, *,
         headline_frac=pl.when(pl.col("headline") == "flops").then(pl.col("frac_flops"))
         .otherwise(pl.col("frac_bw")),
     )
+    keys = ["total_ns", "name", "kernel_class", "op", "model", "dtype", "bytes", "flops"]
     out = out.select(list(KERNELS_SCHEMA)).cast(KERNELS_SCHEMA).sort(
-        ["total_ns", "name", "bytes", "flops", "op"], descending=[True, False, False, False, False],
-        nulls_last=True)
+        keys, descending=[True] + [False] * (len(keys) - 1), nulls_last=True)
     return ThroughputReport(device=name, ceilings=ceilings, kernels=out)
