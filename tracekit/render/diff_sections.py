@@ -136,11 +136,11 @@ def verdict_parts(diff) -> list[str]:
         parts.append([f"CPU dispatch per step {fmt_value(cpu.a, 'ns')} → {fmt_value(cpu.b, 'ns')}"])
     quiet = [o for o in diff.cpu_ops_removed if not o.launches_gpu]
     if quiet:
-        seg: list[str] = []
+        seg: list[str] = ["CPU dispatch of "]
         for n, o in enumerate(quiet[:4]):
             seg += ([", "] if n else []) + [Code(o.name)]
         more = f" and {len(quiet) - 4} more" if len(quiet) > 4 else ""
-        seg.append(f"{more} dispatch (ops that launch no GPU work) gone")
+        seg.append(f"{more} (ops that launch no GPU work) is gone")
         parts.append(seg)
     for key, noun in (("memsets", "memset"), ("memcpys", "memcpy")):
         hq = diff.quantities.get(key)
