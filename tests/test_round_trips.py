@@ -323,3 +323,11 @@ def test_layer_norm_and_softmax_backward_models():
     assert (sb.bytes_read, sb.bytes_written) == (2 * 4096 * 50304 * 4, 4096 * 50304 * 4)
     # A dtype conversion's output dtype is not in Input Dims: _to_copy stays unknown.
     assert traffic.model("aten::_to_copy", [TensorSpec((4,), "float")]) is None
+
+
+def test_trace_without_steps_links_within_one_null_step(tmp_path):
+    events = [*op_kernel("aten::mm", 10, 1, [[4, 16], [16, 8]], [BF16, BF16], "gemm_k"),
+              *op_kernel("aten::relu", 100, 2, [[4, 8]], [BF16], "relu_k")]
+    report = run(tmp_path, events)
+    assert report.bytes_per_step.rows() == [(None, 64, 1, 0)]
+    assert report.tensors["step"].to_list() == [None]
