@@ -90,3 +90,10 @@ def test_plain_json_and_errors(tmp_path):
         et_mod.load(bad)
     with pytest.raises(TraceError, match="cannot read"):
         et_mod.load(tmp_path / "missing.json")
+
+
+def test_mutated_inputs_parses_defaults_optionals_and_lists():
+    node = et_mod.EtNode(1, "aten::foo", None, 1,
+                         "aten::foo(Tensor self, *, int[2] dim=[1, 2], Tensor(a!)? out=None, "
+                         "Tensor(b!)[] outs) -> ()", (), (), (), (), ())
+    assert node.mutated_inputs() == (2, 3)

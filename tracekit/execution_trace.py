@@ -32,7 +32,7 @@ import msgspec
 from tracekit.errors import TraceError
 
 _TENSOR_TYPE = re.compile(r"Tensor\(([^)]*)\)")
-_MUTATED_ARG = re.compile(r"Tensor\([a-z]+!\)(?:\[\])?\s+(\w+)")
+_MUTATED_ARG = re.compile(r"Tensor\([a-z]+!\)(?:\[\])?\??\s+(\w+)")
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class EtNode:
         params = self.op_schema.split("(", 1)[1].rsplit(") ->", 1)[0]
         names = [p.strip() for p in _split_top(params) if p.strip() and p.strip() != "*"]
         written = set(_MUTATED_ARG.findall(params))
-        return tuple(i for i, p in enumerate(names) if p.split()[-1] in written)
+        return tuple(i for i, p in enumerate(names) if p.split("=")[0].split()[-1] in written)
 
 
 @dataclass(frozen=True)
