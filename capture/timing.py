@@ -84,8 +84,9 @@ def ceilings() -> dict[str, Any]:
     n = 8192
     a = torch.randn(n, n, dtype=torch.bfloat16, device="cuda")
     b = torch.randn(n, n, dtype=torch.bfloat16, device="cuda")
-    # An idle GPU sits at low clocks and ramps up under load over a second or so; do_bench's short
-    # warm-up is not enough, and the first capture (seen on an H200) read ~10% low. Spin first.
+    # An idle card sits at low clocks; load it for 2 s first so both readings are of a busy card
+    # (sustained rate), not a mix of ramp-up and burst. On an H200 the sustained bf16 rate read
+    # 660-700 TFLOP/s here, below the 770-800 that short bursts give.
     t_end = time.perf_counter() + 2.0
     while time.perf_counter() < t_end:
         for _ in range(20):
