@@ -346,3 +346,29 @@ def test_every_renderer_on_empty_cpu_only_and_hostile_names(tmp_path, render):
         assert text.strip()
         if render is diff_markdown.render:
             assert "<b>" not in text  # HTML in names never reaches GitHub raw
+
+
+# --- alignment accounts for every kernel exactly once (property) ------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+POOL = [G1, G2, GELU, MUL,
+        k("triton_poi_fused_gelu_mul_0", "triton_fused", "x", kind="pointwise", fused_ops=["gelu", "mul"]),
+        k("_geglu_tanh_forward_kernel", "triton_custom", "LigerGELUMulFunction"),
+        k("nvjet_bias", "gemm", "aten::addmm", epilogue="bias"),
+        k("add_kernel", cpu_op="aten::add", functor="CUDAFunctor_add")]
+seqs = st.lists(st.sampled_from(range(len(POOL))), max_size=9).map(lambda ix: tuple(POOL[i] for i in ix))
+
+
+@settings(max_examples=300, deadline=None)
+@given(seqs, seqs)
+def test_alignment_accounts_for_every_kernel_exactly_once(a, b):
+    al = align.align(a, b)
+    used_a = [x for x, _ in al.unchanged] + [x for f in al.fusions for x in f.before] + \
+        [s.before for s in al.splits] + [c.before for c in al.changed] + [x for x, _ in al.replaced] + list(al.removed)
+    used_b = [y for _, y in al.unchanged] + [f.after for f in al.fusions] + \
+        [y for s in al.splits for y in s.after] + [c.after for c in al.changed] + [y for _, y in al.replaced] + list(al.added)
+    assert sorted(map(id, used_a)) == sorted(map(id, a))  # as multisets: nothing lost or counted twice
+    assert sorted(map(id, used_b)) == sorted(map(id, b))
+    assert align.align(a, a).is_identical

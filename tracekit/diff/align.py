@@ -147,27 +147,28 @@ def align(a: tuple[KernelRef, ...], b: tuple[KernelRef, ...]) -> Alignment:
 
     fusions: list[Fusion] = []
     claimed: set[int] = set()
+    fused_b: set[int] = set()
     for j in left_b:
         found = _fusion_for(b[j], seg_of_b.get(j), a, left_a, claimed, seg_of_a, left_b, seg_of_b)
         if found is not None:
             members, ops, evidence = found
             claimed.update(members)
-            claimed_b = j
-            fusions.append(Fusion(tuple(a[i] for i in members), b[claimed_b], ops, evidence))
-    fused_b = {id(f.after) for f in fusions}
-    left_b = [j for j in left_b if id(b[j]) not in fused_b]
+            fused_b.add(j)
+            fusions.append(Fusion(tuple(a[i] for i in members), b[j], ops, evidence))
+    left_b = [j for j in left_b if j not in fused_b]
     left_a = [i for i in left_a if i not in claimed]
     # The reverse: one A kernel now run as several B kernels.
     splits: list[Split] = []
     claimed_b: set[int] = set()
+    split_a: set[int] = set()
     for i in list(left_a):
         found = _fusion_for(a[i], seg_of_a.get(i), b, left_b, claimed_b, seg_of_b, left_a, seg_of_a)
         if found is not None:
             members, ops, evidence = found
             claimed_b.update(members)
+            split_a.add(i)
             splits.append(Split(a[i], tuple(b[j] for j in members), ops, evidence))
-    split_a = {id(s.before) for s in splits}
-    rest_a = [i for i in left_a if id(a[i]) not in split_a]
+    rest_a = [i for i in left_a if i not in split_a]
     rest_b = [j for j in left_b if j not in claimed_b]
 
     changed: list[Change] = []
