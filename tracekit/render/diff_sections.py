@@ -177,7 +177,8 @@ def plain(parts: list[str]) -> str:
 
 
 def quantity_rows(diff) -> tuple[list[str], list[list[str]]]:
-    headers = ["per step", "A", "B", "Δ", "noise ±", ""]
+    n = min(len(diff.a.units), len(diff.b.units))
+    headers = [f"per step (median of {n})" if n > 1 else "per step", "A", "B", "Δ", "noise ±", ""]
     rows = []
     for q in diff.quantities.values():
         if q.key in ("memcpys", "memsets", "preop_tax", "round_trip_tensors") and q.a == 0 and q.b == 0:
@@ -304,8 +305,10 @@ def method_lines(diff) -> list[str]:
         f"A: {a.label}, {len(a.units)} {a.unit_kind} unit(s): {', '.join(a.unit_labels[u] for u in a.units)}",
         f"B: {b.label}, {len(b.units)} {b.unit_kind} unit(s): {', '.join(b.unit_labels[u] for u in b.units)}",
         f"Noise rule: {NOISE_RULE}.",
-        f"With {min(len(a.units), len(b.units))} steps per trace the spread is a coarse estimate (the range of "
-        "a few samples, not a confidence interval); profile more steps for a firmer verdict.",
+        (f"With {min(len(a.units), len(b.units))} steps per trace the spread is a coarse estimate (the range of "
+         "a few samples, not a confidence interval); profile more steps for a firmer verdict."
+         if min(len(a.units), len(b.units)) > 1 else
+         "A trace with a single step gives no noise estimate: every change of its figures counts."),
         "Kernel identity: class + decoded name (Inductor's graph index ignored); unchanged GEMMs anchor the "
         "alignment; fusions from Inductor's fused-op list, the launching CPU op's name, or position.",
     ]
