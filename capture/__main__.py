@@ -6,27 +6,13 @@ same error boundary semantics as ``tracekit capture``.
 
 from __future__ import annotations
 
-import sys
-
-import click
-
 from capture.cli import capture_command
-from tracekit.errors import TracekitError
+from tracekit import boundary
 
 
 def main(argv: list[str] | None = None) -> None:
-    try:
-        capture_command.main(args=argv, prog_name="python -m capture", standalone_mode=False)
-    except TracekitError as err:
-        click.echo(f"tracekit: error: {err}", err=True)
-        sys.exit(err.exit_code)
-    except click.exceptions.Abort:
-        click.echo("tracekit: aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as err:
-        err.show()
-        sys.exit(2 if err.exit_code == 2 else err.exit_code)
-    sys.exit(0)
+    """``python -m capture``: the capture command behind tracekit's error boundary."""
+    boundary.run(capture_command, argv, "python -m capture")
 
 
 if __name__ == "__main__":
