@@ -231,6 +231,7 @@ def test_json_contract():
     assert data["gpu_ns_per_step"]["within_noise"] is False
     rt = data["round_trip_bytes_per_step"]
     assert rt["a"] - rt["b"] == RT_BYTES
+    assert sum(u["count"] for u in data["kernels"]["unchanged"] if u["class"] == "gemm") == 3
     assert data["a"]["trace"] == "mlp_eager.json.gz"  # basenames only
     again = _render(diff_json.render, diff("mlp_eager", "mlp_compile"))
     assert again == _render(diff_json.render, diff("mlp_eager", "mlp_compile"))

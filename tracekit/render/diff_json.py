@@ -9,7 +9,7 @@
   ``position`` | ``GEMM epilogue``; ``splits`` — the reverse, ``[{before: name, after: [names], …}]``
 * ``kernels`` — ``{added: [{name, class}], removed: [{name, class}], changed: [{before, after,
   class, fields: {field: [a, b]}}], replaced: [{before, after, before_class, after_class}],
-  unchanged: [{a, b, class}]}`` for one step (kernels in a fusion
+  unchanged: [{a, b, class, count}]}`` for one step (``count``: launches of it in the step) (kernels in a fusion
   or split appear only there); ``unit_pairs_agreeing`` — in how many step pairs it was the same
 * per-step quantities, each ``{a, b, delta, delta_pct, within_noise, noise, spread_a, spread_b,
   values_a, values_b}`` (``a``/``b`` medians over steps; ``delta_pct`` null when ``a`` is 0) or null
@@ -74,8 +74,8 @@ def to_data(diff, gate_results=None) -> dict[str, Any]:
                          "fields": {k: [va, vb] for k, va, vb in c.fields}} for c in al.changed],
             "replaced": [{"before": x.name, "after": y.name, "before_class": x.kernel_class,
                           "after_class": y.kernel_class} for x, y in al.replaced],
-            "unchanged": [{"a": ka.name, "b": kb.name, "class": ka.kernel_class}
-                          for ka, kb in S._unique_unchanged(al)],
+            "unchanged": [{"a": ka.name, "b": kb.name, "class": ka.kernel_class, "count": n}
+                          for ka, kb, n in S._unique_unchanged(al)],
         },
         "unit_pairs_agreeing": diff.pairs_agreeing,
         "unit_pairs": [list(p) for p in diff.unit_pairs],

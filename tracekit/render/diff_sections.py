@@ -232,18 +232,22 @@ def changes_table(diff) -> Table:
         rows.append(["removed", kname(k), "", k.kernel_class])
     for k in al.added:
         rows.append(["added", "", kname(k), k.kernel_class])
-    for ka, kb in _unique_unchanged(al):
-        rows.append(["unchanged", kname(ka), kname(kb), ka.kernel_class])
+    for ka, kb, n in _unique_unchanged(al):
+        rows.append([f"unchanged ×{n}" if n > 1 else "unchanged", kname(ka), kname(kb), ka.kernel_class])
     title = f"Kernel changes (one step; the same in {diff.pairs_agreeing} of {len(diff.unit_pairs)} step pairs)"
     return (title, ["change", "A", "B", "detail"], rows)
 
 
 def _unique_unchanged(al):
+    """Unchanged kernels once per identity, in order, with how often each runs in the step."""
+    counts: dict[str, int] = {}
+    for ka, _ in al.unchanged:
+        counts[ka.identity] = counts.get(ka.identity, 0) + 1
     seen, out = set(), []
     for ka, kb in al.unchanged:
         if ka.identity not in seen:
             seen.add(ka.identity)
-            out.append((ka, kb))
+            out.append((ka, kb, counts[ka.identity]))
     return out
 
 
