@@ -57,8 +57,7 @@ def paths_table(report) -> Table:
         title += f" (ProfilerStep#{report.path_step})"
     if report.paths_truncated:
         title += f" — first {report.paths.height} kernels"
-    kernels = report.kernels.select("name", "decoded")
-    decoded = dict(zip(kernels["name"].to_list(), kernels["decoded"].to_list()))
+    decoded = _decoded_by_name(report)
     rows = [
         [r["scope"] or "", r["top_op"] or "", r["cpu_op"] or "",
          short_kernel_name(r["kernel"], decoded.get(r["kernel"])), r["kernel_class"], r["launch"],
@@ -66,6 +65,11 @@ def paths_table(report) -> Table:
         for r in report.paths.iter_rows(named=True)
     ]
     return (title, ["scope", "op", "CPU op", "kernel", "class", "launch", "GPU time"], rows)
+
+
+def _decoded_by_name(report) -> dict[str, str]:
+    """Kernel name -> its decoded fields (JSON text), so short names can show the functor."""
+    return dict(zip(report.kernels["name"].to_list(), report.kernels["decoded"].to_list()))
 
 
 def kernels_table(report) -> Table:
@@ -125,16 +129,17 @@ def round_trips_table(report) -> Table:
     title = "Memory round trips (tensors written to HBM and read back in the same step)"
     if trips is not None:
         title += f" — method: {trips.method}"
+        decoded = _decoded_by_name(report)
         for r in trips.tensors.iter_rows(named=True):
-            rows.append([str(r["step"]), _kernel_and_op(r["producer"], r["producer_op"]),
-                         _kernel_and_op(r["consumer"], r["consumer_op"]), r["shape"],
+            rows.append([str(r["step"]), _kernel_and_op(r["producer"], r["producer_op"], decoded),
+                         _kernel_and_op(r["consumer"], r["consumer_op"], decoded), r["shape"],
                          r["dtype"], f"{r['bytes']:,}"])
     return (title, ["step", "producer (op)", "consumer (op)", "shape", "dtype", "bytes"], rows)
 
 
-def _kernel_and_op(kernel: str, op: str | None) -> str:
+def _kernel_and_op(kernel: str, op: str | None, decoded: dict[str, str]) -> str:
     # Inductor's cpu_op carries the kernel's own name; say it once.
-    name = short_kernel_name(kernel)
+    name = short_kernel_name(kernel, decoded.get(kernel))
     return name if not op or op == kernel else f"{name} ({op})"
 
 
@@ -161,6 +166,7 @@ def throughput_table(report) -> Table:
                       f"{(flops or 0) / 1e12:,.0f} {ceil.get('dtype', '')} TFLOP/s)")
         else:
             title += f" (no ceilings known for {rates.device or 'this device'}; pass --ceiling)"
+        decoded = _decoded_by_name(report)
         for r in rates.kernels.iter_rows(named=True):
             if r["model"] == "unknown":
                 figure, frac = "no traffic model", ""
@@ -170,7 +176,7 @@ def throughput_table(report) -> Table:
             else:
                 figure = f"{r['achieved_gbps']:,.0f} GB/s" if r["achieved_gbps"] is not None else "–"
                 frac = _frac(r["frac_bw"])
-            rows.append([short_kernel_name(r["name"]), r["kernel_class"], str(r["count"]),
+            rows.append([short_kernel_name(r["name"], decoded.get(r["name"])), r["kernel_class"], str(r["count"]),
                          us(int(r["mean_ns"])), figure, frac, r["bound"] or ""])
     return (title, ["kernel", "class", "count", "mean", "achieved", "of ceiling", "bound by intensity"], rows)
 
