@@ -106,32 +106,30 @@ def _annotate_launches(launches: pl.DataFrame, work: pl.DataFrame) -> pl.DataFra
     """Per launch: what it launched, and which aux calls preceded it within the same op."""
     kinds = work.group_by("correlation").agg(gpu_kinds=pl.col("kind").unique().sort())
     launches = launches.join(kinds, on="correlation", how="left", maintain_order="left")
-    ordered = launches.sort(["pid", "tid", "ts", "idx"])
-    names = ordered["name"].to_list()
-    ops = ordered["op_idx"].to_list()
-    threads = list(zip(ordered["pid"].to_list(), ordered["tid"].to_list()))
-    kinds_list = ordered["gpu_kinds"].to_list()
-    aux_before: list[str | None] = []
-    occupancy: list[bool] = []
-    pending: list[str] = []
-    current = None
-    for name, op, thread, launched in zip(names, ops, threads, kinds_list):
-        scope = (thread, op)
-        if scope != current:
-            pending = []
-            current = scope
-        launched = launched or []
-        if "kernel" in launched:
-            aux_before.append("+".join(pending) if pending else None)
-            occupancy.append(any(p.startswith(OCCUPANCY_PREFIX) for p in pending))
-            pending = []
-            continue
-        aux_before.append(None)
-        occupancy.append(False)
-        if name.startswith(OCCUPANCY_PREFIX) or name in AUX_CALLS:
-            pending.append(name)
-    ordered = ordered.with_columns(
-        aux_before=pl.Series(aux_before, dtype=pl.String),
-        occupancy_query=pl.Series(occupancy, dtype=pl.Boolean),
+    # Per thread, launches in time order form scopes: runs of consecutive launches under the same op.
+    # Within a scope, a kernel launch owns the aux calls issued since the previous kernel launch.
+    is_kernel = pl.col("gpu_kinds").list.contains("kernel").fill_null(False)
+    ordered = launches.sort(["pid", "tid", "ts", "idx"]).with_columns(
+        _kernel=is_kernel,
+        _scope=(pl.col("pid").ne_missing(pl.col("pid").shift(1))
+                | pl.col("tid").ne_missing(pl.col("tid").shift(1))
+                | pl.col("op_idx").ne_missing(pl.col("op_idx").shift(1))).cum_sum(),
+        # Kernel launches before this row: equal for a kernel launch and the aux calls it owns.
+        _owner=is_kernel.cast(pl.UInt32).cum_sum() - is_kernel.cast(pl.UInt32),
+    )
+    pending = (
+        ordered.filter(~pl.col("_kernel") & (pl.col("name").str.starts_with(OCCUPANCY_PREFIX)
+                                             | pl.col("name").is_in(AUX_CALLS)))
+        .group_by("_scope", "_owner")
+        .agg(_aux=pl.col("name").str.join("+"),
+             _occupancy=pl.col("name").str.starts_with(OCCUPANCY_PREFIX).any())
+    )
+    ordered = (
+        ordered.join(pending, on=["_scope", "_owner"], how="left", maintain_order="left")
+        .with_columns(
+            aux_before=pl.when(pl.col("_kernel")).then(pl.col("_aux")).cast(pl.String),
+            occupancy_query=(pl.col("_kernel") & pl.col("_occupancy").fill_null(False)).cast(pl.Boolean),
+        )
+        .drop("_kernel", "_scope", "_owner", "_aux", "_occupancy")
     )
     return ordered.sort(["ts", "idx"])
