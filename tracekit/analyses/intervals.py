@@ -39,6 +39,24 @@ def merge(intervals: pl.DataFrame, by: list[str] | None = None) -> pl.DataFrame:
 def union_ns(intervals: pl.DataFrame, by: list[str] | None = None) -> pl.DataFrame:
     """Length of the union of intervals per group: columns ``*by, busy_ns i64``."""
     by = by or []
+    if intervals.height == 0 or intervals.select(
+            pl.col("ts").has_nulls() | pl.col("end").has_nulls() | (pl.col("end") < pl.col("ts")).any()).item():
+        return _union_ns_merged(intervals, by)
+    # In ts order each interval adds what lies beyond the furthest end before it (everything
+    # between its start and that end is already covered): no merged intervals needed.
+    reach = pl.col("end").cum_max().shift(1)
+    if by:
+        reach = reach.over(by)
+    added = (pl.col("end") - pl.max_horizontal("ts", reach)).clip(lower_bound=0)
+    ordered = intervals.select(*by, "ts", "end").sort([*by, "ts", "end"])
+    if not by:
+        total = ordered.select(added.sum()).item()
+        return pl.DataFrame({"busy_ns": [int(total or 0)]}, schema={"busy_ns": pl.Int64})
+    return (ordered.with_columns(_added=added)
+            .group_by(by, maintain_order=True).agg(busy_ns=pl.col("_added").sum()))
+
+
+def _union_ns_merged(intervals: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     merged = merge(intervals, by)
     if not by:
         total = int((merged["end"] - merged["ts"]).sum()) if merged.height else 0

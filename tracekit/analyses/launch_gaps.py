@@ -220,25 +220,35 @@ def _nearest_rank(values: list[int], pct: int) -> int:
 
 
 def percentiles(series: pl.Series) -> dict[str, int | None]:
-    values = sorted(series.drop_nulls().to_list())
-    out: dict[str, int | None] = {f"p{p}": (_nearest_rank(values, p) if values else None)
+    values = series.drop_nulls().sort()
+    n = values.len()
+    out: dict[str, int | None] = {f"p{p}": (values[max(1, -(-p * n // 100)) - 1] if n else None)
                                   for p in PERCENTILES}
-    out["max"] = values[-1] if values else None
+    out["max"] = values[-1] if n else None
     return out
 
 
+def _stat_exprs(column: str, metric: str) -> list[pl.Expr]:
+    """Nearest-rank percentiles and max of ``column`` per group (null when it has no values)."""
+    values = pl.col(column).drop_nulls().sort()
+    n = pl.col(column).count()
+    exprs = [values.get((((p * n + 99) // 100).clip(lower_bound=1) - 1).cast(pl.Int64), null_on_oob=True)
+             .alias(f"{metric}_p{p}_ns") for p in PERCENTILES]
+    exprs.append(pl.col(column).max().alias(f"{metric}_max_ns"))
+    return exprs
+
+
 def distributions(per_activity: pl.DataFrame) -> pl.DataFrame:
-    rows: list[dict[str, Any]] = []
+    parts = []
     for group, column in (("class", "kernel_class"), ("launch_api", "launch_api")):
-        keyed = per_activity.with_columns(_key=pl.col(column).fill_null("(none)"))
-        for key in sorted(set(keyed["_key"].to_list())):
-            part = keyed.filter(pl.col("_key") == key)
-            row: dict[str, Any] = {"group": group, "key": key, "count": part.height}
-            for metric in ("launch_dur", "queue_delay"):
-                for stat, value in percentiles(part[f"{metric}_ns"]).items():
-                    row[f"{metric}_{stat}_ns"] = value
-            rows.append(row)
-    frame = pl.DataFrame(rows, schema=DISTRIBUTIONS_SCHEMA)
+        parts.append(
+            per_activity.group_by(key=pl.col(column).fill_null("(none)"))
+            .agg(pl.len().alias("count"), *_stat_exprs("launch_dur_ns", "launch_dur"),
+                 *_stat_exprs("queue_delay_ns", "queue_delay"))
+            .with_columns(group=pl.lit(group))
+        )
+    frame = pl.concat(parts, how="vertical_relaxed").select(list(DISTRIBUTIONS_SCHEMA)).cast(
+        DISTRIBUTIONS_SCHEMA)  # type: ignore[arg-type]
     return frame.sort(["group", "count", "key"], descending=[False, True, False])
 
 
