@@ -42,18 +42,19 @@ def union_ns(intervals: pl.DataFrame, by: list[str] | None = None) -> pl.DataFra
     if intervals.height == 0 or intervals.select(
             pl.col("ts").has_nulls() | pl.col("end").has_nulls() | (pl.col("end") < pl.col("ts")).any()).item():
         return _union_ns_merged(intervals, by)
-    # In ts order each interval adds what lies beyond the furthest end before it (everything
-    # between its start and that end is already covered): no merged intervals needed.
+    # In ts order each interval adds what lies beyond the furthest end before it in its group
+    # (everything between its start and that end is already covered): no merged intervals, and
+    # one sort key (ties in ts add the same total in any order).
     reach = pl.col("end").cum_max().shift(1)
     if by:
         reach = reach.over(by)
     added = (pl.col("end") - pl.max_horizontal("ts", reach)).clip(lower_bound=0)
-    ordered = intervals.select(*by, "ts", "end").sort([*by, "ts", "end"])
+    ordered = intervals.select(*by, "ts", "end").sort("ts")
     if not by:
         total = ordered.select(added.sum()).item()
         return pl.DataFrame({"busy_ns": [int(total or 0)]}, schema={"busy_ns": pl.Int64})
     return (ordered.with_columns(_added=added)
-            .group_by(by, maintain_order=True).agg(busy_ns=pl.col("_added").sum()))
+            .group_by(by).agg(busy_ns=pl.col("_added").sum()).sort(by))
 
 
 def _union_ns_merged(intervals: pl.DataFrame, by: list[str]) -> pl.DataFrame:
