@@ -345,13 +345,18 @@ def test_gzip_is_found_by_magic_bytes_not_suffix(path: Path, tmp_path: Path) -> 
 
 
 def test_gzip_larger_than_one_inflate_piece(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(load_mod, "_INFLATE_STEP", 97)
     doc = json.loads((FIXTURES / "kineto_2025_h200.json").read_text())
     doc["traceEvents"] = doc["traceEvents"] * 40
     text = json.dumps(doc).encode()
     path = tmp_path / "big.json.gz"
     path.write_bytes(gzip.compress(text))
     assert load(path).meta.event_count == 77 * 40
-    assert len(load_mod.read_bytes(path)) == len(text)
+    assert bytes(load_mod.read_bytes(path)) == text
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(path.read_bytes()[:-9])  # the stream ends early, however it is fed
+    with pytest.raises(TraceError, match="truncated gzip"):
+        load(cut)
 
 
 def test_bare_chrome_array_loads(tmp_path: Path) -> None:

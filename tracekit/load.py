@@ -277,13 +277,17 @@ def read_bytes(path: str | os.PathLike[str]) -> bytearray | mmap.mmap:
     return buf
 
 
+#: Compressed bytes fed to zlib per call.
+_INFLATE_STEP = 1 << 20
+
+
 def _gunzip(path: Path, raw: bytearray | mmap.mmap) -> bytearray:
     """Inflate into one growing buffer, feeding the compressed bytes 1 MiB at a time, so the peak is
     the compressed file plus the JSON plus one piece, never two copies of the JSON. (Growing a large
     bytearray is a ``realloc`` that Linux serves with ``mremap``: no copying. Bounding the *output*
     with ``max_length`` instead would copy the unconsumed input on every call: 1.6x slower at 64 MiB
     pieces, 30x at 256 KiB. The trailer's size field is not trusted: a truncated file has garbage.)"""
-    step = 1 << 20
+    step = _INFLATE_STEP
     out = bytearray()
     try:
         # wbits=31: gzip container only; decompressobj lets us notice a missing end.
