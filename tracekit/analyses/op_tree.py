@@ -60,86 +60,100 @@ def build(trace: Trace, gpu_correlations: set[int] | None = None) -> OpTree:
     launches = trace.launches.select(
         "idx", pl.lit("launch").alias("cat"), "name", "pid", "tid", "ts", "end", "correlation"
     )
+    # Row r of ``items`` is row r of the ops, then of the launches.
     items = pl.concat(
         [ops.with_columns(correlation=pl.lit(None, pl.Int64)), launches], how="vertical_relaxed"
-    ).with_columns(is_launch=pl.col("cat") == "launch")
-    order = _sweep_order(items)
-    info = _nest(items.select(pl.all().gather(order)), gpu_correlations)
-    # Back to the rows' own order (row r of ``items`` is row r of ops, then of launches).
-    info = info.select(pl.all().gather(order.arg_sort()))
+    )
+    info = _nest(items, gpu_correlations)
     n_ops = trace.ops.height
-    op_info = info.slice(0, n_ops)
     launch_info = info.slice(n_ops).select(
         pl.col("direct_cpu_op_idx").alias("op_idx"), "cpu_op", "top_op", "annotation", "module")
     return OpTree(
-        ops=trace.ops.hstack(op_info.select(list(_OP_COLUMNS)).cast(_OP_COLUMNS)),
+        ops=trace.ops.hstack(info.slice(0, n_ops).select(list(_OP_COLUMNS)).cast(_OP_COLUMNS)),
         launches=trace.launches.hstack(launch_info.cast(_LAUNCH_INFO_SCHEMA)),
     )
 
 
-def _sweep_order(items: pl.DataFrame) -> pl.Series:
-    """Row positions of ``items`` sorted by (pid, tid, ts, -end, is_launch, idx), nulls first."""
-    if items.height == 0:
-        return pl.Series("order", [], dtype=pl.UInt32)
-    # pid and tid as dense ranks (nulls first, as the sort puts them), so the keys are all integers.
-    keys = items.select(
-        pid=pl.col("pid").rank("dense").fill_null(0).cast(pl.Int64),
-        tid=pl.col("tid").rank("dense").fill_null(0).cast(pl.Int64),
-        ts="ts", end="end", is_launch="is_launch", idx="idx",
-    )
-    bounds = keys.select(pl.col("tid").max().alias("tids"), pl.col("pid").max().alias("pids"),
-                         pl.col("ts").min().alias("lo"), pl.col("ts").max().alias("hi")).row(0)
-    tids, pids, lo, hi = bounds
+def _dense_codes(column: pl.Series) -> pl.Series:
+    """Integer codes in sort order of the values (nulls 0, first as the sort puts them)."""
+    values = column.drop_nulls().unique().sort()
+    return column.replace_strict(values, pl.int_range(1, values.len() + 1, eager=True),
+                                 default=0, return_dtype=pl.Int64)
+
+
+def _sweep_keys(items: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
+    """``(order, thread)``: row positions of ``items`` sorted by (pid, tid, ts, -end, is_launch,
+    idx), nulls first, and an integer per row that is equal exactly for rows of one (pid, tid)."""
+    pid, tid = _dense_codes(items["pid"]), _dense_codes(items["tid"])
+    tids = int(tid.max() or 0) + 1
+    thread = (pid * tids + tid).alias("thread")
+    is_launch = (items["cat"] == "launch").fill_null(False)
+    keys = pl.DataFrame({"thread": thread, "ts": items["ts"], "end": items["end"],
+                         "is_launch": is_launch, "idx": items["idx"]})
+    lo, hi = items["ts"].min(), items["ts"].max()
     span_bits = max(1, int(hi - lo).bit_length()) if hi is not None else 1
-    threads = (pids + 1) * (tids + 1)
-    if keys["ts"].null_count() == 0 and keys["end"].null_count() == 0 and \
+    threads = int(thread.max() or 0) + 1
+    if items["ts"].null_count() == 0 and items["end"].null_count() == 0 and \
             threads.bit_length() + span_bits <= 62:
         # Pack (thread, ts) into one key and (is_launch, idx) into another: three integer keys sort
         # much faster than six.
         packed = keys.select(
-            a=((pl.col("pid") * (tids + 1) + pl.col("tid")) * (1 << span_bits)) + (pl.col("ts") - lo),
+            a=pl.col("thread") * (1 << span_bits) + (pl.col("ts") - lo),
             b=-pl.col("end"),
             c=pl.col("is_launch").cast(pl.Int64) * (1 << 32) + pl.col("idx").cast(pl.Int64),
         )
-        return packed.select(pl.arg_sort_by(["a", "b", "c"]).alias("order")).to_series()
-    return items.select(pl.arg_sort_by(
-        ["pid", "tid", "ts", "end", "is_launch", "idx"],
-        descending=[False, False, False, True, False, False]).alias("order")).to_series()
+        order = packed.select(pl.arg_sort_by(["a", "b", "c"]).alias("order")).to_series()
+    else:
+        order = keys.select(pl.arg_sort_by(
+            ["thread", "ts", "end", "is_launch", "idx"],
+            descending=[False, False, True, False, False]).alias("order")).to_series()
+    return order, thread
 
 
 def _nest(items: pl.DataFrame, gpu_correlations: set[int]) -> pl.DataFrame:
-    """The stack sweep's results per row of ``items`` (sorted by (pid, tid, ts, -end, is_launch,
-    idx)): ``idx, parent_idx, depth, direct_cpu_op_idx, cpu_op, top_op, annotation, module,
+    """The stack sweep's results per row of ``items`` (ops, then launches with ``cat`` "launch"):
+    ``idx, parent_idx, depth, direct_cpu_op_idx, cpu_op, top_op, annotation, module,
     launches_gpu`` (for a launch, ``direct_cpu_op_idx`` is its ``op_idx``).
 
-    The sweep pushes ops only and pops a frame once an item starts at or after its end, so at item
-    ``i`` every earlier op of the thread with ``end > ts_i`` is still on the stack (nothing popped
-    it) and the top is the latest of them: **the parent of ``i`` is the latest earlier op of its
-    thread that ends after ``ts_i``**, and the stack is the parent chain (depth = its length).
-    Everything the sweep derives follows from the parent chain, found here by pointer jumping:
-    ``cand`` starts at the previous op and, while ``end[cand] <= ts_i``, jumps to ``cand``'s own
-    candidate. Every op skipped that way ends by ``ts_i``, and a candidate never passes the parent
-    (the parent of ``i`` is alive at the skipped op's start too, so that op's parent is at or after
-    it). Each round shortens the remaining walk, so a few vectorised rounds replace a Python loop
-    over every item.
+    The sweep visits rows sorted by (pid, tid, ts, -end, is_launch, idx), pushes ops only and pops
+    a frame once an item starts at or after its end. So at item ``i`` every earlier op of the
+    thread with ``end > ts_i`` is still on the stack (nothing popped it) and the top is the latest
+    of them: **the parent of ``i`` is the latest earlier op of its thread that ends after
+    ``ts_i``**, and the stack is the parent chain (depth = its length). Everything the sweep
+    derives follows from the parent chain, found here by pointer jumping: ``cand`` starts at the
+    previous op and, while ``end[cand] <= ts_i``, jumps to ``cand``'s own candidate. Every op
+    skipped that way ends by ``ts_i``, and a candidate never passes the parent (the parent of
+    ``i`` is alive at the skipped op's start too, so that op's parent is at or after it). Each
+    round shortens the remaining walk, so a few vectorised rounds replace a Python loop over every
+    item. Work is on integer positions in sweep order; strings are looked up once at the end.
     """
     n = items.height
     if n == 0:
         return pl.DataFrame(schema=_OP_INFO_SCHEMA)
     pos_dtype = pl.UInt32 if n < 2**32 - 1 else pl.UInt64
+    names, cats = items["name"], items["cat"]
+    annotation_names = [
+        name for name in items.filter(pl.col("cat") == "user_annotation")["name"].unique().drop_nulls()
+        .to_list() if not name.startswith(STEP_PREFIX) and preop_kind(name) is None
+    ]
+    order, thread = _sweep_keys(items)
+    flags = pl.DataFrame({
+        "thread": thread, "ts": items["ts"], "end": items["end"],
+        "is_launch": (cats == "launch").fill_null(False),
+        "is_cpu": (cats == "cpu_op").fill_null(False),
+        "is_annotation": ((cats == "user_annotation") & names.is_in(annotation_names)).fill_null(False),
+        "is_module": ((cats == "python_function") & names.str.starts_with(MODULE_PREFIX)).fill_null(False),
+        "named_cpu": ((cats == "cpu_op") & names.is_not_null()).fill_null(False),
+        "gpu_launch": ((cats == "launch") & items["correlation"].is_in(list(gpu_correlations)))
+        .fill_null(False),
+    }).select(pl.all().gather(order))  # sweep order from here on
     own = pl.int_range(n, dtype=pos_dtype, eager=True)
-    is_op = ~items["is_launch"]
-    prev = items.select(
-        _thread=(pl.col("pid").ne_missing(pl.col("pid").shift(1))
-                 | pl.col("tid").ne_missing(pl.col("tid").shift(1))).cum_sum(),
-        _prev=pl.when(~pl.col("is_launch")).then(own).shift(1).forward_fill(),
-    )
-    threads = prev["_thread"]
-    cand = prev["_prev"]
+    threads = flags["thread"]
+    cand = flags.select(
+        pl.when(~pl.col("is_launch")).then(own).shift(1).forward_fill().alias("cand")).to_series()
     # The previous op must be on the same thread (threads are contiguous in the sort order).
     cand = pl.select(pl.when(threads.gather(cand) == threads).then(cand)).to_series()
-    starts = items["ts"]
-    ends = items["end"]
+    starts, ends = flags["ts"], flags["end"]
     active = own.filter((ends.gather(cand) <= starts).fill_null(False))
     while active.len():
         jumped = cand.gather(cand.gather(active))
@@ -147,36 +161,38 @@ def _nest(items: pl.DataFrame, gpu_correlations: set[int]) -> pl.DataFrame:
         active = active.filter((ends.gather(jumped) <= starts.gather(active)).fill_null(False))
     parent = cand
 
-    names = items["name"]
-    cats = items["cat"]
-    is_cpu = (cats == "cpu_op").fill_null(False)
-    annotation_names = [
-        name for name in items.filter(pl.col("cat") == "user_annotation")["name"].unique().drop_nulls()
-        .to_list() if not name.startswith(STEP_PREFIX) and preop_kind(name) is None
-    ]
-    is_annotation = ((cats == "user_annotation") & names.is_in(annotation_names)).fill_null(False)
-    is_module = ((cats == "python_function") & names.str.starts_with(MODULE_PREFIX)).fill_null(False)
-
+    is_cpu = flags["is_cpu"]
     inner_cpu = _nearest(parent, is_cpu, own)
-    inner_annotation = _nearest(parent, is_annotation, own) if is_annotation.any() else _nulls(n, pos_dtype)
-    inner_module = _nearest(parent, is_module, own) if is_module.any() else _nulls(n, pos_dtype)
+    inner_annotation = _nearest(parent, flags["is_annotation"], own) if flags["is_annotation"].any() else None
+    inner_module = _nearest(parent, flags["is_module"], own) if flags["is_module"].any() else None
     # top_op: the outermost cpu_op of the chain (the sweep keeps the first non-null name).
-    is_named_cpu = is_cpu & names.is_not_null()
-    inner_named = inner_cpu if names.filter(is_cpu).null_count() == 0 else _nearest(parent, is_named_cpu, own)
+    named = flags["named_cpu"]
+    inner_named = inner_cpu if named.sum() == is_cpu.sum() else _nearest(parent, named, own)
     top = _root(inner_named.gather(parent), own).gather(inner_named)
+    launches_gpu = _with_ancestors(parent, parent.filter(flags["gpu_launch"]), n)
+    depth = _depth(parent)
 
-    gpu_launch = ~is_op & items["correlation"].is_in(list(gpu_correlations)).fill_null(False)
+    # Back to the rows' own order: sweep position p is row order[p].
+    back = order.arg_sort()
+
+    def rows(pointer: pl.Series | None) -> pl.Series | None:
+        return None if pointer is None else order.gather(pointer.gather(back))
+
     idxs = items["idx"]
+    none = pl.Series([None], dtype=pl.String).extend_constant(None, n - 1)
+    module_rows = rows(inner_module)
+    annotation_rows = rows(inner_annotation)
+    cpu_rows = rows(inner_cpu)
     return pl.DataFrame({
         "idx": idxs,
-        "parent_idx": idxs.gather(parent),
-        "depth": _depth(parent),
-        "direct_cpu_op_idx": idxs.gather(inner_cpu),
-        "cpu_op": names.gather(inner_cpu),
-        "top_op": names.gather(top),
-        "annotation": names.gather(inner_annotation),
-        "module": names.gather(inner_module).str.strip_prefix(MODULE_PREFIX),
-        "launches_gpu": _with_ancestors(parent, parent.filter(gpu_launch), n),
+        "parent_idx": idxs.gather(rows(parent)),
+        "depth": depth.gather(back),
+        "direct_cpu_op_idx": idxs.gather(cpu_rows),
+        "cpu_op": names.gather(cpu_rows),
+        "top_op": names.gather(rows(top)),
+        "annotation": none if annotation_rows is None else names.gather(annotation_rows),
+        "module": none if module_rows is None else names.gather(module_rows).str.strip_prefix(MODULE_PREFIX),
+        "launches_gpu": launches_gpu.gather(back),
     })
 
 
@@ -190,10 +206,6 @@ _LAUNCH_INFO_SCHEMA = {
     "op_idx": pl.UInt32, "cpu_op": pl.String, "top_op": pl.String, "annotation": pl.String,
     "module": pl.String,
 }
-
-
-def _nulls(n: int, dtype: pl.DataType) -> pl.Series:
-    return pl.Series([None], dtype=dtype).extend_constant(None, n - 1)
 
 
 def _nearest(parent: pl.Series, mark: pl.Series, own: pl.Series) -> pl.Series:
