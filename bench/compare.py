@@ -307,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def run(key: str, cmd: list[str], timeout: float | None = None) -> dict:
         log(f"run {key}")
+        load_before = os.getloadavg()[0]
         r = measure(cmd, timeout or args.timeout)
+        r["loadavg_1min_before"] = round(load_before, 2)
         log(f"  -> {fmt_s(r)}, peak {fmt_rss(r)}" + ("" if r.get("ok") else f"\n{r.get('stderr', '')}"))
         results[key] = r
         return r
@@ -317,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
         path = name(size)
         run(f"report:{size:g}", tracekit_cmd("report", str(path), "-o", str(out_dir / "report.md")))
         run(f"json:{size:g}", [sys.executable, "-c", _JSON_LOAD, str(path)])
+    # The default output (no -o): the terminal renderer, here to a pipe (stdout not a terminal).
+    run(f"report-term:{sizes[0]:g}", tracekit_cmd("report", str(name(sizes[0]))))
     for size in args.gzip_sizes:
         run(f"report-gz:{size:g}", tracekit_cmd("report", str(name(size, True)), "-o",
                                                 str(out_dir / "report.md")))
@@ -365,6 +369,8 @@ def render(args, sizes, hta_sizes, big, traces, b_summary, results, stages, mach
         f"- Python {mach['python']}; " + ", ".join(f"{k} {v}" for k, v in mach["versions"].items()) + ".",
         f"- Traces: `bench/synth.py` replicating the steps of `{args.src.relative_to(ROOT) if args.src.is_relative_to(ROOT) else args.src}`"
         " (fresh correlation/External ids, shifted times); sizes are MB (10^6 bytes) of JSON text.",
+        "- The machine was shared with other work during the run: each run's 1-minute load average "
+        "before it started is in the raw figures (`loadavg_1min_before`; 2 cores).",
         "- Each figure is one child process: wall seconds from process start to exit (interpreter "
         "start and imports included) and its peak RSS (VmHWM). tracekit writes its Markdown report to "
         "a file. HTA: `TraceAnalysis` load + `get_temporal_breakdown` + `get_idle_time_breakdown` on a "
@@ -399,6 +405,9 @@ def render(args, sizes, hta_sizes, big, traces, b_summary, results, stages, mach
         f"| `tracekit diff A B` (A {traces[(big, False)]['events']:,} events, B {b_summary['events']:,}) "
         f"| {fmt_s(diff)} | {fmt_rss(diff)} |",
         f"| `tracekit convert A -o A.parquet` (once) | {fmt_s(conv)} | {fmt_rss(conv)} |",
+        f"| `tracekit report` {sizes[0]:g} MB with the default terminal output (to a pipe) instead of "
+        f"`-o report.md` | {fmt_s(results.get(f'report-term:{sizes[0]:g}'))} "
+        f"| {fmt_rss(results.get(f'report-term:{sizes[0]:g}'))} |",
         f"| `tracekit report A.parquet` (re-analysis from the cache) | {fmt_s(parq)} | {fmt_rss(parq)} |",
         "",
     ]
