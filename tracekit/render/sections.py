@@ -129,8 +129,13 @@ def round_trips_table(report) -> Table:
     title = "Memory round trips (tensors written to HBM and read back in the same step)"
     if trips is not None:
         title += f" — method: {trips.method}"
+        tensors = trips.tensors
+        if report.path_step is not None and report.selected_step is None:
+            # One step is representative; every step's tensors are in the JSON output.
+            tensors = tensors.filter(pl.col("step") == report.path_step)
+            title += f" — ProfilerStep#{report.path_step} (all steps: --format json)"
         decoded = _decoded_by_name(report)
-        for r in trips.tensors.iter_rows(named=True):
+        for r in tensors.iter_rows(named=True):
             rows.append([str(r["step"]), _kernel_and_op(r["producer"], r["producer_op"], decoded),
                          _kernel_and_op(r["consumer"], r["consumer_op"], decoded), r["shape"],
                          r["dtype"], f"{r['bytes']:,}"])
@@ -219,8 +224,20 @@ def notes(report) -> list[str]:
     return out
 
 
+#: Rows shown per table in term/Markdown; long traces have hundreds of steps. JSON is never cut.
+MAX_TABLE_ROWS = 60
+
+
+def _capped(table: Table) -> Table:
+    title, headers, rows = table
+    if len(rows) <= MAX_TABLE_ROWS:
+        return table
+    note = f" — first {MAX_TABLE_ROWS} of {len(rows)} rows (--format json has all)"
+    return (title + note, headers, rows[:MAX_TABLE_ROWS])
+
+
 def all_tables(report) -> list[Table]:
-    """Every table in display order."""
+    """Every table in display order, each cut to :data:`MAX_TABLE_ROWS` rows."""
     tables = [steps_table(report), launch_gaps_table(report), idle_causes_table(report),
               paths_table(report), kernels_table(report), throughput_table(report),
               round_trip_steps_table(report), round_trips_table(report),
@@ -228,7 +245,7 @@ def all_tables(report) -> list[Table]:
     hta = hta_table(report)
     if hta is not None:
         tables.append(hta)
-    return tables
+    return [_capped(t) for t in tables]
 
 
 def ranks_table(rank_report) -> Table:
