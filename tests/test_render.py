@@ -115,3 +115,19 @@ def test_cli_unknown_option_is_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["report", "--bogus"])
     assert exit_info.value.code == 2
+
+
+def test_long_tables_are_capped_in_markdown_but_complete_in_json():
+    from pathlib import Path
+
+    from tracekit.render.sections import MAX_TABLE_ROWS
+
+    sample = Path(__file__).resolve().parent.parent / "sample_traces" / "train_eager.json.gz"
+    report = report_mod.build(load(sample), step=4)
+    md, js = io.StringIO(), io.StringIO()
+    render_report(report, "md", md)
+    render_report(report, "json", js)
+    kernels_in_step = report.paths.height
+    assert kernels_in_step > MAX_TABLE_ROWS
+    assert f"first {MAX_TABLE_ROWS} of {kernels_in_step} rows" in md.getvalue()
+    assert len(json.loads(js.getvalue())["paths"]["rows"]) == kernels_in_step
