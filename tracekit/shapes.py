@@ -27,28 +27,29 @@ DTYPE_SHORT = {
 }
 
 
-@lru_cache(maxsize=65536)
-def parse_dims(raw: str | None) -> tuple:
-    """Decode ``Input Dims`` text into nested tuples (cached: the same shapes recur every step)."""
+def _decode_list(raw: str | None) -> list | None:
+    """The JSON list in ``raw``, or None when it is empty, malformed or not a list."""
     if not raw:
-        return ()
+        return None
     try:
         value = _DECODER.decode(raw)
     except msgspec.DecodeError:
-        return ()
-    return _freeze(value) if isinstance(value, list) else ()
+        return None
+    return value if isinstance(value, list) else None
+
+
+@lru_cache(maxsize=65536)
+def parse_dims(raw: str | None) -> tuple:
+    """Decode ``Input Dims`` text into nested tuples (cached: the same shapes recur every step)."""
+    value = _decode_list(raw)
+    return () if value is None else _freeze(value)
 
 
 @lru_cache(maxsize=65536)
 def parse_types(raw: str | None) -> tuple[str, ...]:
     """Decode ``Input type`` text into a tuple of type names ("" for non-tensors)."""
-    if not raw:
-        return ()
-    try:
-        value = _DECODER.decode(raw)
-    except msgspec.DecodeError:
-        return ()
-    return tuple(v if isinstance(v, str) else "" for v in value) if isinstance(value, list) else ()
+    value = _decode_list(raw)
+    return () if value is None else tuple(v if isinstance(v, str) else "" for v in value)
 
 
 def tensor_dims(raw: str | None) -> list[tuple[int, ...] | None]:
