@@ -3,32 +3,26 @@
 Every name in :data:`CASES` was copied from a real trace or a public profile of one; the comment after
 each gives the source. Source keys:
 
-- KINETO:   /work/shared/KINETO.md, "Seen on the H200" (our H200, torch 2.11, CUDA 13, triton 3.6).
+- KINETO:   the project's Kineto format notes (KINETO.md), "Seen on the H200" (our H200, torch 2.11, CUDA 13, triton 3.6).
 - ISSUE:    names quoted in the core-analyzer issue ("Classifying kernels"), taken from real traces.
 - A100MAP:  a public A100 kernel-name map from a GPGPU-sim study (model_pool_finetuned.py + mnist
-            profiles; code-search ids 32838409858 / 32177202074).
-- OLMO:     public OLMo-1B H100 training profile report (code-search id 69586029839).
-- VLLM:     public vLLM 0.21 Qwen3-VL Hopper profile tables (code-search id 61926594328).
-- SGL:      public SGLang Hopper kernel tables (ids 68329992991, 70184269068, 70506788616).
-- B200:     public B200 profiles / kernel tables (ids 61363650127, 61808911896, 62457333053, 54558345081,
-            59976112720).
-- XMMA:     public H100/A100 cuBLAS kernel listings (ids 11922789791, 26193371276, 9331929340,
-            17404632024).
-- AMPERE:   public A100 profiles (ids 55595926415, 55092535262, 58681565479, 60400030475, 55069596019,
-            55301627135, 67461461707, 53954106137, 51778083229).
-- MI300:    public ROCm MI300/MI355 profiles (ids 61139981785, 70458330770, 61959963010, 56201920909,
-            66261006442).
-- NCCL:     public NCCL traces/tables (ids 53127463604, 58558446959, 71605601249, 3007114934).
-- INDUCTOR: public Inductor output code / profiles (ids 36503075450, 10267414085, 49592605700,
-            184900340, 71556724190, 4202624000, 59708275445, 66261006442).
-- ATTN:     public SDPA backend listings (ids 70510272982, 71075610544, 59361921722), Triton's
-            fused-attention tutorial (`_attn_fwd`), AMD MI300 profile (`attn_fwd`, id 66261006442).
+            profiles).
+- OLMO:     public OLMo-1B H100 training profile report.
+- VLLM:     public vLLM 0.21 Qwen3-VL Hopper profile tables.
+- SGL:      public SGLang Hopper kernel tables.
+- B200:     public B200 profiles / kernel tables.
+- XMMA:     public H100/A100 cuBLAS kernel listings.
+- AMPERE:   public A100 profiles.
+- MI300:    public ROCm MI300/MI355 profiles.
+- NCCL:     public NCCL traces/tables.
+- INDUCTOR: public Inductor output code / profiles.
+- ATTN:     public SDPA backend listings, Triton's
+            fused-attention tutorial (`_attn_fwd`), AMD MI300 profile (`attn_fwd`).
 - SAMPLE:   sample_traces/*.json.gz captured on our H200 (torch 2.11, bf16): every distinct GPU activity
             with its launch API (by correlation) and innermost cpu_op, full names, in
             tests/data/h200_sample_kernels.json (whole decoded records asserted).
 
-The "(code-search id N)" references are the public files found through the code index while writing
-this table; `read_file(id=N)` shows them.
+Public sources were public repositories' profile tables, kernel-name listings and trace files.
 """
 
 from __future__ import annotations
@@ -124,11 +118,11 @@ CASES: list[Case] = [
       launch_api="cuLaunchKernel", cpu_op="LigerGELUMulFunction"),
     # ------------------------------------------------------------------ hand-written Triton (public) -
     # No launch evidence in these listings, so the name-shape rule (lower confidence) decides.
-    K("_chunk_scan_fwd_kernel", "triton_custom", "triton",  # Hopper mamba profile (id 71253889525), mamba_ssm
+    K("_chunk_scan_fwd_kernel", "triton_custom", "triton",  # Hopper mamba profile, mamba_ssm
       {"function": "_chunk_scan_fwd_kernel", "direction": "fwd"}),
     K("_permute_kernel", "triton_custom", "triton",  # same profile, MoE routing
       {"function": "_permute_kernel"}),
-    K("merge_16x16_to_64x64_inverse_kernel", "triton_custom", "triton",  # GDN profile (id 58681565479), fla
+    K("merge_16x16_to_64x64_inverse_kernel", "triton_custom", "triton",  # GDN profile, fla
       {"function": "merge_16x16_to_64x64_inverse_kernel"}),
     # ------------------------------------------------------------------ Hopper nvjet (public) -------
     K("nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_TNN", "gemm", "cublasLt",  # OLMO (H100)
@@ -153,20 +147,20 @@ CASES: list[Case] = [
       {"tile": "192x208", "epilogue": "bias", "coop": "coopB", "layout": "TNT"}, cpu_op="aten::addmm"),
     K("nvjet_sm90_tst_144x128_64x6_1x2_h_bz_TNN", "gemm", "cublasLt",  # SGL
       {"tile": "144x128", "stages": 6, "cluster": "1x2", "layout": "TNN"}),
-    K("nvjet_tst_192x128_64x4_1x2_h_bz_coopA_NTT", "gemm", "cublasLt",  # ATTN list (id 71075610544): no-arch form
+    K("nvjet_tst_192x128_64x4_1x2_h_bz_coopA_NTT", "gemm", "cublasLt",  # ATTN list: no-arch form
       {"variant": "tst", "tile": "192x128", "k_tile": 64, "stages": 4, "layout": "NTT"}),
-    K("nvjet_tst_192x192_64x3_2x1_v_bz_coopB_NTN", "gemm", "cublasLt",  # H100 profile (id 66074459749)
+    K("nvjet_tst_192x192_64x3_2x1_v_bz_coopB_NTN", "gemm", "cublasLt",  # H100 profile
       {"tile": "192x192", "stages": 3, "layout": "NTN"}),
-    K("nvjet_tst_320x128_64x3_1x2_h_bz_coopB_NTT", "gemm", "cublasLt",  # Hopper mamba profile (id 71253889525)
+    K("nvjet_tst_320x128_64x3_1x2_h_bz_coopB_NTT", "gemm", "cublasLt",  # Hopper mamba profile
       {"tile": "320x128", "coop": "coopB", "layout": "NTT"}),
-    K("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NNT", "gemm", "cublasLt",  # H100 nsys of torch.matmul (id 23947680212)
+    K("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NNT", "gemm", "cublasLt",  # H100 nsys of torch.matmul
       {"variant": "hsh", "dtype": "fp16", "accumulate": "fp32", "tile": "256x128", "k_tile": 64, "stages": 4,
        "cluster": "1x2", "coop": "coopA", "layout": "NNT"}),
-    K("nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_TNN", "gemm", "cublasLt",  # H100 proton profile (id 54573161734)
+    K("nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_TNN", "gemm", "cublasLt",  # H100 proton profile
       {"dtype": "fp16", "tile": "128x256", "layout": "TNN"}),
-    K("nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_NNT", "gemm", "cublasLt",  # cuBLAS 12.8 listing (id 59488037838)
+    K("nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_NNT", "gemm", "cublasLt",  # cuBLAS 12.8 listing
       {"arch": "sm90", "variant": "hss", "dtype": "fp16", "split_k": True, "layout": "NNT"}),
-    K("nvjet_hsh_32x64_64x16_4x1_v_bz_splitK_TNN", "gemm", "cublasLt",  # profile table (id 61825272447)
+    K("nvjet_hsh_32x64_64x16_4x1_v_bz_splitK_TNN", "gemm", "cublasLt",  # profile table
       {"tile": "32x64", "stages": 16, "split_k": True}),
     # ------------------------------------------------------------------ Blackwell --------------------
     K("nvjet_sm100_tst_16x64_64x16_4x1_v_bz_TNN", "gemm", "cublasLt",  # B200
@@ -183,10 +177,10 @@ CASES: list[Case] = [
        "stages": 3, "layout": "tnn", "epilogue": "bias+relu"}),
     K("cutlass3x_sm100_simt_sgemm_f32_f32_f32_f32_f32_64x32x16_1x1x1_3_nnn_align1_bias_f32_relu", "gemm", "cutlass",  # B200
       {"arch": "sm100", "tile": "64x32", "layout": "nnn"}),
-    K("sm100_xmma_gemm_bf16f16_bf16f16_bf16f32_tn_n_tilesize256x128x64_stage4_warpsize2x2x1", "gemm", "cublas",  # B200 (id 57166043813)
+    K("sm100_xmma_gemm_bf16f16_bf16f16_bf16f32_tn_n_tilesize256x128x64_stage4_warpsize2x2x1", "gemm", "cublas",  # B200
       {"arch": "sm100", "dtype": "bf16", "accumulate": "fp32", "layout": "tn", "tile": "256x128", "k_tile": 64,
        "stages": 4, "warps": "2x2x1"}),
-    K("sm100_xmma_fprop_implicit_gemm_f16f16_f16f32_nhwc", "gemm", "cudnn",  # B200 cuDNN conv (id 58547695138)
+    K("sm100_xmma_fprop_implicit_gemm_f16f16_f16f32_nhwc", "gemm", "cudnn",  # B200 cuDNN conv
       {"arch": "sm100", "op": "conv", "pass": "fprop", "dtype": "fp16"}),
     # ------------------------------------------------------------------ xmma -------------------------
     K("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
@@ -323,22 +317,22 @@ CASES: list[Case] = [
       {"fused_ops": ["add", "mean", "mul", "pow", "rsqrt"]}),
     K("triton_per_fused_mul_0", "triton_fused", "inductor",  # INDUCTOR
       {"kind": "persistent_reduction", "fused_ops": ["mul"]}),
-    K("triton_poi_fused_add_cat_mul_rsub_sigmoid_silu_split_0", "triton_fused", "inductor",  # B200 SwiGLU (id 63528448244)
+    K("triton_poi_fused_add_cat_mul_rsub_sigmoid_silu_split_0", "triton_fused", "inductor",  # B200 SwiGLU
       {"kind": "pointwise", "fused_ops": ["add", "cat", "mul", "rsub", "sigmoid", "silu", "split"]}),
     # ------------------------------------------------------------------ attention --------------------
     K("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float, cutlass::arch::Sm80, "
       "true, 64, 64, 64, true, true>::Params)", "attention", "cutlass",  # A100MAP
       {"impl": "mem_efficient", "direction": "fwd", "arch": "sm80", "dtype": "fp32", "tile": "64x64"}),
-    K("fmha_cutlassF_bf16_aligned_64x128_rf_sm80", "attention", "cutlass",  # ATTN (id 71075610544)
+    K("fmha_cutlassF_bf16_aligned_64x128_rf_sm80", "attention", "cutlass",  # ATTN
       {"impl": "mem_efficient", "direction": "fwd", "dtype": "bf16", "tile": "64x128"}),
     K("cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_3_64x64x128_4x1x1_kernel0_0", "attention",
-      "cudnn",  # ATTN (id 70510272982)
+      "cudnn",  # ATTN
       {"impl": "cudnn_sdpa", "direction": "fwd", "arch": "sm80", "precision": "16bit"}),
-    K("cudnn_generated_fort_native_sdpa_sm100_flash_fprop_f16", "attention", "cudnn",  # ATTN (id 59361921722)
+    K("cudnn_generated_fort_native_sdpa_sm100_flash_fprop_f16", "attention", "cudnn",  # ATTN
       {"impl": "cudnn_sdpa", "arch": "sm100"}),
     K("_attn_fwd", "attention", "triton",  # ATTN (Triton fused-attention tutorial): attention beats triton_custom
       {"impl": "triton", "direction": "fwd"}, launch_api="cuLaunchKernel"),
-    K("attn_fwd", "attention", "triton",  # MI300 profile (id 66261006442)
+    K("attn_fwd", "attention", "triton",  # MI300 profile
       {"direction": "fwd"}, launch_api="hipModuleLaunchKernel"),
     # ------------------------------------------------------------------ communication -----------------
     K("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "communication", "nccl",  # ISSUE
