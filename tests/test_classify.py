@@ -255,10 +255,10 @@ CASES: list[Case] = [
       {"tile": "64x64", "layout": "tn"}),
     # ------------------------------------------------------------------ AMD Tensile ------------------
     K("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x512_MI16x16x1_DTLA1_DTLB1_GRVWA8_GRVWB8_GSU0_PGR2_PLR1"
-      "_SIA3_SK3_SKFTR0_WG16_4_4", "gemm", "hipblaslt",  # MI300 (rocprof of torch.matmul, id 61139981785)
+      "_SIA3_SK3_SKFTR0_WG16_4_4", "gemm", "hipblaslt",  # MI300 (rocprof of torch.matmul)
       {"layout": "TN", "dtype": "bf16", "tile": "16x16", "k_tile": 512, "instruction": "16x16x1", "epilogue": "bias"}),
     K("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x256x64_MI16x16x1_SN_LDSB1_GRPM1_GSU1_ISA950_K1_WG32_8_1",
-      "gemm", "hipblaslt",  # MI300 (MI355 corpus, id 70458330770)
+      "gemm", "hipblaslt",  # MI300 (MI355 corpus)
       {"layout": "TN", "dtype": "bf16", "tile": "256x256", "k_tile": 64, "arch": "gfx950", "split_k": False}),
     K("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0_APM1_ABV0_ACED0_AF0EM1", "gemm", "rocblas",  # MI300
       {"layout": "NN", "dtype": "fp16", "tile": "128x128", "k_tile": 32, "instruction": "32x32x8", "epilogue": "none"}),
