@@ -96,71 +96,121 @@ class RoundTripReport:
 
 @dataclass
 class _OpCall:
-    """One op instance that launched GPU work: its rows, model, and (when joined) ET node."""
+    """One op instance that launched GPU work: its activities (positions in the sorted GPU rows)."""
 
     op_name: str
-    rows: list[dict]
-    primary: list[dict]
+    primary: list[int]
     traffic: OpTraffic | None
     node: EtNode | None
     start: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class _Figures:
+    """An op model's per-call figures, computed once per distinct model."""
+
+    model: str
+    dtype: str | None
+    bytes_read: int | None
+    bytes_written: int | None
+    flops: int
 
 
 def analyze(trace: Trace, attributed: Attribution, *,
             execution_trace: ExecutionTrace | None = None) -> RoundTripReport:
     """Model every kernel's traffic and link the step's round trips; pure, no I/O."""
     gpu = attributed.gpu.filter(pl.col("kind").is_in(WORK_KINDS)).sort(["ts", "idx"])
-    ops = attributed.tree.ops.select("idx", "name", "record_function_id", "input_dims", "input_types")
-    op_rows = {r["idx"]: r for r in ops.iter_rows(named=True)}
+    ops = attributed.tree.ops
     notes: list[str] = []
     method = "shape_inference"
     if execution_trace is not None:
-        joined = sum(1 for r in op_rows.values()
-                     if r["record_function_id"] is not None
-                     and r["record_function_id"] in execution_trace.by_rf_id
-                     and execution_trace.by_rf_id[r["record_function_id"]].name == r["name"])
-        if joined:
+        if _joins(ops, execution_trace):
             method = "execution_trace"
         else:
             notes.append(f"execution trace {execution_trace.path} joins no op of this trace by "
                          "rf_id; links inferred from shapes")
     et = execution_trace if method == "execution_trace" else None
 
-    calls, singles = _group_calls(gpu, op_rows, et)
-    traffic_rows: dict[int, dict] = {}
-    for row in singles:
-        traffic_rows[row["idx"]] = _activity_row(row)
-    links: list[dict] = []
+    cols = _Columns(gpu)
+    calls, singles = _group_calls(cols, ops, et)
+    n = len(cols.idx)
+    out_op: list = [None] * n
+    out_model: list = [None] * n
+    out_dtype: list = [None] * n
+    out_read: list = [None] * n
+    out_written: list = [None] * n
+    out_flops: list = [None] * n
+    for i in singles:
+        _activity_row(cols, i, out_op, out_model, out_read, out_written, out_flops)
+
+    links = _Links()
     by_step: dict[int | None, list[_OpCall]] = {}
+    step_col = cols.step
     for call in calls:
-        by_step.setdefault(call.primary[0]["step"], []).append(call)
+        by_step.setdefault(step_col[call.primary[0]], []).append(call)
+    resolved: dict[tuple[int, bool], OpTraffic] = {}
+    keep_alive: list[OpTraffic] = []  # ids in ``resolved`` stay valid while the analysis runs
+    names = cols.name
     for step in sorted(by_step, key=lambda s: (s is None, s or 0)):
         step_calls = by_step[step]
         step_calls.sort(key=lambda c: c.start)
         linker = _ExactLinker(et) if et is not None else _ShapeLinker()
         for call in step_calls:
-            if call.traffic is not None and call.traffic.inductor_out:
-                last = call.traffic.reads[-1]
-                call.traffic = traffic_models.resolve_inductor(call.traffic, linker.is_live(call, last))
-            producer_name = call.primary[-1]["name"]
-            if call.traffic is not None:
-                consumer = call.primary[0]["name"]
-                for access in call.traffic.reads:
-                    for prod, tensor, nbytes in linker.read(call, access):
-                        links.append({
-                            "step": step, "producer": prod[0], "producer_op": prod[1],
-                            "consumer": consumer, "consumer_op": call.op_name,
-                            "shape": _shape_text(tensor.shape), "dtype": tensor.short_dtype,
-                            "bytes": nbytes,
-                        })
-                for access in call.traffic.writes:
-                    linker.write(call, access, (producer_name, call.op_name))
-        for call in step_calls:
-            traffic_rows.update(_call_rows(call))
+            t = call.traffic
+            if t is None:
+                continue
+            if t.inductor_out:
+                live = linker.is_live(call, t.reads[-1])
+                key = (id(t), live)
+                done = resolved.get(key)
+                if done is None:
+                    done = resolved[key] = traffic_models.resolve_inductor(t, live)
+                    keep_alive.append(t)
+                call.traffic = t = done
+            consumer = names[call.primary[0]]
+            for access in t.reads:
+                for prod, tensor, nbytes in linker.read(call, access):
+                    links.add(step, prod, consumer, call.op_name, tensor, nbytes)
+            producer = (names[call.primary[-1]], call.op_name)
+            for access in t.writes:
+                linker.write(call, access, producer)
 
-    traffic_frame = pl.DataFrame(
-        [traffic_rows[r["idx"]] for r in gpu.iter_rows(named=True)], schema=TRAFFIC_SCHEMA)
-    tensors = pl.DataFrame(links, schema=TENSORS_SCHEMA)
+    figures: dict[int, _Figures] = {}
+    for call in calls:
+        t = call.traffic
+        primary = call.primary
+        first, last = primary[0], primary[-1]
+        for i in primary:
+            out_op[i] = call.op_name
+        if t is None:
+            for i in primary:
+                out_model[i] = "unknown"
+            continue
+        f = figures.get(id(t))
+        if f is None:
+            f = figures[id(t)] = _Figures(t.model, t.dtype, t.bytes_read, t.bytes_written, t.flops)
+            keep_alive.append(t)
+        if first == last:
+            out_model[first], out_dtype[first] = f.model, f.dtype
+            out_read[first], out_written[first], out_flops[first] = f.bytes_read, f.bytes_written, f.flops
+            continue
+        split = f"{f.model}/split"
+        for i in primary[1:-1]:
+            out_model[i] = "unknown"
+        out_model[first] = out_model[last] = split
+        out_dtype[first] = out_dtype[last] = f.dtype
+        out_read[first], out_written[first], out_flops[first] = f.bytes_read, 0, f.flops
+        out_read[last], out_written[last], out_flops[last] = 0, f.bytes_written, 0
+
+    traffic_frame = gpu.select(
+        "idx", "step", "kind", "name", "kernel_class",
+        pl.Series("op", out_op, dtype=pl.String), pl.Series("model", out_model, dtype=pl.String),
+        pl.Series("dtype", out_dtype, dtype=pl.String),
+        pl.Series("bytes_read", out_read, dtype=pl.Int64),
+        pl.Series("bytes_written", out_written, dtype=pl.Int64),
+        pl.Series("flops", out_flops, dtype=pl.Int64), pl.col("dur").alias("dur_ns"),
+    ).cast(TRAFFIC_SCHEMA)
+    tensors = links.frame()
     return RoundTripReport(
         traffic=traffic_frame, tensors=tensors,
         bytes_per_step=_per_step(trace, traffic_frame, tensors), method=method,
@@ -168,80 +218,134 @@ def analyze(trace: Trace, attributed: Attribution, *,
     )
 
 
+def _joins(ops: pl.DataFrame, et: ExecutionTrace) -> bool:
+    """Whether any op of the trace joins an execution-trace node by rf_id (and name)."""
+    if not et.by_rf_id:
+        return False
+    nodes = pl.DataFrame({"record_function_id": list(et.by_rf_id),
+                          "name": [node.name for node in et.by_rf_id.values()]},
+                         schema={"record_function_id": pl.Int64, "name": pl.String})
+    hits = ops.select(pl.col("record_function_id").cast(pl.Int64), pl.col("name")).join(
+        nodes, on=["record_function_id", "name"], how="semi")
+    return hits.height > 0
+
+
+class _Columns:
+    """The sorted GPU activities' columns as Python lists (one ``to_list`` each)."""
+
+    def __init__(self, gpu: pl.DataFrame) -> None:
+        (self.idx, self.step, self.kind, self.name, self.dur, self.ts, self.op_idx, self.cpu_op,
+         self.launch_api, self.bytes) = (
+            gpu.get_column(c).to_list()
+            for c in ("idx", "step", "kind", "name", "dur", "ts", "op_idx", "cpu_op", "launch_api",
+                      "bytes"))
+
+
+class _Links:
+    """The ``tensors`` frame, gathered column by column."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list] = {name: [] for name in TENSORS_SCHEMA}
+        self.shapes: dict[tuple[int, ...], str] = {}
+
+    def add(self, step, prod: tuple[str, str], consumer: str, consumer_op: str, tensor: TensorSpec,
+            nbytes: int) -> None:
+        c = self.columns
+        shape = self.shapes.get(tensor.shape)
+        if shape is None:
+            shape = self.shapes[tensor.shape] = _shape_text(tensor.shape)
+        c["step"].append(step)
+        c["producer"].append(prod[0])
+        c["producer_op"].append(prod[1])
+        c["consumer"].append(consumer)
+        c["consumer_op"].append(consumer_op)
+        c["shape"].append(shape)
+        c["dtype"].append(tensor.short_dtype)
+        c["bytes"].append(nbytes)
+
+    def frame(self) -> pl.DataFrame:
+        return pl.DataFrame(self.columns, schema=TENSORS_SCHEMA)
+
+
 # ---- grouping kernels into op calls -----------------------------------------------------------
 
-def _group_calls(gpu: pl.DataFrame, op_rows: dict, et: ExecutionTrace | None):
-    """Op calls with their primary activities, and activities modelled on their own."""
-    groups: dict[tuple, list[dict]] = {}
-    singles: list[dict] = []
-    for row in gpu.iter_rows(named=True):
-        graph = row["launch_api"] in GRAPH_LAUNCH_APIS
-        if graph or row["op_idx"] is None:
-            singles.append(row)
+def _group_calls(cols: _Columns, ops: pl.DataFrame, et: ExecutionTrace | None):
+    """Op calls with their primary activities, and activities modelled on their own (positions)."""
+    groups: dict[tuple, list[int]] = {}
+    singles: list[int] = []
+    for i, (op_idx, api, step) in enumerate(zip(cols.op_idx, cols.launch_api, cols.step)):
+        if op_idx is None or api in GRAPH_LAUNCH_APIS:
+            singles.append(i)
             continue
-        groups.setdefault((row["op_idx"], row["step"]), []).append(row)
+        rows = groups.get((op_idx, step))
+        if rows is None:
+            groups[(op_idx, step)] = [i]
+        else:
+            rows.append(i)
+    wanted = ops.join(pl.DataFrame({"idx": list({k[0]: None for k in groups})}, schema={"idx": pl.UInt32}),
+                      on="idx", how="semi")
+    op_rows = {
+        idx: (name, rf, dims, types) for idx, name, rf, dims, types in zip(
+            *(wanted.get_column(c).to_list()
+              for c in ("idx", "name", "record_function_id", "input_dims", "input_types")))}
+    kind, ts, idx_col, cpu_op = cols.kind, cols.ts, cols.idx, cols.cpu_op
+    models: dict[tuple, OpTraffic | None] = {}  # Kineto args are plain strings: model each once
     calls = []
+    missing = (None, None, None, None)
     for (op_idx, _), rows in groups.items():
-        kernels = [r for r in rows if r["kind"] == "kernel"]
-        copies = [r for r in rows if r["kind"] == "memcpy"]
-        primary = kernels or copies or rows
-        singles.extend(r for r in rows if not any(r is p for p in primary))
-        op = op_rows.get(op_idx) or {}
-        name = op.get("name") or rows[0]["cpu_op"] or "?"
+        kinds = [kind[i] for i in rows]
+        if "kernel" in kinds:
+            primary_kind = "kernel"
+        elif "memcpy" in kinds:
+            primary_kind = "memcpy"
+        else:
+            primary_kind = None
+        if primary_kind is None:
+            primary = rows
+        else:
+            primary = [i for i, k in zip(rows, kinds) if k == primary_kind]
+            if len(primary) != len(rows):
+                singles.extend(i for i, k in zip(rows, kinds) if k != primary_kind)
+        op_name, rf, dims, types = op_rows.get(op_idx, missing)
+        name = op_name or cpu_op[rows[0]] or "?"
         node = None
-        if et is not None and op.get("record_function_id") is not None:
-            candidate = et.by_rf_id.get(op["record_function_id"])
+        if et is not None and rf is not None:
+            candidate = et.by_rf_id.get(rf)
             node = candidate if candidate is not None and candidate.name == name else None
-        args = (traffic_models.args_from_et(node) if node is not None
-                else traffic_models.args_from_kineto(op.get("input_dims"), op.get("input_types")))
-        model = traffic_models.model(name, args)
-        if model is not None and not model.inductor_out and (
-                model.bytes_read is None or model.bytes_written is None):
-            model = None  # e.g. a TensorList whose dtype Kineto does not record: unknown, not 0
-        calls.append(_OpCall(name, rows, primary, model, node,
-                             (primary[0]["ts"], primary[0]["idx"])))
+        if node is not None:
+            model = _checked(traffic_models.model(name, traffic_models.args_from_et(node)))
+        else:
+            key = (name, dims, types)
+            if key in models:
+                model = models[key]
+            else:
+                model = models[key] = _checked(traffic_models.model(
+                    name, traffic_models.args_from_kineto(dims, types)))
+        first = primary[0]
+        calls.append(_OpCall(name, primary, model, node, (ts[first], idx_col[first])))
     return calls, singles
 
 
-def _base_row(row: dict) -> dict:
-    return {"idx": row["idx"], "step": row["step"], "kind": row["kind"], "name": row["name"],
-            "kernel_class": row["kernel_class"], "dur_ns": row["dur"]}
+def _checked(model: OpTraffic | None) -> OpTraffic | None:
+    if model is not None and not model.inductor_out and (
+            model.bytes_read is None or model.bytes_written is None):
+        return None  # e.g. a TensorList whose dtype Kineto does not record: unknown, not 0
+    return model
 
 
-def _activity_row(row: dict) -> dict:
+def _activity_row(cols: _Columns, i: int, out_op, out_model, out_read, out_written, out_flops) -> None:
     """A memset/memcpy by its own ``bytes``, or a kernel that no op model covers."""
-    out = _base_row(row)
-    graph = row["launch_api"] in GRAPH_LAUNCH_APIS
-    out["op"] = "cudaGraphLaunch" if graph else row["cpu_op"]
-    if row["kind"] in ("memset", "memcpy") and row["bytes"] is not None:
-        name = row["name"]
-        read = row["bytes"] if row["kind"] == "memcpy" and ("DtoD" in name or "DtoH" in name) else 0
-        written = row["bytes"] if row["kind"] == "memset" or "DtoH" not in name else 0
-        out.update(model=row["kind"], dtype=None, bytes_read=read, bytes_written=written, flops=0)
+    graph = cols.launch_api[i] in GRAPH_LAUNCH_APIS
+    out_op[i] = "cudaGraphLaunch" if graph else cols.cpu_op[i]
+    kind, nbytes = cols.kind[i], cols.bytes[i]
+    if kind in ("memset", "memcpy") and nbytes is not None:
+        name = cols.name[i]
+        out_model[i] = kind
+        out_read[i] = nbytes if kind == "memcpy" and ("DtoD" in name or "DtoH" in name) else 0
+        out_written[i] = nbytes if kind == "memset" or "DtoH" not in name else 0
+        out_flops[i] = 0
     else:
-        out.update(model="unknown", dtype=None, bytes_read=None, bytes_written=None, flops=None)
-    return out
-
-
-def _call_rows(call: _OpCall) -> dict[int, dict]:
-    out = {}
-    t = call.traffic
-    first, last = call.primary[0]["idx"], call.primary[-1]["idx"]
-    for row in call.primary:
-        r = _base_row(row)
-        r["op"] = call.op_name
-        if t is None or (row["idx"] not in (first, last)):
-            r.update(model="unknown", dtype=None, bytes_read=None, bytes_written=None, flops=None)
-        else:
-            single = first == last
-            r.update(
-                model=t.model if single else f"{t.model}/split", dtype=t.dtype,
-                bytes_read=t.bytes_read if row["idx"] == first else 0,
-                bytes_written=t.bytes_written if row["idx"] == last else 0,
-                flops=t.flops if row["idx"] == first else 0,
-            )
-        out[row["idx"]] = r
-    return out
+        out_model[i] = "unknown"
 
 
 # ---- linkers ------------------------------------------------------------------------------------
@@ -312,38 +416,57 @@ class _ExactLinker:
 
 
 class _ShapeLinker:
-    """Matches reads to earlier writes of equal numel and dtype (see module docstring)."""
+    """Matches reads to earlier writes of equal numel and dtype (see module docstring).
+
+    Values are kept in buckets by (numel, dtype), oldest first; a read scans its bucket from the
+    most recent value and stops at the first unread one of the same shape (the best possible)."""
 
     def __init__(self) -> None:
-        self.values: list[dict] = []
-        self.used: dict[int, set[int]] = {}  # id(call) -> values it already read
-
-    def _candidates(self, spec: TensorSpec, exclude: set[int]) -> list[dict]:
-        found = [v for v in self.values
-                 if v["numel"] == spec.numel and v["dtype"] == spec.dtype and id(v) not in exclude]
-        return sorted(found, key=lambda v: (v["read"], v["shape"] != spec.shape, -v["seq"]))
+        # (numel, dtype) -> values, each [seq, shape, spec, producer, read]
+        self.buckets: dict[tuple[int, str], list[list]] = {}
+        self.count = 0
+        self.used: dict[int, set[int]] = {}  # id(call) -> seqs of the values it already read
 
     def is_live(self, call: _OpCall, access: Access) -> bool:
-        return bool(self._candidates(access.tensor, set()))
+        spec = access.tensor
+        return bool(self.buckets.get((spec.numel, spec.dtype)))
 
     def read(self, call: _OpCall, access: Access):
-        used = self.used.setdefault(id(call), set())
         spec = access.tensor
         if not spec.dtype or spec.nbytes is None:
             return []
-        candidates = self._candidates(spec, used)
-        if not candidates:
+        bucket = self.buckets.get((spec.numel, spec.dtype))
+        if not bucket:
             return []
-        value = candidates[0]
-        value["read"] = True
-        used.add(id(value))
-        return [(value["producer"], value["spec"], spec.nbytes)]
+        used = self.used.setdefault(id(call), set())
+        shape = spec.shape
+        best = None
+        best_rank = 4
+        for value in reversed(bucket):  # most recent first: on equal rank the first seen wins
+            if value[0] in used:
+                continue
+            rank = (2 if value[4] else 0) + (value[1] != shape)
+            if rank == 0:
+                best = value
+                break
+            if rank < best_rank:
+                best, best_rank = value, rank
+        if best is None:
+            return []
+        best[4] = True
+        used.add(best[0])
+        return [(best[3], best[2], spec.nbytes)]
 
     def write(self, call: _OpCall, access: Access, producer: tuple[str, str]) -> None:
         spec = access.tensor
-        self.values.append({"numel": spec.numel, "dtype": spec.dtype, "shape": spec.shape,
-                            "spec": spec, "producer": producer, "read": False,
-                            "seq": len(self.values)})
+        key = (spec.numel, spec.dtype)
+        value = [self.count, spec.shape, spec, producer, False]
+        self.count += 1
+        bucket = self.buckets.get(key)
+        if bucket is None:
+            self.buckets[key] = [value]
+        else:
+            bucket.append(value)
 
 
 def _flat(value) -> list[EtTensor]:

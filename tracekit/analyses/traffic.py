@@ -34,6 +34,7 @@ operands from HBM once, which is the ideal an L2-resident tile schedule approach
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from math import prod
 
 from tracekit.shapes import DTYPE_BYTES, DTYPE_SHORT, parse_dims, parse_types
@@ -46,7 +47,8 @@ class TensorSpec:
     shape: tuple[int, ...]
     dtype: str
 
-    @property
+    # Cached on the instance (frozen fields never change; models are shared across calls).
+    @cached_property
     def numel(self) -> int:
         return prod(self.shape) if self.shape else 1
 
@@ -54,9 +56,9 @@ class TensorSpec:
     def itemsize(self) -> int | None:
         return DTYPE_BYTES.get(self.dtype)
 
-    @property
+    @cached_property
     def nbytes(self) -> int | None:
-        size = self.itemsize
+        size = DTYPE_BYTES.get(self.dtype)
         return None if size is None else self.numel * size
 
     @property
