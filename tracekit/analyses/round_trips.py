@@ -94,7 +94,7 @@ class RoundTripReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-@dataclass
+@dataclass(slots=True)
 class _OpCall:
     """One op instance that launched GPU work: its activities (positions in the sorted GPU rows)."""
 
@@ -102,7 +102,8 @@ class _OpCall:
     primary: list[int]
     traffic: OpTraffic | None
     node: EtNode | None
-    start: tuple[int, int]
+    #: Which distinct model ``traffic`` is (equal tokens: equal models), None for an ET node's.
+    token: int | None
 
 
 @dataclass(frozen=True)
@@ -131,34 +132,38 @@ def analyze(trace: Trace, attributed: Attribution, *,
                          "rf_id; links inferred from shapes")
     et = execution_trace if method == "execution_trace" else None
 
-    cols = _Columns(gpu)
-    calls, singles = _group_calls(cols, ops, et)
-    n = len(cols.idx)
+    names = gpu.get_column("name").to_list()
+    steps, singles = _group_calls(gpu, ops, et)
+    n = len(names)
     out_op: list = [None] * n
     out_model: list = [None] * n
     out_dtype: list = [None] * n
     out_read: list = [None] * n
     out_written: list = [None] * n
     out_flops: list = [None] * n
-    for i in singles:
-        _activity_row(cols, i, out_op, out_model, out_read, out_written, out_flops)
+    _activity_rows(gpu, singles, out_op, out_model, out_read, out_written, out_flops)
 
     links = _Links()
-    by_step: dict[int | None, list[_OpCall]] = {}
-    step_col = cols.step
-    for call in calls:
-        by_step.setdefault(step_col[call.primary[0]], []).append(call)
     resolved: dict[tuple[int, bool], OpTraffic] = {}
     keep_alive: list[OpTraffic] = []  # ids in ``resolved`` stay valid while the analysis runs
-    names = cols.name
-    for step in sorted(by_step, key=lambda s: (s is None, s or 0)):
-        step_calls = by_step[step]
-        step_calls.sort(key=lambda c: c.start)
-        linker = _ExactLinker(et) if et is not None else _ShapeLinker()
-        for call in step_calls:
-            t = call.traffic
-            if t is None:
+    # A step whose modelled calls repeat an earlier step's (same models, kernel names, order) links
+    # exactly as that step did: the shape linker sees nothing else. Reuse its links.
+    seen: dict[tuple, tuple[list[OpTraffic], _Links]] = {}
+    for step, step_calls in steps:
+        active = [c for c in step_calls if c.traffic is not None]
+        signature = None
+        if et is None:
+            signature = tuple((c.token, names[c.primary[0]], names[c.primary[-1]]) for c in active)
+            earlier = seen.get(signature)
+            if earlier is not None:
+                for call, t in zip(active, earlier[0]):
+                    call.traffic = t
+                links.extend(step, earlier[1])
                 continue
+        linker = _ExactLinker(et) if et is not None else _ShapeLinker()
+        step_links = _Links()
+        for call in active:
+            t = call.traffic
             if t.inductor_out:
                 live = linker.is_live(call, t.reads[-1])
                 key = (id(t), live)
@@ -170,37 +175,42 @@ def analyze(trace: Trace, attributed: Attribution, *,
             consumer = names[call.primary[0]]
             for access in t.reads:
                 for prod, tensor, nbytes in linker.read(call, access):
-                    links.add(step, prod, consumer, call.op_name, tensor, nbytes)
+                    step_links.add(prod, consumer, call.op_name, tensor, nbytes)
             producer = (names[call.primary[-1]], call.op_name)
             for access in t.writes:
                 linker.write(call, access, producer)
+        links.extend(step, step_links)
+        if signature is not None:
+            seen[signature] = ([c.traffic for c in active], step_links)
 
     figures: dict[int, _Figures] = {}
-    for call in calls:
-        t = call.traffic
-        primary = call.primary
-        first, last = primary[0], primary[-1]
-        for i in primary:
-            out_op[i] = call.op_name
-        if t is None:
+    for _, step_calls in steps:
+        for call in step_calls:
+            t = call.traffic
+            primary = call.primary
+            first, last = primary[0], primary[-1]
             for i in primary:
+                out_op[i] = call.op_name
+            if t is None:
+                for i in primary:
+                    out_model[i] = "unknown"
+                continue
+            f = figures.get(id(t))
+            if f is None:
+                f = figures[id(t)] = _Figures(t.model, t.dtype, t.bytes_read, t.bytes_written, t.flops)
+                keep_alive.append(t)
+            if first == last:
+                out_model[first], out_dtype[first] = f.model, f.dtype
+                out_read[first], out_written[first], out_flops[first] = (
+                    f.bytes_read, f.bytes_written, f.flops)
+                continue
+            split = f"{f.model}/split"
+            for i in primary[1:-1]:
                 out_model[i] = "unknown"
-            continue
-        f = figures.get(id(t))
-        if f is None:
-            f = figures[id(t)] = _Figures(t.model, t.dtype, t.bytes_read, t.bytes_written, t.flops)
-            keep_alive.append(t)
-        if first == last:
-            out_model[first], out_dtype[first] = f.model, f.dtype
-            out_read[first], out_written[first], out_flops[first] = f.bytes_read, f.bytes_written, f.flops
-            continue
-        split = f"{f.model}/split"
-        for i in primary[1:-1]:
-            out_model[i] = "unknown"
-        out_model[first] = out_model[last] = split
-        out_dtype[first] = out_dtype[last] = f.dtype
-        out_read[first], out_written[first], out_flops[first] = f.bytes_read, 0, f.flops
-        out_read[last], out_written[last], out_flops[last] = 0, f.bytes_written, 0
+            out_model[first] = out_model[last] = split
+            out_dtype[first] = out_dtype[last] = f.dtype
+            out_read[first], out_written[first], out_flops[first] = f.bytes_read, 0, f.flops
+            out_read[last], out_written[last], out_flops[last] = 0, f.bytes_written, 0
 
     traffic_frame = gpu.select(
         "idx", "step", "kind", "name", "kernel_class",
@@ -230,100 +240,88 @@ def _joins(ops: pl.DataFrame, et: ExecutionTrace) -> bool:
     return hits.height > 0
 
 
-class _Columns:
-    """The sorted GPU activities' columns as Python lists (one ``to_list`` each)."""
-
-    def __init__(self, gpu: pl.DataFrame) -> None:
-        (self.idx, self.step, self.kind, self.name, self.dur, self.ts, self.op_idx, self.cpu_op,
-         self.launch_api, self.bytes) = (
-            gpu.get_column(c).to_list()
-            for c in ("idx", "step", "kind", "name", "dur", "ts", "op_idx", "cpu_op", "launch_api",
-                      "bytes"))
-
-
 class _Links:
-    """The ``tensors`` frame, gathered column by column."""
+    """Rows of the ``tensors`` frame (but the step), gathered column by column."""
+
+    COLUMNS = ("producer", "producer_op", "consumer", "consumer_op", "shape", "dtype", "bytes")
 
     def __init__(self) -> None:
-        self.columns: dict[str, list] = {name: [] for name in TENSORS_SCHEMA}
+        self.steps: list = []
+        self.columns: tuple[list, ...] = tuple([] for _ in self.COLUMNS)
         self.shapes: dict[tuple[int, ...], str] = {}
 
-    def add(self, step, prod: tuple[str, str], consumer: str, consumer_op: str, tensor: TensorSpec,
+    def add(self, prod: tuple[str, str], consumer: str, consumer_op: str, tensor: TensorSpec,
             nbytes: int) -> None:
-        c = self.columns
         shape = self.shapes.get(tensor.shape)
         if shape is None:
             shape = self.shapes[tensor.shape] = _shape_text(tensor.shape)
-        c["step"].append(step)
-        c["producer"].append(prod[0])
-        c["producer_op"].append(prod[1])
-        c["consumer"].append(consumer)
-        c["consumer_op"].append(consumer_op)
-        c["shape"].append(shape)
-        c["dtype"].append(tensor.short_dtype)
-        c["bytes"].append(nbytes)
+        values = (prod[0], prod[1], consumer, consumer_op, shape, tensor.short_dtype, nbytes)
+        for column, value in zip(self.columns, values):
+            column.append(value)
+
+    def extend(self, step, other: _Links) -> None:
+        """Append ``other``'s rows, all of ``step``."""
+        self.steps.extend([step] * len(other.columns[0]))
+        for column, more in zip(self.columns, other.columns):
+            column.extend(more)
 
     def frame(self) -> pl.DataFrame:
-        return pl.DataFrame(self.columns, schema=TENSORS_SCHEMA)
+        data = {"step": self.steps, **dict(zip(self.COLUMNS, self.columns))}
+        return pl.DataFrame(data, schema=TENSORS_SCHEMA)
 
 
 # ---- grouping kernels into op calls -----------------------------------------------------------
 
-def _group_calls(cols: _Columns, ops: pl.DataFrame, et: ExecutionTrace | None):
-    """Op calls with their primary activities, and activities modelled on their own (positions)."""
-    groups: dict[tuple, list[int]] = {}
-    singles: list[int] = []
-    for i, (op_idx, api, step) in enumerate(zip(cols.op_idx, cols.launch_api, cols.step)):
-        if op_idx is None or api in GRAPH_LAUNCH_APIS:
-            singles.append(i)
-            continue
-        rows = groups.get((op_idx, step))
-        if rows is None:
-            groups[(op_idx, step)] = [i]
-        else:
-            rows.append(i)
-    wanted = ops.join(pl.DataFrame({"idx": list({k[0]: None for k in groups})}, schema={"idx": pl.UInt32}),
-                      on="idx", how="semi")
-    op_rows = {
-        idx: (name, rf, dims, types) for idx, name, rf, dims, types in zip(
-            *(wanted.get_column(c).to_list()
-              for c in ("idx", "name", "record_function_id", "input_dims", "input_types")))}
-    kind, ts, idx_col, cpu_op = cols.kind, cols.ts, cols.idx, cols.cpu_op
-    models: dict[tuple, OpTraffic | None] = {}  # Kineto args are plain strings: model each once
-    calls = []
-    missing = (None, None, None, None)
-    for (op_idx, _), rows in groups.items():
-        kinds = [kind[i] for i in rows]
-        if "kernel" in kinds:
-            primary_kind = "kernel"
-        elif "memcpy" in kinds:
-            primary_kind = "memcpy"
-        else:
-            primary_kind = None
-        if primary_kind is None:
-            primary = rows
-        else:
-            primary = [i for i, k in zip(rows, kinds) if k == primary_kind]
-            if len(primary) != len(rows):
-                singles.extend(i for i, k in zip(rows, kinds) if k != primary_kind)
-        op_name, rf, dims, types = op_rows.get(op_idx, missing)
-        name = op_name or cpu_op[rows[0]] or "?"
+def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame, et: ExecutionTrace | None):
+    """Op calls by step (steps ascending, no step last; calls by GPU start), and the positions of
+    activities modelled on their own.
+
+    Activities of one op instance in one step form a call; its primary activities are its kernels,
+    else its memcpys, else all (memsets); the others are modelled on their own."""
+    work = gpu.with_row_index("pos")
+    alone = pl.col("op_idx").is_null() | pl.col("launch_api").is_in(list(GRAPH_LAUNCH_APIS))
+    singles: list[int] = work.filter(alone.fill_null(False)).get_column("pos").to_list()
+    kind = pl.col("kind")
+    primary_kind = (pl.when((kind == "kernel").any()).then(pl.lit("kernel"))
+                    .when((kind == "memcpy").any()).then(pl.lit("memcpy")))
+    groups = work.filter(~alone.fill_null(False)).group_by(["op_idx", "step"], maintain_order=True).agg(
+        primary=pl.col("pos").filter((kind == primary_kind) | primary_kind.is_null()),
+        others=pl.col("pos").filter(kind != primary_kind),
+        first_cpu_op=pl.col("cpu_op").first(),
+    ).with_columns(start=pl.col("primary").list.first()).sort(["step", "start"], nulls_last=True)
+    groups = groups.join(
+        ops.select(pl.col("idx").alias("op_idx"), pl.col("name").alias("op_name"),
+                   "record_function_id", "input_dims", "input_types"),
+        on="op_idx", how="left", maintain_order="left")
+    for others in groups.get_column("others").to_list():
+        singles.extend(others)
+    models: dict[tuple, tuple[int, OpTraffic | None]] = {}  # Kineto args are plain strings
+    steps: list[tuple[int | None, list[_OpCall]]] = []
+    current: list[_OpCall] = []
+    last_step: object = object()
+    columns = (groups.get_column(c).to_list() for c in (
+        "step", "primary", "op_name", "first_cpu_op", "record_function_id", "input_dims", "input_types"))
+    for step, primary, op_name, cpu_op, rf, dims, types in zip(*columns):
+        if step != last_step or not steps:
+            current = []
+            steps.append((step, current))
+            last_step = step
+        name = op_name or cpu_op or "?"
         node = None
         if et is not None and rf is not None:
             candidate = et.by_rf_id.get(rf)
             node = candidate if candidate is not None and candidate.name == name else None
         if node is not None:
             model = _checked(traffic_models.model(name, traffic_models.args_from_et(node)))
-        else:
-            key = (name, dims, types)
-            if key in models:
-                model = models[key]
-            else:
-                model = models[key] = _checked(traffic_models.model(
-                    name, traffic_models.args_from_kineto(dims, types)))
-        first = primary[0]
-        calls.append(_OpCall(name, primary, model, node, (ts[first], idx_col[first])))
-    return calls, singles
+            current.append(_OpCall(name, primary, model, node, None))
+            continue
+        key = (name, dims, types)
+        found = models.get(key)
+        if found is None:
+            found = models[key] = (len(models), _checked(traffic_models.model(
+                name, traffic_models.args_from_kineto(dims, types))))
+        current.append(_OpCall(name, primary, found[1], None, found[0]))
+    return steps, singles
 
 
 def _checked(model: OpTraffic | None) -> OpTraffic | None:
@@ -333,19 +331,20 @@ def _checked(model: OpTraffic | None) -> OpTraffic | None:
     return model
 
 
-def _activity_row(cols: _Columns, i: int, out_op, out_model, out_read, out_written, out_flops) -> None:
-    """A memset/memcpy by its own ``bytes``, or a kernel that no op model covers."""
-    graph = cols.launch_api[i] in GRAPH_LAUNCH_APIS
-    out_op[i] = "cudaGraphLaunch" if graph else cols.cpu_op[i]
-    kind, nbytes = cols.kind[i], cols.bytes[i]
-    if kind in ("memset", "memcpy") and nbytes is not None:
-        name = cols.name[i]
-        out_model[i] = kind
-        out_read[i] = nbytes if kind == "memcpy" and ("DtoD" in name or "DtoH" in name) else 0
-        out_written[i] = nbytes if kind == "memset" or "DtoH" not in name else 0
-        out_flops[i] = 0
-    else:
-        out_model[i] = "unknown"
+def _activity_rows(gpu: pl.DataFrame, positions: list[int], out_op, out_model, out_read, out_written,
+                   out_flops) -> None:
+    """Memsets/memcpys by their own ``bytes``, and kernels that no op model covers."""
+    rows = gpu[positions].select("kind", "name", "bytes", "cpu_op", "launch_api")
+    for i, kind, name, nbytes, cpu_op, api in zip(
+            positions, *(rows.get_column(c).to_list() for c in rows.columns)):
+        out_op[i] = "cudaGraphLaunch" if api in GRAPH_LAUNCH_APIS else cpu_op
+        if kind in ("memset", "memcpy") and nbytes is not None:
+            out_model[i] = kind
+            out_read[i] = nbytes if kind == "memcpy" and ("DtoD" in name or "DtoH" in name) else 0
+            out_written[i] = nbytes if kind == "memset" or "DtoH" not in name else 0
+            out_flops[i] = 0
+        else:
+            out_model[i] = "unknown"
 
 
 # ---- linkers ------------------------------------------------------------------------------------
