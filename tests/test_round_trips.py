@@ -331,3 +331,40 @@ def test_trace_without_steps_links_within_one_null_step(tmp_path):
     report = run(tmp_path, events)
     assert report.bytes_per_step.rows() == [(None, 64, 1, 0)]
     assert report.tensors["step"].to_list() == [None]
+
+
+def test_memsets_beside_an_ops_kernels_are_their_own_rows_and_the_last_kernel_produces(tmp_path):
+    """An op launching memset, kernel, memset: the kernel is the call, both memsets stand alone,
+    and the consumer's link names the kernel (not the trailing memset) as producer."""
+    events = [make_step(1, 0, 1000),
+              make_op("aten::mm", 10, 20, **{"Input Dims": [[4, 16], [16, 8]], "Input type": [BF16, BF16],
+                                              "External id": 1}),
+              make_launch("cudaMemsetAsync", 11, 2, 1), make_kernel("Memset (Device)", 40, 1, 1, kind="memset",
+                                                                  bytes=32),
+              make_launch("cudaLaunchKernel", 14, 2, 2), make_kernel("gemm_k", 50, 5, 2),
+              make_launch("cudaMemsetAsync", 17, 2, 3), make_kernel("Memset (Device)", 60, 1, 3, kind="memset",
+                                                                  bytes=16),
+              *op_kernel("aten::relu", 100, 4, [[4, 8]], [BF16], "relu_k")]
+    report = run(tmp_path, events)
+    assert report.traffic.select("name", "op", "model", "bytes_read", "bytes_written").rows() == [
+        ("Memset (Device)", "aten::mm", "memset", 0, 32), ("gemm_k", "aten::mm", "mm", 384, 64),
+        ("Memset (Device)", "aten::mm", "memset", 0, 16), ("relu_k", "aten::relu", "elementwise_unary", 64, 64)]
+    assert report.tensors.select("producer", "consumer", "bytes").rows() == [("gemm_k", "relu_k", 64)]
+
+
+def _two_op_step(number: int, t0: float, corr: int, relu_kernel: str) -> list[dict]:
+    return [make_step(number, t0, 1000),
+            *op_kernel("aten::mm", t0 + 10, corr, [[4, 16], [16, 8]], [BF16, BF16], "gemm_k"),
+            *op_kernel("aten::relu", t0 + 100, corr + 1, [[4, 8]], [BF16], relu_kernel)]
+
+
+def test_repeated_steps_link_alike_and_a_changed_step_is_linked_afresh(tmp_path):
+    """Steps 1 and 2 are the same calls (step 2 reuses step 1's links); step 3 differs only in a
+    kernel's name, which must show in its own links."""
+    events = [*_two_op_step(1, 0, 1, "relu_k"), *_two_op_step(2, 2000, 10, "relu_k"),
+              *_two_op_step(3, 4000, 20, "relu_other")]
+    report = run(tmp_path, events)
+    assert report.tensors.select("step", "producer", "consumer", "consumer_op", "shape").rows() == [
+        (1, "gemm_k", "relu_k", "aten::relu", "[4, 8]"), (2, "gemm_k", "relu_k", "aten::relu", "[4, 8]"),
+        (3, "gemm_k", "relu_other", "aten::relu", "[4, 8]")]
+    assert report.bytes_per_step.rows() == [(1, 64, 1, 0), (2, 64, 1, 0), (3, 64, 1, 0)]

@@ -96,25 +96,11 @@ class RoundTripReport:
 
 @dataclass(slots=True)
 class _OpCall:
-    """One op instance that launched GPU work: its activities (positions in the sorted GPU rows)."""
+    """One op instance that launched GPU work, as the linkers see it."""
 
     op_name: str
-    primary: list[int]
     traffic: OpTraffic | None
     node: EtNode | None
-    #: Which distinct model ``traffic`` is (equal tokens: equal models), None for an ET node's.
-    token: int | None
-
-
-@dataclass(frozen=True)
-class _Figures:
-    """An op model's per-call figures, computed once per distinct model."""
-
-    model: str
-    dtype: str | None
-    bytes_read: int | None
-    bytes_written: int | None
-    flops: int
 
 
 def analyze(trace: Trace, attributed: Attribution, *,
@@ -132,37 +118,66 @@ def analyze(trace: Trace, attributed: Attribution, *,
                          "rf_id; links inferred from shapes")
     et = execution_trace if method == "execution_trace" else None
 
-    names = gpu.get_column("name").to_list()
-    steps, singles = _group_calls(gpu, ops, et)
-    n = len(names)
-    out_op: list = [None] * n
-    out_model: list = [None] * n
-    out_dtype: list = [None] * n
-    out_read: list = [None] * n
-    out_written: list = [None] * n
-    out_flops: list = [None] * n
-    _activity_rows(gpu, singles, out_op, out_model, out_read, out_written, out_flops)
+    work, calls = _group_calls(gpu, ops)
+    keys = calls.select("op_name", "input_dims", "input_types").unique(maintain_order=True)
+    key_names = keys.get_column("op_name").to_list()
+    kineto_models = [
+        _checked(traffic_models.model(name, traffic_models.args_from_kineto(dims, types)))
+        for name, dims, types in keys.iter_rows()]
+    calls = calls.join(keys.with_row_index("token"), on=["op_name", "input_dims", "input_types"],
+                       how="left", nulls_equal=True, maintain_order="left")
+    tokens = calls.get_column("token").to_list()
+    step_col = calls.get_column("step").to_list()
+    first_code = calls.get_column("first_code").to_list()
+    last_code = calls.get_column("last_code").to_list()
+    names = work.get_column("name").drop_nulls().unique().sort().to_list()
+    rf_col = calls.get_column("record_function_id").to_list() if et is not None else None
 
+    # Per call: the index of its (resolved) model in ``figures``, or None (unknown).
+    figures: list[OpTraffic] = []
+    figure_ids: dict[int, int] = {}  # id(model) -> index in ``figures`` (which keeps it alive)
+    call_figure: list[int | None] = [None] * len(tokens)
     links = _Links()
     resolved: dict[tuple[int, bool], OpTraffic] = {}
     keep_alive: list[OpTraffic] = []  # ids in ``resolved`` stay valid while the analysis runs
     # A step whose modelled calls repeat an earlier step's (same models, kernel names, order) links
     # exactly as that step did: the shape linker sees nothing else. Reuse its links.
-    seen: dict[tuple, tuple[list[OpTraffic], _Links]] = {}
-    for step, step_calls in steps:
-        active = [c for c in step_calls if c.traffic is not None]
-        signature = None
+    seen: dict[tuple, tuple[list[int], _Links]] = {}
+
+    def figure(t: OpTraffic) -> int:
+        found = figure_ids.get(id(t))
+        if found is None:
+            found = figure_ids[id(t)] = len(figures)
+            figures.append(t)
+        return found
+
+    for step, lo, hi in _step_ranges(step_col):
         if et is None:
-            signature = tuple((c.token, names[c.primary[0]], names[c.primary[-1]]) for c in active)
+            active = [j for j in range(lo, hi) if kineto_models[tokens[j]] is not None]
+            signature = tuple((tokens[j], first_code[j], last_code[j]) for j in active)
             earlier = seen.get(signature)
             if earlier is not None:
-                for call, t in zip(active, earlier[0]):
-                    call.traffic = t
+                for j, f in zip(active, earlier[0]):
+                    call_figure[j] = f
                 links.extend(step, earlier[1])
                 continue
+            step_calls = [(j, _OpCall(key_names[tokens[j]], kineto_models[tokens[j]], None))
+                          for j in active]
+        else:
+            signature = None
+            step_calls = []
+            for j in range(lo, hi):
+                name = key_names[tokens[j]]
+                node = et.by_rf_id.get(rf_col[j]) if rf_col[j] is not None else None
+                if node is not None and node.name == name:
+                    model = _checked(traffic_models.model(name, traffic_models.args_from_et(node)))
+                else:
+                    node, model = None, kineto_models[tokens[j]]
+                if model is not None:
+                    step_calls.append((j, _OpCall(name, model, node)))
         linker = _ExactLinker(et) if et is not None else _ShapeLinker()
         step_links = _Links()
-        for call in active:
+        for j, call in step_calls:
             t = call.traffic
             if t.inductor_out:
                 live = linker.is_live(call, t.reads[-1])
@@ -172,60 +187,40 @@ def analyze(trace: Trace, attributed: Attribution, *,
                     done = resolved[key] = traffic_models.resolve_inductor(t, live)
                     keep_alive.append(t)
                 call.traffic = t = done
-            consumer = names[call.primary[0]]
+            consumer = _name(names, first_code[j])
             for access in t.reads:
                 for prod, tensor, nbytes in linker.read(call, access):
                     step_links.add(prod, consumer, call.op_name, tensor, nbytes)
-            producer = (names[call.primary[-1]], call.op_name)
+            producer = (_name(names, last_code[j]), call.op_name)
             for access in t.writes:
                 linker.write(call, access, producer)
+        ids = [figure(call.traffic) for _, call in step_calls]
+        for (j, _), f in zip(step_calls, ids):
+            call_figure[j] = f
         links.extend(step, step_links)
         if signature is not None:
-            seen[signature] = ([c.traffic for c in active], step_links)
+            seen[signature] = (ids, step_links)
 
-    figures: dict[int, _Figures] = {}
-    for _, step_calls in steps:
-        for call in step_calls:
-            t = call.traffic
-            primary = call.primary
-            first, last = primary[0], primary[-1]
-            for i in primary:
-                out_op[i] = call.op_name
-            if t is None:
-                for i in primary:
-                    out_model[i] = "unknown"
-                continue
-            f = figures.get(id(t))
-            if f is None:
-                f = figures[id(t)] = _Figures(t.model, t.dtype, t.bytes_read, t.bytes_written, t.flops)
-                keep_alive.append(t)
-            if first == last:
-                out_model[first], out_dtype[first] = f.model, f.dtype
-                out_read[first], out_written[first], out_flops[first] = (
-                    f.bytes_read, f.bytes_written, f.flops)
-                continue
-            split = f"{f.model}/split"
-            for i in primary[1:-1]:
-                out_model[i] = "unknown"
-            out_model[first] = out_model[last] = split
-            out_dtype[first] = out_dtype[last] = f.dtype
-            out_read[first], out_written[first], out_flops[first] = f.bytes_read, 0, f.flops
-            out_read[last], out_written[last], out_flops[last] = 0, f.bytes_written, 0
-
-    traffic_frame = gpu.select(
-        "idx", "step", "kind", "name", "kernel_class",
-        pl.Series("op", out_op, dtype=pl.String), pl.Series("model", out_model, dtype=pl.String),
-        pl.Series("dtype", out_dtype, dtype=pl.String),
-        pl.Series("bytes_read", out_read, dtype=pl.Int64),
-        pl.Series("bytes_written", out_written, dtype=pl.Int64),
-        pl.Series("flops", out_flops, dtype=pl.Int64), pl.col("dur").alias("dur_ns"),
-    ).cast(TRAFFIC_SCHEMA)
+    traffic_frame = _traffic_frame(work, calls, call_figure, key_names, figures)
     tensors = links.frame()
     return RoundTripReport(
         traffic=traffic_frame, tensors=tensors,
         bytes_per_step=_per_step(trace, traffic_frame, tensors), method=method,
         unknown_ops=_unknown_ops(traffic_frame), notes=tuple(notes),
     )
+
+
+def _name(names: list[str], code: int | None) -> str | None:
+    return None if code is None else names[code]
+
+
+def _step_ranges(steps: list):
+    """(step, lo, hi) for each run of equal steps in ``steps``."""
+    lo = 0
+    for hi in range(1, len(steps) + 1):
+        if hi == len(steps) or steps[hi] != steps[lo]:
+            yield steps[lo], lo, hi
+            lo = hi
 
 
 def _joins(ops: pl.DataFrame, et: ExecutionTrace) -> bool:
@@ -248,14 +243,11 @@ class _Links:
     def __init__(self) -> None:
         self.steps: list = []
         self.columns: tuple[list, ...] = tuple([] for _ in self.COLUMNS)
-        self.shapes: dict[tuple[int, ...], str] = {}
 
     def add(self, prod: tuple[str, str], consumer: str, consumer_op: str, tensor: TensorSpec,
             nbytes: int) -> None:
-        shape = self.shapes.get(tensor.shape)
-        if shape is None:
-            shape = self.shapes[tensor.shape] = _shape_text(tensor.shape)
-        values = (prod[0], prod[1], consumer, consumer_op, shape, tensor.short_dtype, nbytes)
+        values = (prod[0], prod[1], consumer, consumer_op, _shape_text(tensor.shape),
+                  tensor.short_dtype, nbytes)
         for column, value in zip(self.columns, values):
             column.append(value)
 
@@ -272,56 +264,90 @@ class _Links:
 
 # ---- grouping kernels into op calls -----------------------------------------------------------
 
-def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame, et: ExecutionTrace | None):
-    """Op calls by step (steps ascending, no step last; calls by GPU start), and the positions of
-    activities modelled on their own.
+def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The activities with their call's flags, and one row per op call.
 
-    Activities of one op instance in one step form a call; its primary activities are its kernels,
-    else its memcpys, else all (memsets); the others are modelled on their own."""
-    work = gpu.with_row_index("pos")
-    alone = pl.col("op_idx").is_null() | pl.col("launch_api").is_in(list(GRAPH_LAUNCH_APIS))
-    singles: list[int] = work.filter(alone.fill_null(False)).get_column("pos").to_list()
+    Activities of one op instance (``op_idx``) in one step form a call, unless launched by a CUDA
+    graph or without an op (those are modelled on their own). Its primary activities are its kernels,
+    else its memcpys, else all (memsets); the others are modelled on their own. ``work`` adds ``pos``
+    (row in GPU start order), ``primary``, ``first``/``last`` (the call's first and last primary
+    positions); ``calls`` (steps ascending, no step last; then by first position) has ``step``,
+    ``first``, ``first_code``/``last_code`` (the first/last primary kernel name as an index into
+    the sorted distinct names), ``op_name`` (the op's name, else the first activity's ``cpu_op``,
+    else "?"), ``record_function_id``, ``input_dims`` and ``input_types``."""
     kind = pl.col("kind")
-    primary_kind = (pl.when((kind == "kernel").any()).then(pl.lit("kernel"))
-                    .when((kind == "memcpy").any()).then(pl.lit("memcpy")))
-    groups = work.filter(~alone.fill_null(False)).group_by(["op_idx", "step"], maintain_order=True).agg(
-        primary=pl.col("pos").filter((kind == primary_kind) | primary_kind.is_null()),
-        others=pl.col("pos").filter(kind != primary_kind),
-        first_cpu_op=pl.col("cpu_op").first(),
-    ).with_columns(start=pl.col("primary").list.first()).sort(["step", "start"], nulls_last=True)
-    groups = groups.join(
-        ops.select(pl.col("idx").alias("op_idx"), pl.col("name").alias("op_name"),
+    alone = (pl.col("op_idx").is_null()
+             | pl.col("launch_api").is_in(list(GRAPH_LAUNCH_APIS)).fill_null(False))
+    rank = pl.when(kind == "kernel").then(0).when(kind == "memcpy").then(1).otherwise(2)
+    group = ["op_idx", "step", "alone"]
+    work = gpu.with_row_index("pos").with_columns(
+        alone=alone, rank=rank, code=(pl.col("name").rank("dense") - 1).cast(pl.UInt32),
+    ).with_columns(
+        primary=~pl.col("alone") & (pl.col("rank") == pl.col("rank").min().over(group)),
+        first_cpu_op=pl.col("cpu_op").first().over(group),
+    ).with_columns(
+        first=pl.when("primary").then("pos").min().over(group),
+        last=pl.when("primary").then("pos").max().over(group),
+    ).with_columns(last_code=pl.col("code").gather(pl.col("last").fill_null(0)))
+    calls = work.filter(pl.col("primary") & (pl.col("pos") == pl.col("first"))).select(
+        "op_idx", "step", "first", pl.col("code").alias("first_code"), "last_code",
+        "first_cpu_op").sort(["step", "first"], nulls_last=True)
+    calls = calls.join(
+        ops.select(pl.col("idx").alias("op_idx"), pl.col("name").alias("name"),
                    "record_function_id", "input_dims", "input_types"),
-        on="op_idx", how="left", maintain_order="left")
-    for others in groups.get_column("others").to_list():
-        singles.extend(others)
-    models: dict[tuple, tuple[int, OpTraffic | None]] = {}  # Kineto args are plain strings
-    steps: list[tuple[int | None, list[_OpCall]]] = []
-    current: list[_OpCall] = []
-    last_step: object = object()
-    columns = (groups.get_column(c).to_list() for c in (
-        "step", "primary", "op_name", "first_cpu_op", "record_function_id", "input_dims", "input_types"))
-    for step, primary, op_name, cpu_op, rf, dims, types in zip(*columns):
-        if step != last_step or not steps:
-            current = []
-            steps.append((step, current))
-            last_step = step
-        name = op_name or cpu_op or "?"
-        node = None
-        if et is not None and rf is not None:
-            candidate = et.by_rf_id.get(rf)
-            node = candidate if candidate is not None and candidate.name == name else None
-        if node is not None:
-            model = _checked(traffic_models.model(name, traffic_models.args_from_et(node)))
-            current.append(_OpCall(name, primary, model, node, None))
-            continue
-        key = (name, dims, types)
-        found = models.get(key)
-        if found is None:
-            found = models[key] = (len(models), _checked(traffic_models.model(
-                name, traffic_models.args_from_kineto(dims, types))))
-        current.append(_OpCall(name, primary, found[1], None, found[0]))
-    return steps, singles
+        on="op_idx", how="left", maintain_order="left",
+    ).with_columns(op_name=pl.when(pl.col("name").is_not_null() & (pl.col("name") != "")).then("name")
+                   .when(pl.col("first_cpu_op").is_not_null() & (pl.col("first_cpu_op") != ""))
+                   .then("first_cpu_op").otherwise(pl.lit("?")))
+    return work, calls
+
+
+def _traffic_frame(work: pl.DataFrame, calls: pl.DataFrame, call_figure: list[int | None],
+                   key_names: list[str], figures: list[OpTraffic]) -> pl.DataFrame:
+    """The ``traffic`` frame: primary activities by their call's model, the rest on their own."""
+    table = pl.DataFrame({
+        "figure": range(len(figures)),
+        "f_model": [t.model for t in figures],
+        "f_dtype": [t.dtype for t in figures],
+        "f_read": [t.bytes_read for t in figures],
+        "f_written": [t.bytes_written for t in figures],
+        "f_flops": [t.flops for t in figures],
+    }, schema={"figure": pl.UInt32, "f_model": pl.String, "f_dtype": pl.String, "f_read": pl.Int64,
+               "f_written": pl.Int64, "f_flops": pl.Int64})
+    per_call = calls.select(
+        "first", pl.col("token").replace_strict(range(len(key_names)), key_names,
+                                                return_dtype=pl.String).alias("call_op"),
+        pl.Series("figure", call_figure, dtype=pl.UInt32),
+    ).join(table, on="figure", how="left")
+    rows = work.join(per_call, on="first", how="left", maintain_order="left")
+    pos, first, last = pl.col("pos"), pl.col("first"), pl.col("last")
+    kind, name, nbytes = pl.col("kind"), pl.col("name"), pl.col("bytes")
+    modelled = pl.col("primary") & pl.col("figure").is_not_null()
+    edge = modelled & ((pos == first) | (pos == last))
+    own = ~pl.col("primary") & kind.is_in(["memset", "memcpy"]) & nbytes.is_not_null()
+    null = pl.lit(None)
+    return rows.select(
+        "idx", "step", "kind", "name", "kernel_class",
+        op=pl.when("primary").then("call_op")
+        .when(pl.col("launch_api").is_in(list(GRAPH_LAUNCH_APIS))).then(pl.lit("cudaGraphLaunch"))
+        .otherwise("cpu_op"),
+        model=pl.when(edge & (first == last)).then("f_model")
+        .when(edge).then(pl.col("f_model") + "/split")
+        .when(own).then(kind).otherwise(pl.lit("unknown")),
+        dtype=pl.when(edge).then("f_dtype").otherwise(null),
+        bytes_read=pl.when(modelled & (pos == first)).then("f_read")
+        .when(edge).then(0)
+        .when(own & (kind == "memcpy") & (name.str.contains("DtoD", literal=True)
+                                          | name.str.contains("DtoH", literal=True))).then(nbytes)
+        .when(own).then(0).otherwise(null),
+        bytes_written=pl.when(modelled & (pos == last)).then("f_written")
+        .when(edge).then(0)
+        .when(own & ((kind == "memset") | ~name.str.contains("DtoH", literal=True))).then(nbytes)
+        .when(own).then(0).otherwise(null),
+        flops=pl.when(modelled & (pos == first)).then("f_flops")
+        .when(edge).then(0).when(own).then(0).otherwise(null),
+        dur_ns="dur",
+    ).cast(TRAFFIC_SCHEMA)
 
 
 def _checked(model: OpTraffic | None) -> OpTraffic | None:
@@ -329,22 +355,6 @@ def _checked(model: OpTraffic | None) -> OpTraffic | None:
             model.bytes_read is None or model.bytes_written is None):
         return None  # e.g. a TensorList whose dtype Kineto does not record: unknown, not 0
     return model
-
-
-def _activity_rows(gpu: pl.DataFrame, positions: list[int], out_op, out_model, out_read, out_written,
-                   out_flops) -> None:
-    """Memsets/memcpys by their own ``bytes``, and kernels that no op model covers."""
-    rows = gpu[positions].select("kind", "name", "bytes", "cpu_op", "launch_api")
-    for i, kind, name, nbytes, cpu_op, api in zip(
-            positions, *(rows.get_column(c).to_list() for c in rows.columns)):
-        out_op[i] = "cudaGraphLaunch" if api in GRAPH_LAUNCH_APIS else cpu_op
-        if kind in ("memset", "memcpy") and nbytes is not None:
-            out_model[i] = kind
-            out_read[i] = nbytes if kind == "memcpy" and ("DtoD" in name or "DtoH" in name) else 0
-            out_written[i] = nbytes if kind == "memset" or "DtoH" not in name else 0
-            out_flops[i] = 0
-        else:
-            out_model[i] = "unknown"
 
 
 # ---- linkers ------------------------------------------------------------------------------------
