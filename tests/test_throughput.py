@@ -174,3 +174,28 @@ def test_empty_trace(tmp_path):
     report = throughput.analyze(trace, attributed, round_trips.analyze(trace, attributed).traffic)
     assert report.kernels.height == 0 and list(report.kernels.schema) == list(throughput.KERNELS_SCHEMA)
     assert report.device == "" and report.ceilings is None
+
+
+@pytest.mark.parametrize("kernels_per_device, expected", [
+    ({0: 1, 1: 2}, "NVIDIA H100"),  # the device with the most kernels
+    ({0: 2, 1: 2}, "NVIDIA H200"),  # a tie: the lowest id
+    ({1: 1}, "NVIDIA H100"),
+])
+def test_device_is_the_one_running_most_kernels(tmp_path, kernels_per_device, expected):
+    events = [make_step(1, 0, 1000)]
+    corr = 0
+    for device, count in kernels_per_device.items():
+        for _ in range(count):
+            corr += 1
+            events += [make_op("aten::relu", 10 * corr, 5, **{"Input Dims": [[1024]], "Input type": ["float"]}),
+                       make_launch("cudaLaunchKernel", 10 * corr + 1, 2, corr),
+                       make_kernel("relu_k", 10 * corr + 50, 2, corr, device=device, stream=7 + device)]
+    path = tmp_path / "t.json"
+    write_trace(path, events)
+    data = json.loads(path.read_text())
+    data["deviceProperties"].append({**data["deviceProperties"][0], "id": 1, "name": "NVIDIA H100"})
+    path.write_text(json.dumps(data))
+    trace = load(path)
+    attributed = attribution.analyze(trace)
+    assert throughput.device_name(trace, attributed) == expected
+    assert throughput.device_name(trace) == "NVIDIA H200"  # without kernels: the first entry

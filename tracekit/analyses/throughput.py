@@ -28,7 +28,6 @@ bandwidth use. Kernels without a model (``model == "unknown"``) keep null figure
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,10 +65,10 @@ def device_name(trace: Trace, attributed: Attribution | None = None) -> str:
     if not devs:
         return ""
     if attributed is not None:
-        ids = Counter(d for d in attributed.gpu.filter(pl.col("kind") == "kernel")["device"].to_list()
-                      if d is not None)
-        if ids:
-            top = min(ids.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        counts = (attributed.gpu.filter((pl.col("kind") == "kernel") & pl.col("device").is_not_null())
+                  .group_by("device").len().sort(["len", "device"], descending=[True, False]))
+        if counts.height:
+            top = counts.item(0, "device")  # the most kernels; the lowest id on a tie
             for d in devs:
                 if d.id == top:
                     return d.name
