@@ -42,6 +42,8 @@ Linking, per step, in GPU start order (reads of an op before its writes):
   never the same value twice for one consumer. Counts agree with the exact method on the sample
   MLPs; a pairing may differ (which of two equal-shaped GEMM outputs fed which input), and a tensor
   that only matches a written shape by coincidence would be linked: the report says which method ran.
+  A step whose modelled calls repeat an earlier step's (same models, kernel names and order) gets
+  that step's links, exactly what linking it again would give (long traces repeat their steps).
 
 Inductor's written argument (``in_out_ptr0`` first vs ``out_ptr0`` last) is decided by whether the
 last argument holds a live value of the step (exact: its storage range; inferred: a matching value).
@@ -118,7 +120,7 @@ def analyze(trace: Trace, attributed: Attribution, *,
                          "rf_id; links inferred from shapes")
     et = execution_trace if method == "execution_trace" else None
 
-    work, calls = _group_calls(gpu, ops)
+    work, calls, names = _group_calls(gpu, ops)
     keys = calls.select("op_name", "input_dims", "input_types").unique(maintain_order=True)
     key_names = keys.get_column("op_name").to_list()
     kineto_models = [
@@ -130,7 +132,6 @@ def analyze(trace: Trace, attributed: Attribution, *,
     step_col = calls.get_column("step").to_list()
     first_code = calls.get_column("first_code").to_list()
     last_code = calls.get_column("last_code").to_list()
-    names = work.get_column("name").drop_nulls().unique().sort().to_list()
     rf_col = calls.get_column("record_function_id").to_list() if et is not None else None
 
     # Per call: the index of its (resolved) model in ``figures``, or None (unknown).
@@ -187,11 +188,11 @@ def analyze(trace: Trace, attributed: Attribution, *,
                     done = resolved[key] = traffic_models.resolve_inductor(t, live)
                     keep_alive.append(t)
                 call.traffic = t = done
-            consumer = _name(names, first_code[j])
+            consumer = names[first_code[j]]
             for access in t.reads:
                 for prod, tensor, nbytes in linker.read(call, access):
                     step_links.add(prod, consumer, call.op_name, tensor, nbytes)
-            producer = (_name(names, last_code[j]), call.op_name)
+            producer = (names[last_code[j]], call.op_name)
             for access in t.writes:
                 linker.write(call, access, producer)
         ids = [figure(call.traffic) for _, call in step_calls]
@@ -208,10 +209,6 @@ def analyze(trace: Trace, attributed: Attribution, *,
         bytes_per_step=_per_step(trace, traffic_frame, tensors), method=method,
         unknown_ops=_unknown_ops(traffic_frame), notes=tuple(notes),
     )
-
-
-def _name(names: list[str], code: int | None) -> str | None:
-    return None if code is None else names[code]
 
 
 def _step_ranges(steps: list):
@@ -264,25 +261,26 @@ class _Links:
 
 # ---- grouping kernels into op calls -----------------------------------------------------------
 
-def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The activities with their call's flags, and one row per op call.
+def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, list]:
+    """The activities with their call's flags, one row per op call, and the distinct kernel names.
 
     Activities of one op instance (``op_idx``) in one step form a call, unless launched by a CUDA
     graph or without an op (those are modelled on their own). Its primary activities are its kernels,
     else its memcpys, else all (memsets); the others are modelled on their own. ``work`` adds ``pos``
     (row in GPU start order), ``primary``, ``first``/``last`` (the call's first and last primary
     positions); ``calls`` (steps ascending, no step last; then by first position) has ``step``,
-    ``first``, ``first_code``/``last_code`` (the first/last primary kernel name as an index into
-    the sorted distinct names), ``op_name`` (the op's name, else the first activity's ``cpu_op``,
+    ``first``, ``first_code``/``last_code`` (the first/last primary activity's name as an index into
+    the distinct names), ``op_name`` (the op's name, else the first activity's ``cpu_op``,
     else "?"), ``record_function_id``, ``input_dims`` and ``input_types``."""
     kind = pl.col("kind")
     alone = (pl.col("op_idx").is_null()
              | pl.col("launch_api").is_in(list(GRAPH_LAUNCH_APIS)).fill_null(False))
     rank = pl.when(kind == "kernel").then(0).when(kind == "memcpy").then(1).otherwise(2)
     group = ["op_idx", "step", "alone"]
-    work = gpu.with_row_index("pos").with_columns(
-        alone=alone, rank=rank, code=(pl.col("name").rank("dense") - 1).cast(pl.UInt32),
-    ).with_columns(
+    names = gpu.select("name").unique(maintain_order=True).with_row_index("code")
+    work = gpu.with_row_index("pos").join(
+        names, on="name", how="left", nulls_equal=True, maintain_order="left",
+    ).with_columns(alone=alone, rank=rank).with_columns(
         primary=~pl.col("alone") & (pl.col("rank") == pl.col("rank").min().over(group)),
         first_cpu_op=pl.col("cpu_op").first().over(group),
     ).with_columns(
@@ -299,7 +297,7 @@ def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl
     ).with_columns(op_name=pl.when(pl.col("name").is_not_null() & (pl.col("name") != "")).then("name")
                    .when(pl.col("first_cpu_op").is_not_null() & (pl.col("first_cpu_op") != ""))
                    .then("first_cpu_op").otherwise(pl.lit("?")))
-    return work, calls
+    return work, calls, names.get_column("name").to_list()
 
 
 def _traffic_frame(work: pl.DataFrame, calls: pl.DataFrame, call_figure: list[int | None],
