@@ -60,6 +60,9 @@ class Report:
     round_trips: Any = None
     #: :class:`tracekit.analyses.throughput.ThroughputReport` (None when not computed).
     throughput: Any = None
+    #: The whole-trace :class:`tracekit.analyses.attribution.Attribution` the tables were built from
+    #: (never step-filtered), so consumers such as ``diff`` need not attribute the trace again.
+    attribution: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -119,7 +122,7 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         steps=step_table, kernels=kernels.analyze(gpu), paths=paths,
         zero_kernel_ops=dispatch.zero_kernel_ops(ops), compile_preops=preops,
         launch_gaps=_gaps_in_step(gaps, step), round_trips=_trips_in_step(trips, step),
-        throughput=rates, extra=extra,
+        throughput=rates, attribution=attributed, extra=extra,
     )
 
 

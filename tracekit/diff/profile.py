@@ -119,7 +119,8 @@ def build(trace: Trace, report, *, unit: str | None = None, complete: bool = Tru
     unit_kind, windows = _units(trace, unit)
     numbers = windows["number"].to_list()
     labels = dict(zip(numbers, windows["name"].to_list()))
-    attributed = attribution.analyze(trace)
+    # report.build already attributed the whole trace; reuse it (attribution is the costliest pass).
+    attributed = getattr(report, "attribution", None) or attribution.analyze(trace)
     if complete:
         report = _complete(trace, report, attributed)
     gpu = attributed.gpu
