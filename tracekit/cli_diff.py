@@ -35,6 +35,27 @@ def _profile(path: str, unit: str | None, use_et: bool = True):
     return profile.build(trace, report, unit=unit)
 
 
+#: Inputs at least this large (bytes, both together) are profiled in two processes at once.
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+
+
+def _profiles(a_path: str, b_path: str, unit: str | None, use_et: bool):
+    """Profiles of A and B; big inputs in two spawned processes (each trace's load and analyses are
+    independent, and a machine with two cores then takes about the time of one report)."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in (a_path, b_path)]
+    if sum(sizes) < PARALLEL_MIN_BYTES or (os.cpu_count() or 1) < 2:
+        return _profile(a_path, unit, use_et), _profile(b_path, unit, use_et)
+    # spawn, not fork: forking a process whose Polars thread pool is running can deadlock.
+    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        a = pool.submit(_profile, a_path, unit, use_et)
+        b = pool.submit(_profile, b_path, unit, use_et)
+        return a.result(), b.result()
+
+
 _format = click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
                        help="Output format (default: from -o's extension, else term).")
 _output = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), default=None,
@@ -61,7 +82,7 @@ def diff_command(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str,
     from tracekit.diff import compare, gates
 
     parsed = [gates.parse(text) for text in fail_if]  # a typo fails before the slow part
-    result = compare.compare(_profile(a_path, unit, not no_et), _profile(b_path, unit, not no_et))
+    result = compare.compare(*_profiles(a_path, b_path, unit, not no_et))
     results = gates.evaluate(parsed, result)
     fmt = format_for_path(output, fmt)
     with _open_output(output) as out:

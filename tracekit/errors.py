@@ -15,6 +15,10 @@ class TraceError(TracekitError):
         self.path = path
         self.problem = problem
 
+    def __reduce__(self):
+        # Rebuild from both fields, so the error survives a trip between processes.
+        return (type(self), (self.path, self.problem))
+
 
 class UsageError(TracekitError):
     """A flag or argument combination that cannot be honoured."""
