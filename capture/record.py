@@ -9,22 +9,20 @@ prefixed temp name in the same folder and renamed into place. Returns a :class:`
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
-import os
 import re
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracekit import output
+
 TMP_PREFIX = ".tmp-"
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
 
 # Kineto writes the capturing host's name and the (temporary) export path into the trace; neither
 # belongs in a shared fixture, so both are replaced in the raw text, leaving every event byte-identical.
@@ -52,20 +50,9 @@ class Recorded:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-@contextlib.contextmanager
-def atomic_path(final: Path) -> Iterator[Path]:
-    """Yield a temp path beside ``final``; rename it onto ``final`` only if the block succeeds."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{final.name}.", dir=final.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        yield tmp_path
-        os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the final file normal permissions
-        os.replace(tmp_path, final)
-    finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
+def atomic_path(final: Path):
+    """A temp path beside ``final``, renamed onto it only if the block succeeds (folders created)."""
+    return output.atomic_path(final, make_parents=True)
 
 
 def write_bytes_atomic(final: Path, data: bytes) -> None:

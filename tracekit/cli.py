@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import nullcontext
 
 import click
 
 from tracekit import __version__
 from tracekit import boundary
 from tracekit.errors import UsageError
-from tracekit.output import AtomicOutput
+from tracekit.output import open_output
 from tracekit.render import FORMATS, format_for_path, render_report
 
 
@@ -23,11 +22,6 @@ from tracekit.render import FORMATS, format_for_path, render_report
 @click.version_option(__version__, prog_name="tracekit")
 def cli() -> None:
     """Turn PyTorch profiler (Kineto) traces into answers."""
-
-
-def _open_output(path: str | None):
-    """stdout, or ``path`` written atomically (temp file + rename) so a failed run leaves no stub."""
-    return AtomicOutput(path) if path else nullcontext(sys.stdout)
 
 
 @cli.command()
@@ -64,7 +58,7 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     result = report_mod.build(trace, step=step, execution_trace=_execution_trace(
         trace_path, trace.meta.path, et_path, no_et),
                               ceilings_override=_parse_ceilings(ceilings), hta=hta)
-    with _open_output(output) as out:
+    with open_output(output) as out:
         render_report(result, fmt, out, color=(output is None and sys.stdout.isatty()))
 
 
@@ -77,8 +71,7 @@ def _execution_trace(trace_path: str, original_path: str, et_path: str | None, n
         if et_path:
             raise UsageError("--execution-trace and --no-execution-trace contradict each other")
         return None
-    path = et_path or execution_trace.find_beside(trace_path) or execution_trace.find_beside(original_path)
-    return execution_trace.load(path) if path else None
+    return execution_trace.for_trace(trace_path, original_path, explicit=et_path)
 
 
 def _parse_ceilings(items: tuple[str, ...]) -> dict[str, float] | None:
@@ -106,7 +99,7 @@ def _report_directory(directory: str, fmt: str, output: str | None, step: int | 
     if step is not None:
         raise UsageError("--step applies to one trace, not to a directory of ranks")
     result = ranks.analyze(directory)
-    with _open_output(output) as out:
+    with open_output(output) as out:
         render_ranks(result, fmt, out, color=(output is None and sys.stdout.isatty()))
 
 

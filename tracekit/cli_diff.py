@@ -8,17 +8,12 @@ expectation raises :class:`GateFailed` (exit 1) *after* the full output has been
 from __future__ import annotations
 
 import sys
-from contextlib import nullcontext
 
 import click
 
 from tracekit.errors import GateFailed
+from tracekit.output import open_output
 from tracekit.render import FORMATS, format_for_path
-
-
-def _open_output(path: str | None):
-    from tracekit.output import AtomicOutput
-    return AtomicOutput(path) if path else nullcontext(sys.stdout)
 
 
 def _profile(path: str, unit: str | None, use_et: bool = True):
@@ -30,8 +25,8 @@ def _profile(path: str, unit: str | None, use_et: bool = True):
     from tracekit.source import open_trace
 
     trace = open_trace(path)
-    et_path = (execution_trace.find_beside(path) or execution_trace.find_beside(trace.meta.path)) if use_et else None
-    report = report_mod.build(trace, execution_trace=execution_trace.load(et_path) if et_path else None)
+    et = execution_trace.for_trace(path, trace.meta.path) if use_et else None
+    report = report_mod.build(trace, execution_trace=et)
     return profile.build(trace, report, unit=unit)
 
 
@@ -85,7 +80,7 @@ def diff_command(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str,
     result = compare.compare(*_profiles(a_path, b_path, unit, not no_et))
     results = gates.evaluate(parsed, result)
     fmt = format_for_path(output, fmt)
-    with _open_output(output) as out:
+    with open_output(output) as out:
         if fmt == "json":
             from tracekit.render import diff_json
             diff_json.render(result, out, results)
@@ -117,7 +112,7 @@ def check_command(trace_path: str, expect_path: str, unit: str | None, no_et: bo
     expectations = expect.load(expect_path)
     result = expect.check(_profile(trace_path, unit or expectations.unit, not no_et), expectations)
     fmt = format_for_path(output, fmt)
-    with _open_output(output) as out:
+    with open_output(output) as out:
         if fmt == "json":
             from tracekit.render import diff_json
             diff_json.render_check(result, out)

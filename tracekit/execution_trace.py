@@ -122,6 +122,14 @@ def find_beside(trace_path: str | Path) -> Path | None:
     return None
 
 
+def for_trace(trace_path: str | Path, original_path: str | Path | None = None, *,
+              explicit: str | Path | None = None) -> ExecutionTrace | None:
+    """The execution trace to use for a trace: ``explicit`` if given, else one beside ``trace_path``,
+    else one beside ``original_path`` (the JSON a Parquet cache was converted from), else None."""
+    path = explicit or find_beside(trace_path) or (find_beside(original_path) if original_path else None)
+    return load(path) if path else None
+
+
 def load(path: str | Path) -> ExecutionTrace:
     """Read an execution trace file; raises TraceError with one line if it is not one."""
     path = Path(path)

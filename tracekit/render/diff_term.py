@@ -4,36 +4,22 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from tracekit.render import diff_sections as S
+from tracekit.render.term import make_console, print_rows
 
 _STATUS_STYLE = {"lower": "green", "higher": "red", "FAILED": "bold red", "BROKEN": "bold red",
                  "met": "green", "within noise": "dim"}
 
 
-def _console(out: TextIO, color: bool, width: int | None) -> Console:
-    return Console(file=out, force_terminal=color, no_color=not color, width=width or 160,
-                   highlight=False, soft_wrap=False)
-
-
-def _table(console: Console, title: str, headers: list[str], rows: list[list[str]]) -> None:
+def _table(console, title: str, headers: list[str], rows: list[list[str]]) -> None:
     console.print()
-    if not rows:
-        console.print(Text(f"{title}: none", style="bold"))
-        return
-    table = Table(title=title, title_justify="left", title_style="bold")
-    for header in headers:
-        table.add_column(header, overflow="fold")
-    for row in rows:
-        table.add_row(*[Text(str(c), style=_STATUS_STYLE.get(str(c), "")) for c in row])
-    console.print(table)
+    print_rows(console, title, headers, rows, style=lambda cell: _STATUS_STYLE.get(cell, ""))
 
 
 def render(diff, out: TextIO, gate_results=None, *, color: bool = False, width: int | None = None) -> None:
-    console = _console(out, color, width)
+    console = make_console(out, color=color, width=width)
     console.print(Text(f"tracekit diff: {diff.a.label} → {diff.b.label}", style="bold"))
     console.print(Text.assemble(("Verdict: ", "bold"), S.plain(S.verdict_parts(diff))))
     headers, rows = S.quantity_rows(diff)
@@ -51,7 +37,7 @@ def render(diff, out: TextIO, gate_results=None, *, color: bool = False, width: 
 
 
 def render_check(result, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
-    console = _console(out, color, width)
+    console = make_console(out, color=color, width=width)
     console.print(Text(f"tracekit check: {S.check_title(result)}", style="bold"))
     if result.description:
         console.print(result.description)
