@@ -50,16 +50,18 @@ def find_traces(directory: str | os.PathLike[str]) -> list[Path]:
 
 
 def summarize(path: str) -> dict:
-    """Load and report one trace; returns a plain dict (it crosses a process boundary)."""
-    from tracekit import report as report_mod
+    """Load one trace and summarise its steps; returns a plain dict (it crosses a process boundary).
+
+    Only the step table is needed here, so only attribution and steps run, not the whole report.
+    """
+    from tracekit.analyses import attribution, steps as steps_analysis
     from tracekit.source import open_trace
 
     try:
         trace = open_trace(path)
-        report = report_mod.build(trace)
     except TracekitError as err:
         return {"file": os.path.basename(path), "error": str(err)}
-    steps = report.steps
+    steps = steps_analysis.analyze(trace.steps, attribution.analyze(trace).gpu)
     distributed = trace.meta.distributed or {}
     rank = distributed.get("rank")
     return {
