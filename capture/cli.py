@@ -116,15 +116,8 @@ def capture_command(variants, modes, out, device, dtype, sizes, linear_shape, ml
     if bad:
         raise UsageError(f"--et-variants: unknown variant {bad[0]!r}")
 
-    try:
-        import torch
-    except ImportError:
-        raise UsageError("install the capture extra: pip install 'tracekit[capture]'") from None
-    if device == "cuda" and not torch.cuda.is_available():
-        raise UsageError("no CUDA device found; use --device cpu for a CPU-only capture")
-
-    from capture import session, variants as variants_mod
-    from capture.record import Schedule
+    # Planning needs no torch: a flag combination that selects nothing is reported first, torch or not.
+    from capture import variants as variants_mod
 
     opts = Options(device=device, dtype=dtype or ("bf16" if device == "cuda" else "fp32"), sizes=sizes,
                    linear_shape=linear_shape, mlp_shape=mlp_shape, train_shape=train_shape, train_model=train_model,
@@ -132,6 +125,16 @@ def capture_command(variants, modes, out, device, dtype, sizes, linear_shape, ml
     specs = variants_mod.plan(chosen, kinds, opts)
     if not specs:
         raise UsageError(f"no mode {'/'.join(kinds)} exists for variant(s) {', '.join(chosen)}")
+
+    try:
+        import torch
+    except ImportError:
+        raise UsageError("install the capture extra: pip install 'tracekit[capture]'") from None
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("no CUDA device found; use --device cpu for a CPU-only capture")
+
+    from capture import session
+    from capture.record import Schedule
 
     out.mkdir(parents=True, exist_ok=True)
     manifest = session.run(
