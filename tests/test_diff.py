@@ -46,7 +46,7 @@ def diff(a: str, b: str) -> compare.Diff:
 
 def k(name, cls="elementwise", cpu_op=None, **decoded) -> KernelRef:
     ident = profile.kernel_identity(name, cls, decoded)
-    return KernelRef(ident, name, cls, cpu_op, cpu_op, decoded, 10)
+    return KernelRef(ident, name, cls, cpu_op, cpu_op, decoded)
 
 
 G1 = k("nvjet_A", "gemm", "aten::mm", tile="256x128")

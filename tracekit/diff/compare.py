@@ -170,6 +170,24 @@ def _median_by(frame: pl.DataFrame, units: list[int], key: str, value: str) -> d
     return {k: _num(statistics.median(v)) for k, v in _per_unit_by(frame, units, key, value).items()}
 
 
+def _align_pairs(a: Profile, b: Profile, pairs: tuple[tuple[int, int], ...]) -> list[align_mod.Alignment]:
+    """The alignment of every unit pair, each distinct pair of sequences aligned once.
+
+    A profile shares one :class:`KernelRef` per distinct kernel among its sequences, so two units
+    that ran the same kernels have sequences of the same objects; steady training steps repeat,
+    and a 300-step trace needs a handful of alignments instead of 300.
+    """
+    done: dict[tuple[tuple[int, ...], tuple[int, ...]], align_mod.Alignment] = {}
+    out = []
+    for ua, ub in pairs:
+        seq_a, seq_b = a.sequences[ua], b.sequences[ub]
+        key = (tuple(map(id, seq_a)), tuple(map(id, seq_b)))
+        if key not in done:
+            done[key] = align_mod.align(seq_a, seq_b)
+        out.append(done[key])
+    return out
+
+
 def compare(a: Profile, b: Profile) -> Diff:
     """Diff two profiles (A before, B after)."""
     notes: list[str] = []
@@ -180,7 +198,7 @@ def compare(a: Profile, b: Profile) -> Diff:
         notes.append(f"A has {len(a.units)} units and B {len(b.units)}; the first {n} are paired for "
                      "kernel alignment, every unit counts in the medians")
     pairs = tuple(zip(a.units[:n], b.units[:n]))
-    alignments = [align_mod.align(a.sequences[ua], b.sequences[ub]) for ua, ub in pairs]
+    alignments = _align_pairs(a, b, pairs)
     if alignments:
         signatures = [_signature(al) for al in alignments]
         counts = Counter(signatures)

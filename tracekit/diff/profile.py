@@ -49,7 +49,13 @@ TAX_KINDS = ("cache_lookup", "pregraph_bytecode", "aot_prologue")
 
 @dataclass(frozen=True)
 class KernelRef:
-    """One kernel in a unit's launch-ordered sequence."""
+    """One kernel in a unit's launch-ordered sequence.
+
+    Everything here is fixed by the kernel's name and launching ops (its duration is in the
+    ``kernel_ns`` frame), so :func:`build` makes one ``KernelRef`` per distinct kernel and every
+    sequence shares them: equal sequences are then equal element by element *as objects*, which
+    the diff uses to align each distinct pair of sequences once.
+    """
 
     identity: str
     name: str
@@ -57,7 +63,6 @@ class KernelRef:
     cpu_op: str | None
     top_op: str | None
     decoded: dict[str, Any]
-    dur_ns: int
 
 
 @dataclass(frozen=True)
@@ -134,16 +139,7 @@ def build(trace: Trace, report, *, unit: str | None = None, complete: bool = Tru
     ops = _tag(attributed.tree.ops, windows, unit_kind, "ts")
 
     kernels = gpu.filter(pl.col("kind") == "kernel").sort([pl.coalesce("launch_ts", "ts"), "ts", "idx"])
-    sequences: dict[int, list[KernelRef]] = {n: [] for n in numbers}
-    identities: list[str] = []
-    for row in kernels.select("unit", "name", "kernel_class", "cpu_op", "top_op", "decoded",
-                              "dur").iter_rows(named=True):
-        decoded = decoded_fields(row["decoded"])
-        ident = kernel_identity(row["name"], row["kernel_class"], decoded)
-        identities.append(ident)
-        sequences.setdefault(row["unit"], []).append(KernelRef(
-            ident, row["name"], row["kernel_class"], row["cpu_op"], row["top_op"], decoded, row["dur"]))
-    kernels = kernels.with_columns(identity=pl.Series(identities, dtype=pl.String))
+    kernels, sequences = _sequences(kernels, numbers)
 
     kernel_ns = (kernels.group_by("unit", "identity")
                  .agg(pl.col("name").first(), pl.col("kernel_class").first(),
@@ -156,16 +152,12 @@ def build(trace: Trace, report, *, unit: str | None = None, complete: bool = Tru
               .group_by("unit", "kind", "cpu_op")
               .agg(count=pl.len().cast(pl.Int64), ns=pl.col("dur").sum())
               .sort("unit", "kind", "cpu_op"))
-    cpu = ops.filter(pl.col("cat") == "cpu_op")
-    kinds = [preop_kind(n) for n in cpu["name"].to_list()]
-    cpu = cpu.with_columns(preop=pl.Series(kinds, dtype=pl.String))
-    cpu_ops = (cpu.filter(pl.col("preop").is_null())
+    all_ops = ops.with_columns(preop=_preop_kinds(ops["name"]))
+    cpu_ops = (all_ops.filter((pl.col("cat") == "cpu_op") & pl.col("preop").is_null())
                .group_by("unit", "name")
                .agg(count=pl.len().cast(pl.Int64), cpu_ns=pl.col("dur").sum(),
                     launches_gpu=pl.col("launches_gpu").any())
                .sort("unit", "name"))
-    all_ops = ops.with_columns(preop=pl.Series([preop_kind(n) for n in ops["name"].to_list()],
-                                               dtype=pl.String))
     preops = (all_ops.filter(pl.col("preop").is_not_null())
               .group_by("unit", pl.col("preop").alias("kind"))
               .agg(count=pl.len().cast(pl.Int64), cpu_ns=pl.col("dur").sum())
@@ -195,11 +187,44 @@ def build(trace: Trace, report, *, unit: str | None = None, complete: bool = Tru
                                          .then(pl.col("gpu_ns") / pl.col("span_ns")).otherwise(0.0))
     return Profile(
         label=os.path.basename(trace.meta.path), unit_kind=unit_kind, units=numbers,
-        unit_labels=labels, sequences={n: tuple(sequences.get(n, [])) for n in numbers},
+        unit_labels=labels, sequences=sequences,
         per_unit=per_unit.sort("unit"), kernel_ns=kernel_ns, class_ns=class_ns, cpu_ops=cpu_ops,
         hidden=hidden, preops=preops, tensors=_tensors(report, unit_kind, numbers),
         unavailable=unavailable,
     )
+
+
+_REF_KEY = ("name", "kernel_class", "cpu_op", "top_op", "decoded")
+
+
+def _sequences(kernels: pl.DataFrame, numbers: list[int]) -> tuple[pl.DataFrame, dict[int, tuple[KernelRef, ...]]]:
+    """``kernels`` (launch-ordered) with an ``identity`` column, and each unit's kernel sequence.
+
+    One :class:`KernelRef` per distinct (name, class, launching ops, decoded fields): a big trace
+    has hundreds of thousands of kernels but a few hundred distinct ones, so the decoded JSON is
+    parsed and the identity worked out once per distinct kernel, not once per launch.
+    """
+    distinct = kernels.select(_REF_KEY).unique(maintain_order=True)
+    refs = []
+    for name, kernel_class, cpu_op, top_op, decoded_text in distinct.iter_rows():
+        decoded = decoded_fields(decoded_text)
+        refs.append(KernelRef(kernel_identity(name, kernel_class, decoded), name, kernel_class,
+                              cpu_op, top_op, decoded))
+    distinct = distinct.with_columns(
+        _ref=pl.int_range(0, distinct.height, dtype=pl.UInt32),
+        identity=pl.Series([r.identity for r in refs], dtype=pl.String))
+    # nulls_equal: a kernel without a launching op (null cpu_op) still finds its distinct row.
+    kernels = kernels.join(distinct, on=list(_REF_KEY), how="left", nulls_equal=True, maintain_order="left")
+    per_unit = dict(kernels.group_by("unit", maintain_order=True).agg("_ref").iter_rows())
+    sequences = {n: tuple(refs[i] for i in per_unit.get(n, ())) for n in numbers}
+    return kernels.drop("_ref"), sequences
+
+
+def _preop_kinds(names: pl.Series) -> pl.Series:
+    """:func:`preop_kind` of every name, worked out once per distinct name."""
+    distinct = names.unique().drop_nulls().to_list()
+    kinds = {n: preop_kind(n) for n in distinct}
+    return names.replace_strict(kinds, default=None, return_dtype=pl.String).alias("preop")
 
 
 def _complete(trace: Trace, report, attributed):
