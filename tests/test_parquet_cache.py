@@ -45,3 +45,102 @@ def test_convert_cli_then_report_gives_identical_json(tmp_path, capsys):
         assert exit_info.value.code == 0
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
+
+
+# --- the report stored by convert ---------------------------------------------------------------
+
+ALL_SAMPLES = sorted(p.name[: -len(".json.gz")] for p in SAMPLES.glob("*.json.gz")
+                     if not p.name.endswith(".et.json.gz"))
+
+
+def _run(argv):
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(a) for a in argv])
+    return exit_info.value.code
+
+
+def test_every_sample_is_covered():
+    assert len(ALL_SAMPLES) == 11
+
+
+@pytest.mark.parametrize("name", ALL_SAMPLES)
+def test_stored_report_renders_exactly_as_a_fresh_analysis(tmp_path, name):
+    """md, json and term from the stored report equal those of analysing the JSON trace, with the
+    execution trace beside it (exact round-trip links) where the sample has one."""
+    from tracekit import execution_trace, report_cache
+
+    src = SAMPLES / f"{name}.json.gz"
+    out = tmp_path / "t.parquet"
+    assert _run(["convert", src, "-o", out]) == 0
+    # The stored report is the one used (not a silent re-analysis).
+    et = execution_trace.locate(out, src)
+    assert (et is not None) == (name != "train_eager")
+    stored = parquet_cache.load_report(out, report_cache.cache_key(et))
+    assert stored is not None and stored.attribution is None
+    for fmt in ("md", "json", "term"):
+        assert _run(["report", src, "--format", fmt, "-o", tmp_path / f"a.{fmt}"]) == 0
+        assert _run(["report", out, "--format", fmt, "-o", tmp_path / f"b.{fmt}"]) == 0
+        assert (tmp_path / f"a.{fmt}").read_bytes() == (tmp_path / f"b.{fmt}").read_bytes(), fmt
+
+
+def test_stored_report_is_ignored_when_its_key_differs(tmp_path):
+    """A report stored by other code (another key) is not used: the trace is analysed afresh."""
+    from tracekit import report as report_mod
+    from tracekit import report_cache
+
+    trace = load(SAMPLES / "mlp_eager.json.gz")
+    fresh = report_mod.build(trace)
+    out = tmp_path / "t.parquet"
+    parquet_cache.save(trace, out, report=fresh, report_key="made by another tracekit")
+    assert parquet_cache.load_report(out, report_cache.cache_key(None)) is None
+    assert parquet_cache.load_report(out, "made by another tracekit") is not None
+
+
+def test_stored_report_follows_the_execution_trace(tmp_path):
+    """Stored with the execution trace beside the JSON; --no-execution-trace asks for the inferred
+    analysis, which is then computed (method 'shapes'), not read from the file."""
+    src = SAMPLES / "mlp_eager.json.gz"
+    out = tmp_path / "t.parquet"
+    assert _run(["convert", src, "-o", out]) == 0
+    assert _run(["report", out, "--format", "json", "-o", tmp_path / "et.json"]) == 0
+    assert _run(["report", out, "--no-execution-trace", "--format", "json", "-o", tmp_path / "no.json"]) == 0
+    assert _run(["report", src, "--no-execution-trace", "--format", "json", "-o", tmp_path / "src.json"]) == 0
+    import json
+    et = json.loads((tmp_path / "et.json").read_text())
+    no = json.loads((tmp_path / "no.json").read_text())
+    assert et["round_trips"]["method"] == "execution_trace"
+    assert no["round_trips"]["method"] != "execution_trace"
+    assert (tmp_path / "no.json").read_bytes() == (tmp_path / "src.json").read_bytes()
+
+
+def test_step_on_a_converted_trace_reanalyses_the_frames(tmp_path):
+    src = SAMPLES / "mlp_eager.json.gz"
+    out = tmp_path / "t.parquet"
+    assert _run(["convert", src, "-o", out]) == 0
+    assert _run(["report", out, "--step", "3", "--format", "md", "-o", tmp_path / "b.md"]) == 0
+    assert _run(["report", src, "--step", "3", "--format", "md", "-o", tmp_path / "a.md"]) == 0
+    assert (tmp_path / "a.md").read_bytes() == (tmp_path / "b.md").read_bytes()
+    assert "ProfilerStep#3" in (tmp_path / "b.md").read_text()
+
+
+def test_a_skeleton_naming_other_code_is_refused():
+    from tracekit import report_cache
+
+    evil = '{"format": "%s", "report": {"$class": "Popen", "fields": {"args": "true"}}}' % (
+        report_cache.SKELETON_FORMAT)
+    with pytest.raises(report_cache.CacheFormatError, match="unknown class 'Popen'"):
+        report_cache.decode(evil, {})
+
+
+def test_trace_frames_ignore_the_stored_report(tmp_path):
+    """Loading the trace from a file with a stored report gives the same frames as without."""
+    from tracekit import report as report_mod
+
+    trace = load(SAMPLES / "mlp_compile.json.gz")
+    out = tmp_path / "t.parquet"
+    parquet_cache.save(trace, out, report=report_mod.build(trace), report_key="k")
+    back = open_trace(out)
+    for frame in parquet_cache.FRAMES:
+        assert getattr(back, frame).equals(getattr(trace, frame)), frame
+    queried = pl.read_parquet(out).filter(pl.col("table") == "gpu")
+    assert queried.height == trace.gpu.height

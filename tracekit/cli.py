@@ -54,10 +54,16 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     if os.path.isdir(trace_path):
         _report_directory(trace_path, fmt, output, step)
         return
-    trace = open_trace(trace_path, show_progress=True)
-    result = report_mod.build(trace, step=step, execution_trace=_execution_trace(
-        trace_path, trace.meta.path, et_path, no_et),
-                              ceilings_override=_parse_ceilings(ceilings), hta=hta)
+    overrides = _parse_ceilings(ceilings)
+    if no_et and et_path:
+        raise UsageError("--execution-trace and --no-execution-trace contradict each other")
+    result = None
+    if step is None and overrides is None and not hta:
+        result = _stored_report(trace_path, et_path, no_et)
+    if result is None:
+        trace = open_trace(trace_path, show_progress=True)
+        result = report_mod.build(trace, step=step, execution_trace=_execution_trace(
+            trace_path, trace.meta.path, et_path, no_et), ceilings_override=overrides, hta=hta)
     with open_output(output) as out:
         render_report(result, fmt, out, color=(output is None and sys.stdout.isatty()))
 
@@ -72,6 +78,20 @@ def _execution_trace(trace_path: str, original_path: str, et_path: str | None, n
             raise UsageError("--execution-trace and --no-execution-trace contradict each other")
         return None
     return execution_trace.for_trace(trace_path, original_path, explicit=et_path)
+
+
+def _stored_report(trace_path: str, et_path: str | None, no_et: bool):
+    """The report ``convert`` stored in a Parquet input, if it is still what this command would
+    compute (same tracekit code, same execution trace); None for any other input."""
+    from tracekit import execution_trace, parquet_cache, report_cache
+
+    if not parquet_cache.is_parquet(trace_path):
+        return None
+    original = parquet_cache.stored_meta(trace_path).path
+    et = None if no_et else execution_trace.locate(trace_path, original, explicit=et_path)
+    if et is not None and not et.is_file():
+        return None  # the analysis path reports the missing file
+    return parquet_cache.load_report(trace_path, report_cache.cache_key(et))
 
 
 def _parse_ceilings(items: tuple[str, ...]) -> dict[str, float] | None:
@@ -111,13 +131,17 @@ def convert(trace_path: str, output: str) -> None:
     """Save TRACE as one Parquet file that report/diff read without re-parsing JSON.
 
     The file stacks the trace's tables with a `table` column (ops, launches, gpu, …), so DuckDB or
-    Spark can query it directly.
+    Spark can query it directly. It also stores TRACE's report, so `tracekit report FILE.parquet`
+    (without --step/--ceiling/--hta) prints it at once instead of analysing again.
     """
-    from tracekit import parquet_cache
+    from tracekit import execution_trace, parquet_cache, report_cache
+    from tracekit import report as report_mod
     from tracekit.source import open_trace
 
     trace = open_trace(trace_path, show_progress=True)
-    parquet_cache.save(trace, output)
+    et = execution_trace.locate(trace_path, trace.meta.path)
+    result = report_mod.build(trace, execution_trace=execution_trace.load(et) if et else None)
+    parquet_cache.save(trace, output, report=result, report_key=report_cache.cache_key(et))
     click.echo(f"wrote {output} ({os.path.getsize(output):,} bytes, {trace.meta.event_count:,} events)",
                err=True)
 

@@ -10,6 +10,12 @@ Why one file with a ``table`` column: it is what ``tracekit convert TRACE -o tra
 and bigger engines read it as is — e.g. DuckDB:
 ``SELECT name, sum(dur) FROM 'trace.parquet' WHERE "table" = 'gpu' GROUP BY name``.
 
+The trace's report (the default analysis) can be stored in the same file, so re-reporting a converted
+trace renders stored results instead of analysing again: its frames are rows with ``table`` =
+``report_cache`` (``cache_part`` names the frame, ``cache_blob`` holds it as Parquet bytes), its
+skeleton and validity key go in the key-value metadata (``tracekit.report``, ``tracekit.report_key``);
+see :mod:`tracekit.report_cache`. Trace queries ignore those rows by filtering on ``table`` as usual.
+
 The file is written to a temp file and renamed, so an interrupted convert leaves nothing behind.
 """
 
@@ -18,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 import polars as pl
@@ -27,6 +34,9 @@ from tracekit.output import atomic_path
 from tracekit.trace import (FLOWS_SCHEMA, GPU_SCHEMA, LAUNCHES_SCHEMA, MEMORY_SCHEMA, OPS_SCHEMA,
                             OVERHEAD_SCHEMA, STEPS_SCHEMA, THREADS_SCHEMA, DeviceInfo, Trace,
                             TraceMeta)
+
+if TYPE_CHECKING:  # the report module pulls in every analysis; loading a trace needs none
+    from tracekit.report import Report
 
 PARQUET_MAGIC = b"PAR1"
 FORMAT = "tracekit.parquet/1"
@@ -45,34 +55,93 @@ def is_parquet(path: str | os.PathLike[str]) -> bool:
         return False
 
 
-def save(trace: Trace, path: str | os.PathLike[str]) -> None:
-    """Write ``trace`` to ``path`` as one Parquet file (atomically)."""
+#: ``table`` value of the stored report's rows, and that row's two columns.
+REPORT_TABLE = "report_cache"
+_CACHE_COLUMNS = {"cache_part": pl.String, "cache_blob": pl.Binary}
+
+
+def save(trace: Trace, path: str | os.PathLike[str], *, report: Report | None = None,
+         report_key: str | None = None) -> None:
+    """Write ``trace`` to ``path`` as one Parquet file (atomically), with ``report`` stored beside it
+    under ``report_key`` (:func:`tracekit.report_cache.cache_key`) when given."""
     parts = [getattr(trace, name).with_columns(table=pl.lit(name)) for name in FRAMES]
+    metadata = {"tracekit.format": FORMAT,
+                "tracekit.meta": msgspec.json.encode(dataclasses.asdict(trace.meta)).decode()}
+    if report is not None:
+        from tracekit import report_cache
+
+        skeleton, blobs = report_cache.encode(report)
+        parts.append(pl.DataFrame({"table": [REPORT_TABLE] * len(blobs), "cache_part": list(blobs),
+                                   "cache_blob": list(blobs.values())},
+                                  schema={"table": pl.String, **_CACHE_COLUMNS}))
+        metadata["tracekit.report"] = skeleton
+        metadata["tracekit.report_key"] = report_key or ""
     stacked = pl.concat(parts, how="diagonal_relaxed")
-    meta = msgspec.json.encode(dataclasses.asdict(trace.meta)).decode()
     with atomic_path(path) as tmp:
-        stacked.write_parquet(tmp, metadata={"tracekit.format": FORMAT, "tracekit.meta": meta},
-                              compression="zstd", statistics=True)
+        stacked.write_parquet(tmp, metadata=metadata, compression="zstd", statistics=True)
 
 
-def load_parquet(path: str | os.PathLike[str]) -> Trace:
-    """Read a file written by :func:`save`; raises :class:`TraceError` for anything else."""
-    p = Path(path)
+def _metadata(p: Path) -> dict[str, str]:
     try:
         kv = pl.read_parquet_metadata(p)
     except Exception as err:  # polars raises several types for unreadable files
         raise TraceError(p, f"unreadable Parquet file ({type(err).__name__})") from None
     if kv.get("tracekit.format") != FORMAT:
         raise TraceError(p, f"Parquet file was not written by 'tracekit convert' (expected {FORMAT})")
+    return kv
+
+
+def load_report(path: str | os.PathLike[str], report_key: str) -> Report | None:
+    """The report stored in ``path`` if it was stored under ``report_key``, else None (none stored,
+    made by other code or from another execution trace, or unreadable: then analyse afresh)."""
+    from tracekit import report_cache
+
+    p = Path(path)
+    kv = _metadata(p)
+    if "tracekit.report" not in kv or kv.get("tracekit.report_key") != report_key:
+        return None
     try:
-        stacked = pl.read_parquet(p)
-        meta_fields = msgspec.json.decode(kv["tracekit.meta"])
+        rows = (pl.scan_parquet(p).filter(pl.col("table") == REPORT_TABLE)
+                .select(*_CACHE_COLUMNS).collect())
+        blobs = dict(zip(rows["cache_part"].to_list(), rows["cache_blob"].to_list()))
+        return report_cache.decode(kv["tracekit.report"], blobs)
+    except Exception:  # a damaged stored report costs a re-analysis, never the command
+        return None
+
+
+def stored_meta(path: str | os.PathLike[str]) -> TraceMeta:
+    """The :class:`TraceMeta` of a file written by :func:`save`, read from its footer alone."""
+    p = Path(path)
+    kv = _metadata(p)
+    try:
+        return _meta_from_json(kv["tracekit.meta"])
     except Exception as err:
         raise TraceError(p, f"corrupt tracekit Parquet file ({type(err).__name__})") from None
+
+
+def _meta_from_json(text: str) -> TraceMeta:
+    fields = msgspec.json.decode(text)
+    devices = tuple(DeviceInfo(**d) for d in fields.pop("devices"))
+    return TraceMeta(devices=devices, **fields)
+
+
+def load_parquet(path: str | os.PathLike[str]) -> Trace:
+    """Read a file written by :func:`save`; raises :class:`TraceError` for anything else."""
+    p = Path(path)
+    kv = _metadata(p)
+    try:
+        # Only the trace's columns and rows: a stored report is never read here.
+        scan = pl.scan_parquet(p)
+        columns = [c for c in scan.collect_schema().names() if c not in _CACHE_COLUMNS]
+        stacked = scan.select(columns).filter(pl.col("table") != REPORT_TABLE).collect()
+        meta = _meta_from_json(kv["tracekit.meta"])
+    except Exception as err:
+        raise TraceError(p, f"corrupt tracekit Parquet file ({type(err).__name__})") from None
+    tables = stacked.partition_by("table", as_dict=True, maintain_order=True)
+    del stacked
     frames = {}
     for name, schema in FRAMES.items():
-        frames[name] = (stacked.filter(pl.col("table") == name)
-                        .select([pl.col(c).cast(t) for c, t in schema.items()]))
-    devices = tuple(DeviceInfo(**d) for d in meta_fields.pop("devices"))
-    meta = TraceMeta(devices=devices, **meta_fields)
+        part = tables.pop((name,), None)
+        frames[name] = (part if part is not None else pl.DataFrame(schema=schema)).select(
+            [pl.col(c).cast(t) for c, t in schema.items()])
     return Trace(meta=meta, **frames)

@@ -1,0 +1,147 @@
+"""A :class:`~tracekit.report.Report` as plain data — one JSON skeleton plus one Parquet-encoded blob
+per frame — so ``tracekit convert`` can store the analysis beside the trace and a later
+``tracekit report trace.parquet`` renders it without analysing again.
+
+Contract: :func:`encode` turns a report into ``(skeleton, {part: ipc_bytes})``; :func:`decode`
+rebuilds an equal report from them. Only the classes in :data:`_CLASSES` are ever built from the
+skeleton (a Parquet file from someone else can name no other code), and frames come back with
+their exact dtypes (Polars stores its schema in the Parquet bytes). Parquet rather than Arrow IPC
+because report frames repeat kernel names row after row: dictionary encoding stores each once, and
+the stored report of a 1 GB trace reads in a fraction of the time (bench/RESULTS.md). The whole-trace attribution a report carries for ``diff`` is
+not stored: it is as large as the trace itself, and a cached report comes back with
+``attribution=None`` (``diff`` then attributes the trace again); two per-kernel working frames come
+back empty (:data:`_EMPTIED`). What a renderer shows is therefore identical, which the tests check
+for every format on every sample trace.
+
+A stored report is only as good as the code that made it, so it is saved with a :func:`fingerprint`
+of the tracekit sources and Polars version that computed it and of the inputs the analysis read
+besides the trace (the execution trace file); a report whose key differs is ignored and the trace
+analysed afresh.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from tracekit.analyses.launch_gaps import LaunchGapsReport
+from tracekit.analyses.round_trips import RoundTripReport
+from tracekit.analyses.throughput import ThroughputReport
+from tracekit.report import Facts, Report
+
+#: The classes a skeleton may name, by name.
+_CLASSES = {cls.__name__: cls for cls in (Report, Facts, LaunchGapsReport, RoundTripReport, ThroughputReport)}
+#: Report fields not stored (see the module docstring).
+_SKIPPED = {"attribution"}
+#: Frames stored with their columns but no rows: per-kernel working tables that the analyses
+#: summarise (into ``distributions``/``per_step`` and ``throughput``) and no renderer shows. They
+#: are a kernel-name string per kernel each, most of a big trace's stored report and of its load.
+_EMPTIED = {"report.launch_gaps.per_activity", "report.round_trips.traffic"}
+SKELETON_FORMAT = "tracekit.report-cache/1"
+
+
+class CacheFormatError(ValueError):
+    """The stored skeleton names something this version cannot rebuild."""
+
+
+def encode(report: Report) -> tuple[str, dict[str, bytes]]:
+    """``(skeleton JSON, {part name: Parquet bytes})`` for ``report``."""
+    frames: dict[str, bytes] = {}
+    skeleton = {"format": SKELETON_FORMAT, "report": _to_plain(report, "report", frames)}
+    return msgspec.json.encode(skeleton).decode(), frames
+
+
+def decode(skeleton: str, frames: dict[str, bytes]) -> Report:
+    """The report :func:`encode` described; raises :class:`CacheFormatError` for anything else."""
+    try:
+        top = msgspec.json.decode(skeleton)
+    except msgspec.DecodeError as err:
+        raise CacheFormatError(f"skeleton is not JSON ({err})") from None
+    if not isinstance(top, dict) or top.get("format") != SKELETON_FORMAT:
+        raise CacheFormatError("unknown skeleton format")
+    report = _from_plain(top.get("report"), frames)
+    if not isinstance(report, Report):
+        raise CacheFormatError("skeleton does not describe a report")
+    return report
+
+
+def _to_plain(value: Any, where: str, frames: dict[str, bytes]) -> Any:
+    if isinstance(value, pl.DataFrame):
+        if where in _EMPTIED:
+            value = value.clear()
+        buf = io.BytesIO()
+        value.write_parquet(buf, compression="lz4", statistics=False)
+        frames[where] = buf.getvalue()
+        return {"$frame": where}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        name = type(value).__name__
+        if _CLASSES.get(name) is not type(value):
+            raise TypeError(f"{where}: {name} is not a storable report class")
+        fields = {f.name: _to_plain(getattr(value, f.name), f"{where}.{f.name}", frames)
+                  for f in dataclasses.fields(value) if f.name not in _SKIPPED}
+        return {"$class": name, "fields": fields}
+    if isinstance(value, tuple):
+        return {"$tuple": [_to_plain(v, f"{where}[{i}]", frames) for i, v in enumerate(value)]}
+    if isinstance(value, list):
+        return [_to_plain(v, f"{where}[{i}]", frames) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value) or any(k.startswith("$") for k in value):
+            raise TypeError(f"{where}: only dicts with plain string keys can be stored")
+        return {k: _to_plain(v, f"{where}.{k}", frames) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"{where}: cannot store a {type(value).__name__}")
+
+
+def _from_plain(value: Any, frames: dict[str, bytes]) -> Any:
+    if isinstance(value, list):
+        return [_from_plain(v, frames) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "$frame" in value:
+        blob = frames.get(value["$frame"])
+        if blob is None:
+            raise CacheFormatError(f"frame {value['$frame']!r} is missing")
+        return pl.read_parquet(io.BytesIO(blob))
+    if "$tuple" in value:
+        return tuple(_from_plain(v, frames) for v in value["$tuple"])
+    if "$class" in value:
+        cls = _CLASSES.get(value["$class"])
+        if cls is None:
+            raise CacheFormatError(f"unknown class {value['$class']!r}")
+        fields = {k: _from_plain(v, frames) for k, v in value.get("fields", {}).items()}
+        try:
+            return cls(**fields)
+        except TypeError as err:  # a field added or renamed since the file was written
+            raise CacheFormatError(f"{cls.__name__}: {err}") from None
+    return {k: _from_plain(v, frames) for k, v in value.items()}
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """sha256 of every tracekit source file and the Polars version: what made the analysis."""
+    digest = hashlib.sha256(f"polars {pl.__version__}\n".encode())
+    root = Path(__file__).resolve().parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def cache_key(execution_trace_path: str | os.PathLike[str] | None) -> str:
+    """The key a stored report must carry to be reused: code fingerprint plus the execution
+    trace's identity (resolved path, size, modification time), or none."""
+    et: list[Any] | None = None
+    if execution_trace_path is not None:
+        p = Path(execution_trace_path).resolve()
+        st = p.stat()
+        et = [str(p), st.st_size, st.st_mtime_ns]
+    return msgspec.json.encode({"code": code_fingerprint(), "execution_trace": et}).decode()
