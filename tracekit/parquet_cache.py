@@ -130,18 +130,15 @@ def load_parquet(path: str | os.PathLike[str]) -> Trace:
     p = Path(path)
     kv = _metadata(p)
     try:
-        # Only the trace's columns and rows: a stored report is never read here.
-        scan = pl.scan_parquet(p)
-        columns = [c for c in scan.collect_schema().names() if c not in _CACHE_COLUMNS]
-        stacked = scan.select(columns).filter(pl.col("table") != REPORT_TABLE).collect()
         meta = _meta_from_json(kv["tracekit.meta"])
+        # One lazy query per frame: each reads only its own columns, and only the row groups
+        # whose ``table`` statistics can hold its rows; a stored report is never read here.
+        scan = pl.scan_parquet(p)
+        names = set(scan.collect_schema().names())
+        queries = [scan.filter(pl.col("table") == name).select(
+            [(pl.col(c) if c in names else pl.lit(None)).cast(t).alias(c) for c, t in schema.items()])
+            for name, schema in FRAMES.items()]
+        frames = dict(zip(FRAMES, pl.collect_all(queries)))
     except Exception as err:
         raise TraceError(p, f"corrupt tracekit Parquet file ({type(err).__name__})") from None
-    tables = stacked.partition_by("table", as_dict=True, maintain_order=True)
-    del stacked
-    frames = {}
-    for name, schema in FRAMES.items():
-        part = tables.pop((name,), None)
-        frames[name] = (part if part is not None else pl.DataFrame(schema=schema)).select(
-            [pl.col(c).cast(t) for c, t in schema.items()])
     return Trace(meta=meta, **frames)
