@@ -16,15 +16,16 @@ from tracekit.output import open_output
 from tracekit.render import FORMATS, format_for_path
 
 
-def _profile(path: str, unit: str | None, use_et: bool = True):
+def _profile(path: str, unit: str | None, use_et: bool = True, workers: int | None = None):
     """Load (Parquet cache or JSON), build the report with the execution trace beside the file when
-    there is one (exact round-trip links, as ``tracekit report`` does), and profile it per unit."""
+    there is one (exact round-trip links, as ``tracekit report`` does), and profile it per unit.
+    ``workers``: load processes (1 when A and B are already profiled side by side)."""
     from tracekit import execution_trace
     from tracekit import report as report_mod
     from tracekit.diff import profile
     from tracekit.source import open_trace
 
-    trace = open_trace(path)
+    trace = open_trace(path, workers=workers)
     et = execution_trace.for_trace(path, trace.meta.path) if use_et else None
     report = report_mod.build(trace, execution_trace=et)
     return profile.build(trace, report, unit=unit)
@@ -46,8 +47,8 @@ def _profiles(a_path: str, b_path: str, unit: str | None, use_et: bool):
         return _profile(a_path, unit, use_et), _profile(b_path, unit, use_et)
     # spawn, not fork: forking a process whose Polars thread pool is running can deadlock.
     with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        a = pool.submit(_profile, a_path, unit, use_et)
-        b = pool.submit(_profile, b_path, unit, use_et)
+        a = pool.submit(_profile, a_path, unit, use_et, 1)
+        b = pool.submit(_profile, b_path, unit, use_et, 1)
         return a.result(), b.result()
 
 

@@ -308,10 +308,14 @@ def _gunzip(path: Path, raw: bytearray | mmap.mmap) -> bytearray:
 _NON_SPACE = re.compile(rb"[^ \t\r\n]")
 
 
-def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] | None = None) -> Trace:
+def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] | None = None,
+         workers: int | None = None) -> Trace:
     """Load the trace at ``path``.
 
     ``progress``, when given, is called as ``progress(events_done, events_total)`` after each chunk.
+    ``workers``: processes that decode a big plain-JSON file in Kineto's layout (see
+    :mod:`tracekit.load_parallel`); None picks one per core, as many as the file's size warrants;
+    1 keeps everything in this process (callers that already run one load per core).
     Raises :class:`TraceError` for a missing, empty, non-JSON, truncated or non-Kineto file.
     """
     p = Path(path)
@@ -330,8 +334,16 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
         if plan is not None:
             top, spans, events_lo, events_hi = plan
             try:
-                builder, total = _decode_all(p, _span_chunks(data, spans), progress,
-                                             total=None, extent=(events_lo, events_hi))
+                from tracekit import load_parallel
+
+                shares = load_parallel.share_count(workers, data, spans)
+                if shares > 1:
+                    frames, fmt, total = load_parallel.decode_in_shares(
+                        p, data, spans, shares, progress, (events_lo, events_hi))
+                else:
+                    builder, total = _decode_all(p, _span_chunks(data, spans), progress,
+                                                 total=None, extent=(events_lo, events_hi))
+                    frames, fmt = builder.finish()
             except TraceError:
                 top = None  # the layout guess was wrong somewhere: take the exact path instead
             del spans
@@ -342,12 +354,12 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
             top.traceEvents = None
             builder, total = _decode_all(p, _raw_chunks(data, raws), progress, total=len(raws))
             del raws
+            frames, fmt = builder.finish()
         del data
-        frames, time_format = builder.finish()
     finally:
         if gc_was_enabled:
             gc.enable()
-    meta = _meta(p, size, top, frames, time_format, total)
+    meta = _meta(p, size, top, frames, fmt, total)
     return Trace(meta=meta, steps=_steps(frames["ops"]), **frames)
 
 
@@ -500,14 +512,18 @@ def _span_chunks(data: bytearray | mmap.mmap, spans: list[tuple[int, int]]) -> I
 
 def _decode_all(path: Path, chunks: Iterator[tuple[Decode, int | None]],
                 progress: Callable[[int, int], None] | None, *, total: int | None,
-                extent: tuple[int, int] | None = None) -> tuple[_FrameBuilder, int]:
-    """Decode every chunk and route its events; returns the builder (flushed) and the count."""
+                extent: tuple[int, int] | None = None,
+                exact_times: bool | None = None) -> tuple[_FrameBuilder, int]:
+    """Decode every chunk and route its events; returns the builder (flushed) and the count.
+
+    ``exact_times``: whether times need the decimal path; None decides from the first chunk.
+    """
     builder = _FrameBuilder()
     offset = 0
     for decode, hi in chunks:
         events = _decode_chunk(path, decode, offset)
         if offset == 0:
-            builder.exact_times = _needs_exact_times(events)
+            builder.exact_times = _needs_exact_times(events) if exact_times is None else exact_times
         if builder.exact_times:
             _replace_with_exact_times(path, decode, events)
         builder.add_chunk(events, offset)
@@ -536,6 +552,9 @@ def _decode_chunk(path: Path, decode: Decode, start: int) -> list[Any]:
         events = decode(_LENIENT_DECODER)
     except msgspec.ValidationError as err:
         raise TraceError(path, f"not a Kineto trace: {_event_problem(err, start)}") from None
+    except msgspec.DecodeError as err:
+        # The typed decode can stop at a wrong type before reaching the text that is not JSON.
+        raise TraceError(path, f"malformed event JSON ({_short(err)})") from None
     for e in events:  # categories and names are routed and compared as text
         if not isinstance(e.cat, str):
             e.cat = "" if e.cat is None else msgspec.json.encode(e.cat).decode()
@@ -829,15 +848,12 @@ class _FrameBuilder:
             self.parts[frame].append(pl.DataFrame(series))
         self.pending = 0
 
-    def finish(self) -> tuple[dict[str, pl.DataFrame], str]:
+    def finish(self, *, sort: bool = True) -> tuple[dict[str, pl.DataFrame], str]:
+        """The frames (in (ts, idx) order unless ``sort`` is False: then in event order, for a
+        caller that merges several shares and sorts once) and the trace's time format."""
         self.flush()
-        schemas = {
-            "ops": OPS_SCHEMA, "launches": LAUNCHES_SCHEMA, "gpu": GPU_SCHEMA,
-            "overhead": OVERHEAD_SCHEMA, "flows": FLOWS_SCHEMA, "memory": MEMORY_SCHEMA,
-            "threads": THREADS_SCHEMA,
-        }
         frames: dict[str, pl.DataFrame] = {}
-        for name, schema in schemas.items():
+        for name, schema in FRAME_SCHEMAS.items():
             parts = self.parts[name]
             self.parts[name] = []
             if not parts:
@@ -856,25 +872,44 @@ class _FrameBuilder:
                     exprs.append(pl.col(col).cast(dtype))
                 else:  # pragma: no cover - every builder writes all its columns
                     exprs.append(pl.lit(None, dtype=dtype).alias(col))
-            df = df.select(exprs)
-            if name == "threads":
-                frames[name] = df.unique(maintain_order=True)
-            elif df["idx"].is_sorted():
-                # Rows are in event order, so a stable sort on ts alone is the (ts, idx) order,
-                # and far cheaper than a two-key sort (which row-encodes both keys).
-                frames[name] = (df.rechunk() if df["ts"].is_sorted()
-                                else df.sort("ts", maintain_order=True, nulls_last=True))
-            else:
-                frames[name] = df.sort(["ts", "idx"], nulls_last=True)
-        max_us = max((frames[f]["ts"].max() or 0) for f in ("ops", "launches", "gpu", "overhead",
-                                                             "flows", "memory")) / 1000.0
-        if max_us == 0:
-            fmt = "empty"
-        elif max_us > _ABSOLUTE_US:
-            fmt = "absolute-us3" if self.times.fractional else "absolute-us-int"
+            frames[name] = df.select(exprs)
+        if sort:
+            frames = sort_frames(frames)
+        return frames, time_format(frames, self.times.fractional)
+
+
+#: Every frame the loader builds, by name, with its schema.
+FRAME_SCHEMAS = {
+    "ops": OPS_SCHEMA, "launches": LAUNCHES_SCHEMA, "gpu": GPU_SCHEMA, "overhead": OVERHEAD_SCHEMA,
+    "flows": FLOWS_SCHEMA, "memory": MEMORY_SCHEMA, "threads": THREADS_SCHEMA,
+}
+
+
+def sort_frames(frames: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Each frame in (ts, idx) order; threads without repeats."""
+    out = {}
+    for name, df in frames.items():
+        if name == "threads":
+            out[name] = df.unique(maintain_order=True)
+        elif df["idx"].is_sorted():
+            # Rows are in event order, so a stable sort on ts alone is the (ts, idx) order,
+            # and far cheaper than a two-key sort (which row-encodes both keys).
+            out[name] = (df.rechunk() if df["ts"].is_sorted()
+                         else df.sort("ts", maintain_order=True, nulls_last=True))
         else:
-            fmt = "relative-ns3"
-        return frames, fmt
+            out[name] = df.sort(["ts", "idx"], nulls_last=True)
+    return out
+
+
+def time_format(frames: dict[str, pl.DataFrame], fractional: bool) -> str:
+    """``TraceMeta.time_format`` of loaded frames (``fractional``: some time had a decimal part)."""
+    max_us = max((frames[f]["ts"].max() or 0) for f in ("ops", "launches", "gpu", "overhead",
+                                                         "flows", "memory")) / 1000.0
+    if max_us == 0:
+        return "empty"
+    if max_us > _ABSOLUTE_US:
+        return "absolute-us3" if fractional else "absolute-us-int"
+    return "relative-ns3"
 
 
 # --- metadata and steps -------------------------------------------------------------------------

@@ -58,7 +58,7 @@ def summarize(path: str) -> dict:
     from tracekit.source import open_trace
 
     try:
-        trace = open_trace(path)
+        trace = open_trace(path, workers=1)  # one rank per core already
     except TracekitError as err:
         return {"file": os.path.basename(path), "error": str(err)}
     steps = steps_analysis.analyze(trace.steps, attribution.analyze(trace).gpu)

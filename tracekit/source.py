@@ -19,15 +19,17 @@ from tracekit.trace import Trace
 PROGRESS_AFTER_S = 1.0
 
 
-def open_trace(path: str | os.PathLike[str], *, show_progress: bool = False) -> Trace:
-    """Load ``path`` (Kineto JSON, gzip, or tracekit Parquet)."""
+def open_trace(path: str | os.PathLike[str], *, show_progress: bool = False,
+               workers: int | None = None) -> Trace:
+    """Load ``path`` (Kineto JSON, gzip, or tracekit Parquet); ``workers`` as in
+    :func:`tracekit.load.load` (1 where the caller already runs one load per core)."""
     if is_parquet(path):
         return load_parquet(path)
     if not (show_progress and sys.stderr.isatty()):
-        return load(path)
+        return load(path, workers=workers)
     callback, finish = _progress_bar(os.path.basename(os.fspath(path)))
     try:
-        return load(path, progress=callback)
+        return load(path, progress=callback, workers=workers)
     finally:
         finish()
 

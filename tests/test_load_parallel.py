@@ -1,0 +1,112 @@
+"""tracekit.load_parallel: a trace decoded in shares by several processes equals the one-process load.
+
+The shares are real spawned processes. Small files get small chunks (``CHUNK_BYTES`` is patched in
+this process, which plans the spans the workers decode) so that every share holds several chunks.
+"""
+
+from __future__ import annotations
+
+import gzip
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+import pytest
+
+import tracekit.load as load_mod
+from tracekit import load_parallel
+from tracekit.errors import TraceError
+from tracekit.load import load
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+FRAMES = ("ops", "launches", "gpu", "overhead", "flows", "memory", "threads", "steps")
+
+
+def _assert_same(a, b) -> None:
+    for name in FRAMES:
+        assert getattr(a, name).equals(getattr(b, name)), name
+    assert a.meta == b.meta
+
+
+@pytest.fixture(scope="module")
+def train_json(tmp_path_factory) -> Path:
+    """The shipped training capture, uncompressed (only a mapped file is decoded in shares)."""
+    path = tmp_path_factory.mktemp("train") / "train_eager.json"
+    path.write_bytes(gzip.decompress((ROOT / "sample_traces" / "train_eager.json.gz").read_bytes()))
+    return path
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_shares_give_the_one_process_frames(train_json: Path, monkeypatch, workers: int) -> None:
+    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 200_000)
+    one = load(train_json, workers=1)
+    many = load(train_json, workers=workers)
+    _assert_same(one, many)
+    assert one.meta.event_count == 32_651 and one.ops.height == 18_300
+
+
+def test_exact_absolute_times_survive_the_shares(monkeypatch) -> None:
+    """The 2024 absolute 3-decimal form: the first chunk decides the decimal path for every share."""
+    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 200)
+    path = FIXTURES / "kineto_2024_abs3.json"
+    one = load(path, workers=1)
+    many = load(path, workers=2)
+    assert many.meta.time_format == "absolute-us3"
+    _assert_same(one, many)
+
+
+def test_a_broken_event_in_a_worker_share_is_the_same_error(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 300)
+    text = (FIXTURES / "kineto_2025_h200.json").read_text()
+    cut = text.rindex('"ph": "X"')  # an event in the last share
+    broken = tmp_path / "broken.json"
+    broken.write_text(text[:cut] + '"ph": "X", "ts": [1, ' + text[cut + len('"ph": "X"'):])
+    with pytest.raises(TraceError) as serial:
+        load(broken, workers=1)
+    with pytest.raises(TraceError) as shared:
+        load(broken, workers=2)
+    assert str(shared.value) == str(serial.value)
+
+
+def test_a_pool_that_cannot_run_falls_back_to_one_process(train_json: Path, monkeypatch) -> None:
+    class BrokenPool:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, *args, **kwargs):
+            raise BrokenProcessPool("a worker died")
+
+    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 200_000)
+    monkeypatch.setattr(load_parallel, "ProcessPoolExecutor", BrokenPool)
+    _assert_same(load(train_json, workers=1), load(train_json, workers=2))
+
+
+def test_share_count_rules(train_json: Path, monkeypatch) -> None:
+    import mmap
+
+    spans = [(i * 10, i * 10 + 9) for i in range(20)]
+    with open(train_json, "rb") as fh:
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        assert load_parallel.share_count(None, bytearray(b"x"), spans) == 1  # gzip: inflated here
+        assert load_parallel.share_count(3, mapped, spans) == 3
+        assert load_parallel.share_count(1, mapped, spans) == 1
+        assert load_parallel.share_count(None, mapped, spans) == 1  # 200 bytes: not worth a process
+        monkeypatch.setattr(load_parallel, "SHARE_MIN_BYTES", 50)
+        monkeypatch.setattr(load_parallel.os, "sched_getaffinity", lambda _: {0, 1, 2, 3}, raising=False)
+        assert load_parallel.share_count(None, mapped, spans) == 3  # 199 bytes // 50
+    finally:
+        mapped.close()
+
+
+def test_split_keeps_order_and_balances_bytes() -> None:
+    spans = [(i * 100, i * 100 + 98) for i in range(10)]
+    runs = load_parallel.split(spans, 3)
+    assert [s for run in runs for s in run] == spans
+    assert [len(run) for run in runs] == [4, 3, 3]

@@ -1,0 +1,168 @@
+"""Decode a big trace in shares, one process per core: the loader's answer to a 1 GB trace.
+
+Contract: :func:`decode_in_shares` takes the memory-mapped file and the chunk spans that
+:func:`tracekit.load._kineto_layout` planned, splits the spans into ``shares`` contiguous runs of
+about equal bytes, decodes the first run in this process and each other run in a spawned process,
+and returns the same frames (in (ts, idx) order), time format and event count as the one-process
+path — the tests compare the two frame by frame.
+
+Why processes: the per-event work (msgspec decode, routing fields into columns) holds the GIL, so
+threads would take turns. Spawned, not forked: forking a process whose Polars thread pool runs can
+deadlock. Each worker maps the file itself (the kernel shares the pages), writes its frames as
+Arrow IPC files into a private temporary directory (in ``/dev/shm`` where there is one, so they
+never touch a disk) and this process maps them back without copying; event indices are local to a
+share and shifted when the shares are joined, then every frame is sorted once.
+
+A worker that fails for a reason other than the trace (no space for its files, killed) makes the
+load fall back to one process; a :class:`~tracekit.errors.TraceError` in a share is raised as the
+one-process path would (the caller then takes the exact path, which also words the error).
+"""
+
+from __future__ import annotations
+
+import functools
+import mmap
+import multiprocessing
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import polars as pl
+
+from tracekit import load as loader
+from tracekit.errors import TraceError
+
+#: Each process gets at least this many bytes of events: below it, starting a process (an
+#: interpreter and Polars, about half a second) costs more than its share saves.
+SHARE_MIN_BYTES = 128 * 1024 * 1024
+#: Never more processes than this, whatever the core count.
+MAX_SHARES = 8
+
+Spans = list[tuple[int, int]]
+
+
+def share_count(workers: int | None, data: object, spans: Spans) -> int:
+    """How many shares to decode ``spans`` in: 1 unless the trace is a mapped file (a gzip trace is
+    inflated in this process's memory, which a worker cannot see) with enough bytes per share;
+    ``workers`` (when given) replaces the core count and the size rule."""
+    if not isinstance(data, mmap.mmap) or len(spans) < 2:
+        return 1
+    if workers is not None:
+        return max(1, min(workers, len(spans)))
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    extent = spans[-1][1] - spans[0][0]
+    return max(1, min(cores, MAX_SHARES, extent // SHARE_MIN_BYTES, len(spans)))
+
+
+def split(spans: Spans, shares: int) -> list[Spans]:
+    """``spans`` cut into ``shares`` contiguous runs of about equal bytes (none empty)."""
+    total = spans[-1][1] - spans[0][0]
+    start = spans[0][0]
+    runs: list[Spans] = [[] for _ in range(shares)]
+    for lo, hi in spans:
+        k = min(shares - 1, (lo - start) * shares // max(total, 1))
+        runs[k].append((lo, hi))
+    return [run for run in runs if run]
+
+
+def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int,
+                     progress: Callable[[int, int], None] | None,
+                     extent: tuple[int, int]) -> tuple[dict[str, pl.DataFrame], str, int]:
+    """(frames, time format, event count) of the events in ``spans`` (see the module docstring)."""
+    runs = split(spans, shares)
+    if len(runs) < 2:
+        builder, count = loader._decode_all(path, loader._span_chunks(data, spans), progress,
+                                            total=None, extent=extent)
+        frames, fmt = builder.finish()
+        return frames, fmt, count
+    # The one-process path decides the time form from the first chunk; every share must agree.
+    first = loader._decode_chunk(path, functools.partial(loader._decode_span, data, *runs[0][0]), 0)
+    exact = loader._needs_exact_times(first)
+    del first
+    scratch = tempfile.mkdtemp(prefix="tracekit-load-", dir=_shared_memory_dir())
+    try:
+        try:
+            with ProcessPoolExecutor(max_workers=len(runs) - 1,
+                                     mp_context=multiprocessing.get_context("spawn")) as pool:
+                futures = [pool.submit(_decode_share, str(path), run, exact, os.path.join(scratch, str(k)))
+                           for k, run in enumerate(runs[1:], start=1)]
+                mine = runs[0][-1][1] - extent[0]
+                share_progress = None if progress is None else _scaled(
+                    progress, mine / max(extent[1] - extent[0], 1))
+                builder, count = loader._decode_all(path, loader._span_chunks(data, runs[0]), share_progress,
+                                                    total=None, extent=(extent[0], runs[0][-1][1]),
+                                                    exact_times=exact)
+                frames, _ = builder.finish(sort=False)
+                fractional = builder.times.fractional
+                del builder
+                others = [f.result() for f in futures]
+        except TraceError:
+            raise
+        except Exception:  # a worker could not run or write its share: do it all here
+            builder, count = loader._decode_all(path, loader._span_chunks(data, spans), progress,
+                                                total=None, extent=extent, exact_times=exact)
+            frames, fmt = builder.finish()
+            return frames, fmt, count
+        parts = {name: [frame] for name, frame in frames.items()}
+        for files, n, share_fractional in others:
+            for name, file in files.items():
+                part = pl.read_ipc(file)
+                if "idx" in part.columns:
+                    part = part.with_columns(pl.col("idx") + pl.lit(count, pl.UInt32))
+                parts[name].append(part)
+            count += n
+            fractional = fractional or share_fractional
+        del frames, others
+        joined = {name: pl.concat(p, rechunk=False) if len(p) > 1 else p[0] for name, p in parts.items()}
+        del parts
+        frames = loader.sort_frames(joined)  # copies every column out of the mapped files
+        del joined
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if progress is not None:
+        progress(count, count)
+    return frames, loader.time_format(frames, fractional), count
+
+
+def _decode_share(path: str, spans: Spans, exact: bool, out_dir: str) -> tuple[dict[str, str], int, bool]:
+    """In a worker: decode ``spans`` of the file at ``path`` and write each frame (event order,
+    indices from 0) to ``out_dir``; returns (frame files, event count, times had decimals)."""
+    import gc
+
+    gc.disable()  # as in the one-process path: the structs and lists would only make it rescan
+    p = Path(path)
+    with open(p, "rb") as fh:
+        data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+    try:
+        builder, count = loader._decode_all(p, loader._span_chunks(data, spans), None, total=None,
+                                            exact_times=exact)
+        frames, _ = builder.finish(sort=False)
+        fractional = builder.times.fractional
+        del builder
+    finally:
+        data.close()
+    os.makedirs(out_dir)
+    files = {}
+    for name, frame in frames.items():
+        files[name] = os.path.join(out_dir, f"{name}.arrow")
+        frame.write_ipc(files[name], compression="uncompressed")
+    return files, count, fractional
+
+
+def _scaled(progress: Callable[[int, int], None], fraction: float) -> Callable[[int, int], None]:
+    """Progress of this process's share reported as progress of the whole (shares run in step)."""
+    def report(done: int, total: int) -> None:
+        progress(round(done / fraction), round(total / fraction))
+    return report
+
+
+def _shared_memory_dir() -> str | None:
+    """``/dev/shm`` when it is a writable directory (memory, not disk), else the default temp dir."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
