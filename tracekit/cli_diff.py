@@ -27,8 +27,8 @@ def _profile(path: str, unit: str | None, use_et: bool = True, workers: int | No
 
     trace = open_trace(path, workers=workers)
     et = execution_trace.for_trace(path, trace.meta.path) if use_et else None
-    report = report_mod.build(trace, execution_trace=et)
-    return profile.build(trace, report, unit=unit)
+    # Only the whole-trace analyses: the report's tables (paths, throughput…) are not compared.
+    return profile.build(trace, report_mod.analyse(trace, execution_trace=et), unit=unit)
 
 
 #: Inputs at least this large (bytes, both together) are profiled in two processes at once.

@@ -66,6 +66,23 @@ class Report:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class TraceAnalyses:
+    """The whole-trace analyses every table starts from (all that ``diff`` needs of a report)."""
+
+    attribution: attribution.Attribution
+    launch_gaps: launch_gaps.LaunchGapsReport
+    round_trips: round_trips.RoundTripReport
+
+
+def analyse(trace: Trace, *, execution_trace: Any = None) -> TraceAnalyses:
+    """Attribute ``trace`` and run the launch-gap and round-trip analyses over all of it."""
+    attributed = attribution.analyze(trace)
+    return TraceAnalyses(
+        attribution=attributed, launch_gaps=launch_gaps.analyze(trace, attributed),
+        round_trips=round_trips.analyze(trace, attributed, execution_trace=execution_trace))
+
+
 def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
           ceilings_override: dict[str, Any] | None = None, hta: bool = False) -> Report:
     """Analyse ``trace``; ``step`` restricts every table to ``ProfilerStep#step``.
@@ -78,9 +95,8 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
     if step is not None and step not in numbers:
         available = ", ".join(str(n) for n in numbers) or "none"
         raise UsageError(f"step {step} is not in {trace.meta.path} (steps: {available})")
-    attributed = attribution.analyze(trace)
-    gaps = launch_gaps.analyze(trace, attributed)
-    trips = round_trips.analyze(trace, attributed, execution_trace=execution_trace)
+    whole = analyse(trace, execution_trace=execution_trace)
+    attributed, gaps, trips = whole.attribution, whole.launch_gaps, whole.round_trips
     try:
         rates = throughput.analyze(trace, attributed, _in_step(trips.traffic, step),
                                    ceilings_override=ceilings_override)

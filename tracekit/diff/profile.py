@@ -116,7 +116,8 @@ def _tag(frame: pl.DataFrame, windows: pl.DataFrame, unit_kind: str, time_col: s
 
 
 def build(trace: Trace, report, *, unit: str | None = None, complete: bool = True) -> Profile:
-    """Per-unit figures of ``trace`` (``report`` is ``tracekit.report.build(trace)``).
+    """Per-unit figures of ``trace`` (``report`` is ``tracekit.report.analyse(trace)`` or
+    ``tracekit.report.build(trace)``: its attribution, launch gaps and round trips are used).
 
     ``complete``: run the launch-gaps and round-trip analyses here when the report lacks them
     (``report.launch_gaps`` / ``report.round_trips`` is None); with False they stay unavailable.
