@@ -110,3 +110,5 @@ def test_split_keeps_order_and_balances_bytes() -> None:
     runs = load_parallel.split(spans, 3)
     assert [s for run in runs for s in run] == spans
     assert [len(run) for run in runs] == [4, 3, 3]
+    # The first share (this process) weighs 1.15 against each worker's 1: 53.5 % of the bytes of two.
+    assert [len(run) for run in load_parallel.split(spans, 2)] == [6, 4]

@@ -60,13 +60,27 @@ def share_count(workers: int | None, data: object, spans: Spans) -> int:
     return max(1, min(cores, MAX_SHARES, extent // SHARE_MIN_BYTES, len(spans)))
 
 
+#: The first share (decoded in this process) is this much larger than each worker's: a worker
+#: first starts an interpreter and imports Polars, and last writes its frames out (measured on a
+#: 1 GB trace: with equal shares this process waited 0.6 s of its 5 s for the worker).
+FIRST_SHARE_WEIGHT = 1.15
+
+
 def split(spans: Spans, shares: int) -> list[Spans]:
-    """``spans`` cut into ``shares`` contiguous runs of about equal bytes (none empty)."""
-    total = spans[-1][1] - spans[0][0]
+    """``spans`` cut into ``shares`` contiguous runs of about equal bytes, the first
+    :data:`FIRST_SHARE_WEIGHT` times the others (runs that would be empty are left out)."""
+    total = max(spans[-1][1] - spans[0][0], 1)
     start = spans[0][0]
+    weights = [FIRST_SHARE_WEIGHT] + [1.0] * (shares - 1)
+    bounds, acc = [], 0.0
+    for w in weights:
+        acc += w
+        bounds.append(acc / sum(weights))
     runs: list[Spans] = [[] for _ in range(shares)]
+    k = 0
     for lo, hi in spans:
-        k = min(shares - 1, (lo - start) * shares // max(total, 1))
+        while k < shares - 1 and (lo - start) / total >= bounds[k]:
+            k += 1
         runs[k].append((lo, hi))
     return [run for run in runs if run]
 
