@@ -112,3 +112,14 @@ def test_split_keeps_order_and_balances_bytes() -> None:
     assert [len(run) for run in runs] == [4, 3, 3]
     # The first share (this process) weighs 1.15 against each worker's 1: 53.5 % of the bytes of two.
     assert [len(run) for run in load_parallel.split(spans, 2)] == [6, 4]
+
+
+def test_scratch_space_goes_to_disk_when_shared_memory_is_small(monkeypatch) -> None:
+    class Stat:
+        f_bavail, f_frsize = 16, 4096  # 64 KiB free
+
+    monkeypatch.setattr(load_parallel.os, "statvfs", lambda _: Stat())
+    monkeypatch.setattr(load_parallel.os.path, "isdir", lambda _: True)
+    monkeypatch.setattr(load_parallel.os, "access", lambda *_: True)
+    assert load_parallel._shared_memory_dir(65_536) == "/dev/shm"
+    assert load_parallel._shared_memory_dir(65_537) is None

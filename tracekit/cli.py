@@ -61,7 +61,7 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     if step is None and overrides is None and not hta:
         result = _stored_report(trace_path, et_path, no_et)
     if result is None:
-        trace = open_trace(trace_path, show_progress=True)
+        trace = open_trace(trace_path, show_progress=True, workers=None)
         result = report_mod.build(trace, step=step, execution_trace=_execution_trace(
             trace_path, trace.meta.path, et_path, no_et), ceilings_override=overrides, hta=hta)
     with open_output(output) as out:
@@ -138,7 +138,7 @@ def convert(trace_path: str, output: str) -> None:
     from tracekit import report as report_mod
     from tracekit.source import open_trace
 
-    trace = open_trace(trace_path, show_progress=True)
+    trace = open_trace(trace_path, show_progress=True, workers=None)
     et = execution_trace.locate(trace_path, trace.meta.path)
     result = report_mod.build(trace, execution_trace=execution_trace.load(et) if et else None)
     parquet_cache.save(trace, output, report=result, report_key=report_cache.cache_key(et))

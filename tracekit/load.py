@@ -309,13 +309,15 @@ _NON_SPACE = re.compile(rb"[^ \t\r\n]")
 
 
 def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] | None = None,
-         workers: int | None = None) -> Trace:
+         workers: int | None = 1) -> Trace:
     """Load the trace at ``path``.
 
     ``progress``, when given, is called as ``progress(events_done, events_total)`` after each chunk.
     ``workers``: processes that decode a big plain-JSON file in Kineto's layout (see
-    :mod:`tracekit.load_parallel`); None picks one per core, as many as the file's size warrants;
-    1 keeps everything in this process (callers that already run one load per core).
+    :mod:`tracekit.load_parallel`); None picks one per core, as many as the file's size warrants.
+    The default, 1, keeps everything in this process: worker processes are *spawned*, which
+    imports the caller's main module again, and only a program written for that (the ``tracekit``
+    command, a script with an ``if __name__ == "__main__":`` guard) should ask for them.
     Raises :class:`TraceError` for a missing, empty, non-JSON, truncated or non-Kineto file.
     """
     p = Path(path)

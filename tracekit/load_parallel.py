@@ -9,8 +9,8 @@ path — the tests compare the two frame by frame.
 Why processes: the per-event work (msgspec decode, routing fields into columns) holds the GIL, so
 threads would take turns. Spawned, not forked: forking a process whose Polars thread pool runs can
 deadlock. Each worker maps the file itself (the kernel shares the pages), writes its frames as
-Arrow IPC files into a private temporary directory (in ``/dev/shm`` where there is one, so they
-never touch a disk) and this process maps them back without copying; event indices are local to a
+Arrow IPC files into a private temporary directory (in ``/dev/shm`` where there is one with room,
+so they never touch a disk) and this process maps them back without copying; event indices are local to a
 share and shifted when the shares are joined, then every frame is sorted once.
 
 A worker that fails for a reason other than the trace (no space for its files, killed) makes the
@@ -99,7 +99,8 @@ def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int,
     first = loader._decode_chunk(path, functools.partial(loader._decode_span, data, *runs[0][0]), 0)
     exact = loader._needs_exact_times(first)
     del first
-    scratch = tempfile.mkdtemp(prefix="tracekit-load-", dir=_shared_memory_dir())
+    worker_bytes = sum(run[-1][1] - run[0][0] for run in runs[1:])
+    scratch = tempfile.mkdtemp(prefix="tracekit-load-", dir=_shared_memory_dir(worker_bytes))
     try:
         try:
             with ProcessPoolExecutor(max_workers=len(runs) - 1,
@@ -176,7 +177,15 @@ def _scaled(progress: Callable[[int, int], None], fraction: float) -> Callable[[
     return report
 
 
-def _shared_memory_dir() -> str | None:
-    """``/dev/shm`` when it is a writable directory (memory, not disk), else the default temp dir."""
+def _shared_memory_dir(json_bytes: int) -> str | None:
+    """``/dev/shm`` when it is a writable directory (memory, not disk) with room for the frames of
+    ``json_bytes`` of events (they take less than the JSON: the check is generous), else None (the
+    default temp directory; containers often give ``/dev/shm`` only 64 MB)."""
     shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+    try:
+        if not (os.path.isdir(shm) and os.access(shm, os.W_OK)):
+            return None
+        stat = os.statvfs(shm)
+    except OSError:
+        return None
+    return shm if stat.f_bavail * stat.f_frsize >= json_bytes else None

@@ -20,9 +20,9 @@ PROGRESS_AFTER_S = 1.0
 
 
 def open_trace(path: str | os.PathLike[str], *, show_progress: bool = False,
-               workers: int | None = None) -> Trace:
+               workers: int | None = 1) -> Trace:
     """Load ``path`` (Kineto JSON, gzip, or tracekit Parquet); ``workers`` as in
-    :func:`tracekit.load.load` (1 where the caller already runs one load per core)."""
+    :func:`tracekit.load.load` (the commands pass None: one process per core for a big trace)."""
     if is_parquet(path):
         return load_parquet(path)
     if not (show_progress and sys.stderr.isatty()):
