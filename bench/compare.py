@@ -468,7 +468,7 @@ def render(args, sizes, hta_sizes, big, traces, b_summary, results, stages, mach
         f"- Traces: `bench/synth.py` replicating the steps of `{args.src.relative_to(ROOT) if args.src.is_relative_to(ROOT) else args.src}`"
         " (fresh correlation/External ids, shifted times); sizes are MB (10^6 bytes) of JSON text.",
         "- The machine was shared with other work during the run: each run's 1-minute load average "
-        "before it started is in the raw figures (`loadavg_1min_before`; 2 cores).",
+        f"before it started is in the raw figures (`loadavg_1min_before`; {mach['cores']} cores).",
         "- Each figure is one child process: wall seconds from process start to exit (interpreter "
         "start and imports included) and peak RSS: the larger of its biggest process's VmHWM and the "
         "sum over all its processes sampled every 50 ms. tracekit's report, diff and Parquet figures "
@@ -596,7 +596,7 @@ def render(args, sizes, hta_sizes, big, traces, b_summary, results, stages, mach
                        f"{1e6 * rep_big['system_s'] / max(rep_big.get('minor_faults', 1), 1):.1f} µs each "
                        "on this virtual machine).")
             why.append(f"- **≤ 8 s**: the stages over a second are {', '.join(over)}.{cpu} The load "
-                       "decodes the JSON in shares, one process per core (here 2): msgspec decodes every "
+                       f"decodes the JSON in shares, one process per core (here {mach['cores']}): msgspec decodes every "
                        "event into a typed struct and Python routes its fields into column lists that "
                        "become Polars series, then the shares are joined and sorted by time; the analyses "
                        f"then run in one process on Polars (`report.build()` {whole or 0:.1f} s here). "
@@ -626,7 +626,7 @@ def render(args, sizes, hta_sizes, big, traces, b_summary, results, stages, mach
         if diff_ratio and diff_ratio > 2:
             d = secs(diff) or 0
             why.append(f"- **diff ≤ 2× report**: the diff took {d:.1f} s against {t_big:.1f} s for one "
-                       f"report; it profiles A and B in two processes at once, which on 2 cores compete "
+                       f"report; it profiles A and B in two processes at once, which on {mach['cores']} cores compete "
                        f"for the cores and for fresh memory pages ({(diff or {}).get('minor_faults', 0):,} "
                        f"page faults, {(diff or {}).get('system_s', 0):.1f} s system CPU).")
         if why:

@@ -50,13 +50,8 @@ class Recorded:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def atomic_path(final: Path):
-    """A temp path beside ``final``, renamed onto it only if the block succeeds (folders created)."""
-    return output.atomic_path(final, make_parents=True)
-
-
 def write_bytes_atomic(final: Path, data: bytes) -> None:
-    with atomic_path(final) as tmp:
+    with output.atomic_path(final, make_parents=True) as tmp:
         tmp.write_bytes(data)
 
 
@@ -65,7 +60,7 @@ def gzip_file_atomic(src: Path, final: Path) -> int:
 
     mtime=0 keeps the gzip header free of the capture time, so identical traces compress identically.
     """
-    with atomic_path(final) as tmp:
+    with output.atomic_path(final, make_parents=True) as tmp:
         with open(src, "rb") as fin, open(tmp, "wb") as raw, gzip.GzipFile(
             filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0
         ) as fout:

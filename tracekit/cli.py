@@ -47,6 +47,7 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     TRACE may also be a directory of per-rank traces: each is analysed in its own process and a
     per-rank table names the slowest rank.
     """
+    from tracekit import execution_trace, parquet_cache, report_cache
     from tracekit import report as report_mod
     from tracekit.source import open_trace
 
@@ -57,41 +58,20 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     overrides = _parse_ceilings(ceilings)
     if no_et and et_path:
         raise UsageError("--execution-trace and --no-execution-trace contradict each other")
+    # A Parquet input names the JSON it was converted from: its execution trace may lie beside it.
+    kv = parquet_cache.read_metadata(trace_path) if parquet_cache.is_parquet(trace_path) else None
+    original = parquet_cache.stored_meta(trace_path, kv=kv).path if kv is not None else None
+    et = None if no_et else execution_trace.locate(trace_path, original, explicit=et_path)
     result = None
-    if step is None and overrides is None and not hta:
-        result = _stored_report(trace_path, et_path, no_et)
+    if kv is not None and step is None and overrides is None and not hta and (et is None or et.is_file()):
+        # What convert stored, if it is still what this command would compute (same code, same ET).
+        result = parquet_cache.load_report(trace_path, report_cache.cache_key(et), kv=kv)
     if result is None:
         trace = open_trace(trace_path, show_progress=True, workers=None)
-        result = report_mod.build(trace, step=step, execution_trace=_execution_trace(
-            trace_path, trace.meta.path, et_path, no_et), ceilings_override=overrides, hta=hta)
+        result = report_mod.build(trace, step=step, execution_trace=execution_trace.load(et) if et else None,
+                                  ceilings_override=overrides, hta=hta)
     with open_output(output) as out:
         render_report(result, fmt, out, color=(output is None and sys.stdout.isatty()))
-
-
-def _execution_trace(trace_path: str, original_path: str, et_path: str | None, no_et: bool):
-    """The execution trace to use: the flag's, else one beside the trace (or beside the JSON a
-    Parquet file was converted from), else None."""
-    from tracekit import execution_trace
-
-    if no_et:
-        if et_path:
-            raise UsageError("--execution-trace and --no-execution-trace contradict each other")
-        return None
-    return execution_trace.for_trace(trace_path, original_path, explicit=et_path)
-
-
-def _stored_report(trace_path: str, et_path: str | None, no_et: bool):
-    """The report ``convert`` stored in a Parquet input, if it is still what this command would
-    compute (same tracekit code, same execution trace); None for any other input."""
-    from tracekit import execution_trace, parquet_cache, report_cache
-
-    if not parquet_cache.is_parquet(trace_path):
-        return None
-    original = parquet_cache.stored_meta(trace_path).path
-    et = None if no_et else execution_trace.locate(trace_path, original, explicit=et_path)
-    if et is not None and not et.is_file():
-        return None  # the analysis path reports the missing file
-    return parquet_cache.load_report(trace_path, report_cache.cache_key(et))
 
 
 def _parse_ceilings(items: tuple[str, ...]) -> dict[str, float] | None:

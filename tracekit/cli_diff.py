@@ -42,9 +42,11 @@ def _profiles(a_path: str, b_path: str, unit: str | None, use_et: bool):
     import os
     from concurrent.futures import ProcessPoolExecutor
 
+    from tracekit.load_parallel import cores
+
     sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in (a_path, b_path)]
-    if sum(sizes) < PARALLEL_MIN_BYTES or (os.cpu_count() or 1) < 2:
-        return _profile(a_path, unit, use_et, None), _profile(b_path, unit, use_et, None)
+    if sum(sizes) < PARALLEL_MIN_BYTES or cores() < 2:
+        return _profile(a_path, unit, use_et), _profile(b_path, unit, use_et)
     # spawn, not fork: forking a process whose Polars thread pool is running can deadlock.
     with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
         a = pool.submit(_profile, a_path, unit, use_et, 1)
@@ -111,7 +113,7 @@ def check_command(trace_path: str, expect_path: str, unit: str | None, no_et: bo
     from tracekit.diff import expect
 
     expectations = expect.load(expect_path)
-    result = expect.check(_profile(trace_path, unit or expectations.unit, not no_et, None), expectations)
+    result = expect.check(_profile(trace_path, unit or expectations.unit, not no_et), expectations)
     fmt = format_for_path(output, fmt)
     with open_output(output) as out:
         if fmt == "json":

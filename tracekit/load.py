@@ -53,14 +53,8 @@ import polars as pl
 
 from tracekit.errors import TraceError
 from tracekit.trace import (
-    FLOWS_SCHEMA,
-    GPU_SCHEMA,
-    LAUNCHES_SCHEMA,
-    MEMORY_SCHEMA,
-    OPS_SCHEMA,
-    OVERHEAD_SCHEMA,
+    LOADED_SCHEMAS,
     STEPS_SCHEMA,
-    THREADS_SCHEMA,
     DeviceInfo,
     Trace,
     TraceMeta,
@@ -288,14 +282,13 @@ def _gunzip(path: Path, raw: bytearray | mmap.mmap) -> bytearray:
     bytearray is a ``realloc`` that Linux serves with ``mremap``: no copying. Bounding the *output*
     with ``max_length`` instead would copy the unconsumed input on every call: 1.6x slower at 64 MiB
     pieces, 30x at 256 KiB. The trailer's size field is not trusted: a truncated file has garbage.)"""
-    step = _INFLATE_STEP
     out = bytearray()
     try:
         # wbits=31: gzip container only; decompressobj lets us notice a missing end.
         inflater = zlib.decompressobj(wbits=31)
         with memoryview(raw) as view:
-            for start in range(0, len(view), step):
-                out += inflater.decompress(view[start:start + step])
+            for start in range(0, len(view), _INFLATE_STEP):
+                out += inflater.decompress(view[start:start + _INFLATE_STEP])
                 if inflater.eof:
                     break
         out += inflater.flush()
@@ -340,13 +333,10 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
                 from tracekit import load_parallel
 
                 shares = load_parallel.share_count(workers, data, spans)
-                if shares > 1:
-                    frames, fmt, total = load_parallel.decode_in_shares(
-                        p, data, spans, shares, progress, (events_lo, events_hi))
-                else:
-                    builder, total = _decode_all(p, _span_chunks(data, spans), progress,
-                                                 total=None, extent=(events_lo, events_hi))
-                    frames, fmt = builder.finish()
+                extent = (events_lo, events_hi)
+                frames, fmt, total = (
+                    load_parallel.decode_in_shares(p, data, spans, shares, progress, extent)
+                    if shares > 1 else decode_spans(p, data, spans, progress, extent))
             except TraceError:
                 top = None  # the layout guess was wrong somewhere: take the exact path instead
             del spans
@@ -357,7 +347,9 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
             top.traceEvents = None
             builder, total = _decode_all(p, _raw_chunks(data, raws), progress, total=len(raws))
             del raws
-            frames, fmt = builder.finish()
+            frames = builder.finish()
+            fmt = time_format(frames, builder.times.fractional)
+            del builder
         del data
     finally:
         if gc_was_enabled:
@@ -542,6 +534,16 @@ def _decode_all(path: Path, chunks: Iterator[tuple[Decode, int | None]],
                 progress(offset, offset if hi >= end else max(offset, round(offset / max(done, 1e-9))))
     builder.flush()
     return builder, offset
+
+
+def decode_spans(path: Path, data: bytearray | mmap.mmap, spans: list[tuple[int, int]],
+                 progress: Callable[[int, int], None] | None, extent: tuple[int, int],
+                 exact_times: bool | None = None) -> tuple[dict[str, pl.DataFrame], str, int]:
+    """(sorted frames, time format, event count) of the events in ``spans``, in this process."""
+    builder, count = _decode_all(path, _span_chunks(data, spans), progress, total=None, extent=extent,
+                                 exact_times=exact_times)
+    frames = builder.finish()
+    return frames, time_format(frames, builder.times.fractional), count
 
 
 def _decode_chunk(path: Path, decode: Decode, start: int) -> list[Any]:
@@ -877,12 +879,12 @@ class _FrameBuilder:
             self.parts[frame].append(pl.DataFrame(series))
         self.pending = 0
 
-    def finish(self, *, sort: bool = True) -> tuple[dict[str, pl.DataFrame], str]:
-        """The frames (in (ts, idx) order unless ``sort`` is False: then in event order, for a
-        caller that merges several shares and sorts once) and the trace's time format."""
+    def finish(self, *, sort: bool = True) -> dict[str, pl.DataFrame]:
+        """The frames, in (ts, idx) order unless ``sort`` is False: then in event order, for a
+        caller that joins several shares and sorts once."""
         self.flush()
         frames: dict[str, pl.DataFrame] = {}
-        for name, schema in FRAME_SCHEMAS.items():
+        for name, schema in LOADED_SCHEMAS.items():
             parts = self.parts[name]
             self.parts[name] = []
             if not parts:
@@ -902,16 +904,7 @@ class _FrameBuilder:
                 else:  # pragma: no cover - every builder writes all its columns
                     exprs.append(pl.lit(None, dtype=dtype).alias(col))
             frames[name] = df.select(exprs)
-        if sort:
-            frames = sort_frames(frames)
-        return frames, time_format(frames, self.times.fractional)
-
-
-#: Every frame the loader builds, by name, with its schema.
-FRAME_SCHEMAS = {
-    "ops": OPS_SCHEMA, "launches": LAUNCHES_SCHEMA, "gpu": GPU_SCHEMA, "overhead": OVERHEAD_SCHEMA,
-    "flows": FLOWS_SCHEMA, "memory": MEMORY_SCHEMA, "threads": THREADS_SCHEMA,
-}
+        return sort_frames(frames) if sort else frames
 
 
 def sort_frames(frames: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:

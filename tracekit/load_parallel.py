@@ -44,6 +44,14 @@ MAX_SHARES = 8
 Spans = list[tuple[int, int]]
 
 
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS says, else the count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def share_count(workers: int | None, data: object, spans: Spans) -> int:
     """How many shares to decode ``spans`` in: 1 unless the trace is a mapped file (a gzip trace is
     inflated in this process's memory, which a worker cannot see) with enough bytes per share;
@@ -52,12 +60,8 @@ def share_count(workers: int | None, data: object, spans: Spans) -> int:
         return 1
     if workers is not None:
         return max(1, min(workers, len(spans)))
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
     extent = spans[-1][1] - spans[0][0]
-    return max(1, min(cores, MAX_SHARES, extent // SHARE_MIN_BYTES, len(spans)))
+    return max(1, min(cores(), MAX_SHARES, extent // SHARE_MIN_BYTES, len(spans)))
 
 
 #: The first share (decoded in this process) is this much larger than each worker's: a worker
@@ -71,30 +75,29 @@ def split(spans: Spans, shares: int) -> list[Spans]:
     :data:`FIRST_SHARE_WEIGHT` times the others (runs that would be empty are left out)."""
     total = max(spans[-1][1] - spans[0][0], 1)
     start = spans[0][0]
-    weights = [FIRST_SHARE_WEIGHT] + [1.0] * (shares - 1)
-    bounds, acc = [], 0.0
-    for w in weights:
-        acc += w
-        bounds.append(acc / sum(weights))
+    # Where run k ends, as a fraction of the bytes.
+    ends = [(FIRST_SHARE_WEIGHT + k) / (FIRST_SHARE_WEIGHT + shares - 1) for k in range(shares)]
     runs: list[Spans] = [[] for _ in range(shares)]
     k = 0
     for lo, hi in spans:
-        while k < shares - 1 and (lo - start) / total >= bounds[k]:
+        while k < shares - 1 and (lo - start) / total >= ends[k]:
             k += 1
         runs[k].append((lo, hi))
     return [run for run in runs if run]
 
 
+Frames = dict[str, pl.DataFrame]
+#: What a worker returns: (frame name -> IPC file, event count, times had decimals).
+ShareResult = tuple[dict[str, str], int, bool]
+
+
 def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int,
                      progress: Callable[[int, int], None] | None,
-                     extent: tuple[int, int]) -> tuple[dict[str, pl.DataFrame], str, int]:
+                     extent: tuple[int, int]) -> tuple[Frames, str, int]:
     """(frames, time format, event count) of the events in ``spans`` (see the module docstring)."""
     runs = split(spans, shares)
     if len(runs) < 2:
-        builder, count = loader._decode_all(path, loader._span_chunks(data, spans), progress,
-                                            total=None, extent=extent)
-        frames, fmt = builder.finish()
-        return frames, fmt, count
+        return loader.decode_spans(path, data, spans, progress, extent)
     # The one-process path decides the time form from the first chunk; every share must agree.
     first = loader._decode_chunk(path, functools.partial(loader._decode_span, data, *runs[0][0]), 0)
     exact = loader._needs_exact_times(first)
@@ -103,41 +106,13 @@ def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int,
     scratch = tempfile.mkdtemp(prefix="tracekit-load-", dir=_shared_memory_dir(worker_bytes))
     try:
         try:
-            with ProcessPoolExecutor(max_workers=len(runs) - 1,
-                                     mp_context=multiprocessing.get_context("spawn")) as pool:
-                futures = [pool.submit(_decode_share, str(path), run, exact, os.path.join(scratch, str(k)))
-                           for k, run in enumerate(runs[1:], start=1)]
-                mine = runs[0][-1][1] - extent[0]
-                share_progress = None if progress is None else _scaled(
-                    progress, mine / max(extent[1] - extent[0], 1))
-                builder, count = loader._decode_all(path, loader._span_chunks(data, runs[0]), share_progress,
-                                                    total=None, extent=(extent[0], runs[0][-1][1]),
-                                                    exact_times=exact)
-                frames, _ = builder.finish(sort=False)
-                fractional = builder.times.fractional
-                del builder
-                others = [f.result() for f in futures]
+            frames, count, fractional, others = _run_shares(path, data, runs, exact, scratch, progress,
+                                                            extent)
         except TraceError:
             raise
         except Exception:  # a worker could not run or write its share: do it all here
-            builder, count = loader._decode_all(path, loader._span_chunks(data, spans), progress,
-                                                total=None, extent=extent, exact_times=exact)
-            frames, fmt = builder.finish()
-            return frames, fmt, count
-        parts = {name: [frame] for name, frame in frames.items()}
-        for files, n, share_fractional in others:
-            for name, file in files.items():
-                part = pl.read_ipc(file)
-                if "idx" in part.columns:
-                    part = part.with_columns(pl.col("idx") + pl.lit(count, pl.UInt32))
-                parts[name].append(part)
-            count += n
-            fractional = fractional or share_fractional
-        del frames, others
-        joined = {name: pl.concat(p, rechunk=False) if len(p) > 1 else p[0] for name, p in parts.items()}
-        del parts
-        frames = loader.sort_frames(joined)  # copies every column out of the mapped files
-        del joined
+            return loader.decode_spans(path, data, spans, progress, extent, exact_times=exact)
+        frames, count, fractional = _join(frames, count, fractional, others)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if progress is not None:
@@ -145,7 +120,45 @@ def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int,
     return frames, loader.time_format(frames, fractional), count
 
 
-def _decode_share(path: str, spans: Spans, exact: bool, out_dir: str) -> tuple[dict[str, str], int, bool]:
+def _run_shares(path: Path, data: mmap.mmap, runs: list[Spans], exact: bool, scratch: str,
+                progress: Callable[[int, int], None] | None,
+                extent: tuple[int, int]) -> tuple[Frames, int, bool, list[ShareResult]]:
+    """Decode ``runs[0]`` here while spawned workers decode the others; returns this share's frames
+    (event order), its event count and decimals flag, and the workers' results in run order."""
+    with ProcessPoolExecutor(max_workers=len(runs) - 1,
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_decode_share, str(path), run, exact, os.path.join(scratch, str(k)))
+                   for k, run in enumerate(runs[1:], start=1)]
+        mine = (extent[0], runs[0][-1][1])
+        share_progress = None if progress is None else _scaled(
+            progress, (mine[1] - mine[0]) / max(extent[1] - extent[0], 1))
+        builder, count = loader._decode_all(path, loader._span_chunks(data, runs[0]), share_progress,
+                                            total=None, extent=mine, exact_times=exact)
+        frames = builder.finish(sort=False)
+        fractional = builder.times.fractional
+        del builder
+        return frames, count, fractional, [f.result() for f in futures]
+
+
+def _join(frames: Frames, count: int, fractional: bool,
+          others: list[ShareResult]) -> tuple[Frames, int, bool]:
+    """This share's frames joined with the workers' (indices shifted past the shares before), in
+    (ts, idx) order; returns (frames, total event count, any times had decimals)."""
+    parts = {name: [frame] for name, frame in frames.items()}
+    for files, n, share_fractional in others:
+        for name, file in files.items():
+            part = pl.read_ipc(file)
+            if "idx" in part.columns:
+                part = part.with_columns(pl.col("idx") + pl.lit(count, pl.UInt32))
+            parts[name].append(part)
+        count += n
+        fractional = fractional or share_fractional
+    joined = {name: pl.concat(p, rechunk=False) if len(p) > 1 else p[0] for name, p in parts.items()}
+    del parts
+    return loader.sort_frames(joined), count, fractional  # the sort copies out of the mapped files
+
+
+def _decode_share(path: str, spans: Spans, exact: bool, out_dir: str) -> ShareResult:
     """In a worker: decode ``spans`` of the file at ``path`` and write each frame (event order,
     indices from 0) to ``out_dir``; returns (frame files, event count, times had decimals)."""
     import gc
@@ -157,7 +170,7 @@ def _decode_share(path: str, spans: Spans, exact: bool, out_dir: str) -> tuple[d
     try:
         builder, count = loader._decode_all(p, loader._span_chunks(data, spans), None, total=None,
                                             exact_times=exact)
-        frames, _ = builder.finish(sort=False)
+        frames = builder.finish(sort=False)
         fractional = builder.times.fractional
         del builder
     finally:

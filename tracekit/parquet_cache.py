@@ -31,19 +31,14 @@ import polars as pl
 
 from tracekit.errors import TraceError
 from tracekit.output import atomic_path
-from tracekit.trace import (FLOWS_SCHEMA, GPU_SCHEMA, LAUNCHES_SCHEMA, MEMORY_SCHEMA, OPS_SCHEMA,
-                            OVERHEAD_SCHEMA, STEPS_SCHEMA, THREADS_SCHEMA, DeviceInfo, Trace,
-                            TraceMeta)
+from tracekit.trace import FRAME_SCHEMAS, DeviceInfo, Trace, TraceMeta
 
 if TYPE_CHECKING:  # the report module pulls in every analysis; loading a trace needs none
     from tracekit.report import Report
 
 PARQUET_MAGIC = b"PAR1"
 FORMAT = "tracekit.parquet/1"
-FRAMES = {
-    "ops": OPS_SCHEMA, "launches": LAUNCHES_SCHEMA, "gpu": GPU_SCHEMA, "overhead": OVERHEAD_SCHEMA,
-    "flows": FLOWS_SCHEMA, "memory": MEMORY_SCHEMA, "threads": THREADS_SCHEMA, "steps": STEPS_SCHEMA,
-}
+FRAMES = FRAME_SCHEMAS
 
 
 def is_parquet(path: str | os.PathLike[str]) -> bool:
@@ -61,7 +56,7 @@ _CACHE_COLUMNS = {"cache_part": pl.String, "cache_blob": pl.Binary}
 
 
 def save(trace: Trace, path: str | os.PathLike[str], *, report: Report | None = None,
-         report_key: str | None = None) -> None:
+         report_key: str = "") -> None:
     """Write ``trace`` to ``path`` as one Parquet file (atomically), with ``report`` stored beside it
     under ``report_key`` (:func:`tracekit.report_cache.cache_key`) when given."""
     parts = [getattr(trace, name).with_columns(table=pl.lit(name)) for name in FRAMES]
@@ -75,13 +70,16 @@ def save(trace: Trace, path: str | os.PathLike[str], *, report: Report | None = 
                                    "cache_blob": list(blobs.values())},
                                   schema={"table": pl.String, **_CACHE_COLUMNS}))
         metadata["tracekit.report"] = skeleton
-        metadata["tracekit.report_key"] = report_key or ""
+        metadata["tracekit.report_key"] = report_key
     stacked = pl.concat(parts, how="diagonal_relaxed")
     with atomic_path(path) as tmp:
         stacked.write_parquet(tmp, metadata=metadata, compression="zstd", statistics=True)
 
 
-def _metadata(p: Path) -> dict[str, str]:
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The footer's key-value metadata of a file written by :func:`save` (read it once and pass it
+    as ``kv=`` to :func:`stored_meta` / :func:`load_report`); TraceError for any other file."""
+    p = Path(path)
     try:
         kv = pl.read_parquet_metadata(p)
     except Exception as err:  # polars raises several types for unreadable files
@@ -91,13 +89,14 @@ def _metadata(p: Path) -> dict[str, str]:
     return kv
 
 
-def load_report(path: str | os.PathLike[str], report_key: str) -> Report | None:
+def load_report(path: str | os.PathLike[str], report_key: str, *,
+                kv: dict[str, str] | None = None) -> Report | None:
     """The report stored in ``path`` if it was stored under ``report_key``, else None (none stored,
     made by other code or from another execution trace, or unreadable: then analyse afresh)."""
     from tracekit import report_cache
 
     p = Path(path)
-    kv = _metadata(p)
+    kv = read_metadata(p) if kv is None else kv
     if "tracekit.report" not in kv or kv.get("tracekit.report_key") != report_key:
         return None
     try:
@@ -109,10 +108,10 @@ def load_report(path: str | os.PathLike[str], report_key: str) -> Report | None:
         return None
 
 
-def stored_meta(path: str | os.PathLike[str]) -> TraceMeta:
+def stored_meta(path: str | os.PathLike[str], *, kv: dict[str, str] | None = None) -> TraceMeta:
     """The :class:`TraceMeta` of a file written by :func:`save`, read from its footer alone."""
     p = Path(path)
-    kv = _metadata(p)
+    kv = read_metadata(p) if kv is None else kv
     try:
         return _meta_from_json(kv["tracekit.meta"])
     except Exception as err:
@@ -128,16 +127,14 @@ def _meta_from_json(text: str) -> TraceMeta:
 def load_parquet(path: str | os.PathLike[str]) -> Trace:
     """Read a file written by :func:`save`; raises :class:`TraceError` for anything else."""
     p = Path(path)
-    kv = _metadata(p)
+    kv = read_metadata(p)
     try:
         meta = _meta_from_json(kv["tracekit.meta"])
         # One lazy query per frame: each reads only its own columns, and only the row groups
         # whose ``table`` statistics can hold its rows; a stored report is never read here.
         scan = pl.scan_parquet(p)
-        names = set(scan.collect_schema().names())
-        queries = [scan.filter(pl.col("table") == name).select(
-            [(pl.col(c) if c in names else pl.lit(None)).cast(t).alias(c) for c, t in schema.items()])
-            for name, schema in FRAMES.items()]
+        queries = [scan.filter(pl.col("table") == name).select([pl.col(c).cast(t) for c, t in schema.items()])
+                   for name, schema in FRAMES.items()]
         frames = dict(zip(FRAMES, pl.collect_all(queries)))
     except Exception as err:
         raise TraceError(p, f"corrupt tracekit Parquet file ({type(err).__name__})") from None

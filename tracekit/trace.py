@@ -87,6 +87,14 @@ STEPS_SCHEMA: dict[str, pl.DataType] = {
     "pid": pl.String, "tid": pl.String,
 }
 
+#: The frames of a :class:`Trace` by name, with their schemas; all but ``steps`` come straight from
+#: the trace's events (``steps`` is derived from ``ops``).
+LOADED_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
+    "ops": OPS_SCHEMA, "launches": LAUNCHES_SCHEMA, "gpu": GPU_SCHEMA, "overhead": OVERHEAD_SCHEMA,
+    "flows": FLOWS_SCHEMA, "memory": MEMORY_SCHEMA, "threads": THREADS_SCHEMA,
+}
+FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {**LOADED_SCHEMAS, "steps": STEPS_SCHEMA}
+
 #: Launch calls whose correlation id links to GPU activity (runtime, driver, ROCm).
 KERNEL_LAUNCH_APIS = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchKernelEx", "cudaLaunchCooperativeKernel",

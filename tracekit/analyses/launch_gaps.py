@@ -213,7 +213,7 @@ def _per_activity(gpu: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _nearest_rank(values: list[int], pct: int) -> int:
+def _nearest_rank(values: pl.Series, pct: int) -> int:
     # Nearest-rank percentile: the smallest value with at least pct% of values at or below it.
     rank = max(1, -(-pct * len(values) // 100))
     return values[rank - 1]
@@ -222,8 +222,7 @@ def _nearest_rank(values: list[int], pct: int) -> int:
 def percentiles(series: pl.Series) -> dict[str, int | None]:
     values = series.drop_nulls().sort()
     n = values.len()
-    out: dict[str, int | None] = {f"p{p}": (values[max(1, -(-p * n // 100)) - 1] if n else None)
-                                  for p in PERCENTILES}
+    out: dict[str, int | None] = {f"p{p}": (_nearest_rank(values, p) if n else None) for p in PERCENTILES}
     out["max"] = values[-1] if n else None
     return out
 

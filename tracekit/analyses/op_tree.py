@@ -81,9 +81,10 @@ def _dense_codes(column: pl.Series) -> pl.Series:
                                  default=0, return_dtype=pl.Int64)
 
 
-def _sweep_keys(items: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
-    """``(order, thread)``: row positions of ``items`` sorted by (pid, tid, ts, -end, is_launch,
-    idx), nulls first, and an integer per row that is equal exactly for rows of one (pid, tid)."""
+def _sweep_keys(items: pl.DataFrame) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """``(order, thread, is_launch)``: row positions of ``items`` sorted by (pid, tid, ts, -end,
+    is_launch, idx), nulls first; an integer per row that is equal exactly for rows of one
+    (pid, tid); and whether each row is a launch."""
     pid, tid = _dense_codes(items["pid"]), _dense_codes(items["tid"])
     tids = int(tid.max() or 0) + 1
     thread = (pid * tids + tid).alias("thread")
@@ -107,7 +108,7 @@ def _sweep_keys(items: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
         order = keys.select(pl.arg_sort_by(
             ["thread", "ts", "end", "is_launch", "idx"],
             descending=[False, False, True, False, False]).alias("order")).to_series()
-    return order, thread
+    return order, thread, is_launch
 
 
 def _nest(items: pl.DataFrame, gpu_correlations: set[int]) -> pl.DataFrame:
@@ -136,10 +137,9 @@ def _nest(items: pl.DataFrame, gpu_correlations: set[int]) -> pl.DataFrame:
         name for name in items.filter(pl.col("cat") == "user_annotation")["name"].unique().drop_nulls()
         .to_list() if not name.startswith(STEP_PREFIX) and preop_kind(name) is None
     ]
-    order, thread = _sweep_keys(items)
+    order, thread, is_launch = _sweep_keys(items)
     flags = pl.DataFrame({
-        "thread": thread, "ts": items["ts"], "end": items["end"],
-        "is_launch": (cats == "launch").fill_null(False),
+        "thread": thread, "ts": items["ts"], "end": items["end"], "is_launch": is_launch,
         "is_cpu": (cats == "cpu_op").fill_null(False),
         "is_annotation": ((cats == "user_annotation") & names.is_in(annotation_names)).fill_null(False),
         "is_module": ((cats == "python_function") & names.str.starts_with(MODULE_PREFIX)).fill_null(False),

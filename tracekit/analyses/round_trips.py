@@ -101,7 +101,7 @@ class _OpCall:
     """One op instance that launched GPU work, as the linkers see it."""
 
     op_name: str
-    traffic: OpTraffic | None
+    traffic: OpTraffic
     node: EtNode | None
 
 
@@ -122,13 +122,13 @@ def analyze(trace: Trace, attributed: Attribution, *,
 
     work, calls, names = _group_calls(gpu, ops)
     keys = calls.select("op_name", "input_dims", "input_types").unique(maintain_order=True)
-    key_names = keys.get_column("op_name").to_list()
     kineto_models = [
         _checked(traffic_models.model(name, traffic_models.args_from_kineto(dims, types)))
         for name, dims, types in keys.iter_rows()]
     calls = calls.join(keys.with_row_index("token"), on=["op_name", "input_dims", "input_types"],
                        how="left", nulls_equal=True, maintain_order="left")
     tokens = calls.get_column("token").to_list()
+    op_names = calls.get_column("op_name").to_list()
     step_col = calls.get_column("step").to_list()
     first_code = calls.get_column("first_code").to_list()
     last_code = calls.get_column("last_code").to_list()
@@ -139,8 +139,8 @@ def analyze(trace: Trace, attributed: Attribution, *,
     figure_ids: dict[int, int] = {}  # id(model) -> index in ``figures`` (which keeps it alive)
     call_figure: list[int | None] = [None] * len(tokens)
     links = _Links()
-    resolved: dict[tuple[int, bool], OpTraffic] = {}
-    keep_alive: list[OpTraffic] = []  # ids in ``resolved`` stay valid while the analysis runs
+    # (id(model), live) -> (model, resolved model): holding the model keeps its id from being reused.
+    resolved: dict[tuple[int, bool], tuple[OpTraffic, OpTraffic]] = {}
     # A step whose modelled calls repeat an earlier step's (same models, kernel names, order) links
     # exactly as that step did: the shape linker sees nothing else. Reuse its links.
     seen: dict[tuple, tuple[list[int], _Links]] = {}
@@ -162,13 +162,12 @@ def analyze(trace: Trace, attributed: Attribution, *,
                     call_figure[j] = f
                 links.extend(step, earlier[1])
                 continue
-            step_calls = [(j, _OpCall(key_names[tokens[j]], kineto_models[tokens[j]], None))
-                          for j in active]
+            step_calls = [(j, _OpCall(op_names[j], kineto_models[tokens[j]], None)) for j in active]
         else:
             signature = None
             step_calls = []
             for j in range(lo, hi):
-                name = key_names[tokens[j]]
+                name = op_names[j]
                 node = et.by_rf_id.get(rf_col[j]) if rf_col[j] is not None else None
                 if node is not None and node.name == name:
                     model = _checked(traffic_models.model(name, traffic_models.args_from_et(node)))
@@ -183,11 +182,9 @@ def analyze(trace: Trace, attributed: Attribution, *,
             if t.inductor_out:
                 live = linker.is_live(call, t.reads[-1])
                 key = (id(t), live)
-                done = resolved.get(key)
-                if done is None:
-                    done = resolved[key] = traffic_models.resolve_inductor(t, live)
-                    keep_alive.append(t)
-                call.traffic = t = done
+                if key not in resolved:
+                    resolved[key] = (t, traffic_models.resolve_inductor(t, live))
+                call.traffic = t = resolved[key][1]
             consumer = names[first_code[j]]
             for access in t.reads:
                 for prod, tensor, nbytes in linker.read(call, access):
@@ -202,7 +199,7 @@ def analyze(trace: Trace, attributed: Attribution, *,
         if signature is not None:
             seen[signature] = (ids, step_links)
 
-    traffic_frame = _traffic_frame(work, calls, call_figure, key_names, figures)
+    traffic_frame = _traffic_frame(work, calls, call_figure, figures)
     tensors = links.frame()
     return RoundTripReport(
         traffic=traffic_frame, tensors=tensors,
@@ -291,7 +288,7 @@ def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl
         "op_idx", "step", "first", pl.col("code").alias("first_code"), "last_code",
         "first_cpu_op").sort(["step", "first"], nulls_last=True)
     calls = calls.join(
-        ops.select(pl.col("idx").alias("op_idx"), pl.col("name").alias("name"),
+        ops.select(pl.col("idx").alias("op_idx"), "name",
                    "record_function_id", "input_dims", "input_types"),
         on="op_idx", how="left", maintain_order="left",
     ).with_columns(op_name=pl.when(pl.col("name").is_not_null() & (pl.col("name") != "")).then("name")
@@ -301,7 +298,7 @@ def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl
 
 
 def _traffic_frame(work: pl.DataFrame, calls: pl.DataFrame, call_figure: list[int | None],
-                   key_names: list[str], figures: list[OpTraffic]) -> pl.DataFrame:
+                   figures: list[OpTraffic]) -> pl.DataFrame:
     """The ``traffic`` frame: primary activities by their call's model, the rest on their own."""
     table = pl.DataFrame({
         "figure": range(len(figures)),
@@ -313,8 +310,7 @@ def _traffic_frame(work: pl.DataFrame, calls: pl.DataFrame, call_figure: list[in
     }, schema={"figure": pl.UInt32, "f_model": pl.String, "f_dtype": pl.String, "f_read": pl.Int64,
                "f_written": pl.Int64, "f_flops": pl.Int64})
     per_call = calls.select(
-        "first", pl.col("token").replace_strict(range(len(key_names)), key_names,
-                                                return_dtype=pl.String).alias("call_op"),
+        "first", pl.col("op_name").alias("call_op"),
         pl.Series("figure", call_figure, dtype=pl.UInt32),
     ).join(table, on="figure", how="left")
     rows = work.join(per_call, on="first", how="left", maintain_order="left")
@@ -469,11 +465,7 @@ class _ShapeLinker:
         key = (spec.numel, spec.dtype)
         value = [self.count, spec.shape, spec, producer, False]
         self.count += 1
-        bucket = self.buckets.get(key)
-        if bucket is None:
-            self.buckets[key] = [value]
-        else:
-            bucket.append(value)
+        self.buckets.setdefault(key, []).append(value)
 
 
 def _flat(value) -> list[EtTensor]:

@@ -25,27 +25,14 @@ def tag_steps(frame: pl.DataFrame, steps: pl.DataFrame, time_col: str = "ts") ->
         return frame.with_columns(step=pl.lit(None, pl.Int64))
     windows = steps.select(pl.col("ts").alias("_step_ts"), pl.col("end").alias("_step_end"),
                            pl.col("number").alias("step")).sort("_step_ts")
-    if "step" in frame.columns or frame[time_col].dtype != windows["_step_ts"].dtype:
-        return _tag_steps_join(frame, windows, time_col)
     # The last window starting at or before each time (join_asof "backward" picks the last of
     # equal starts too), found by binary search: no sort of the (large) frame.
-    times = frame[time_col]
+    times = frame[time_col].cast(windows["_step_ts"].dtype)
     found = windows["_step_ts"].search_sorted(times, side="right").cast(pl.Int64) - 1
     at = pl.select(pl.when(times.is_not_null() & (found >= 0)).then(found)).to_series()
     step = pl.select(pl.when(times < windows["_step_end"].gather(at))
                      .then(windows["step"].gather(at))).to_series()
     return frame.with_columns(step.alias("step"))
-
-
-def _tag_steps_join(frame: pl.DataFrame, windows: pl.DataFrame, time_col: str) -> pl.DataFrame:
-    tagged = (
-        frame.with_row_index("_row")
-        .sort(time_col)
-        .join_asof(windows, left_on=time_col, right_on="_step_ts", strategy="backward")
-        .with_columns(step=pl.when(pl.col(time_col) < pl.col("_step_end")).then(pl.col("step")))
-        .sort("_row")
-    )
-    return tagged.drop("_row", "_step_ts", "_step_end")
 
 
 def analyze(steps: pl.DataFrame, gpu: pl.DataFrame) -> pl.DataFrame:

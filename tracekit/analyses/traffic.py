@@ -52,10 +52,6 @@ class TensorSpec:
     def numel(self) -> int:
         return prod(self.shape) if self.shape else 1
 
-    @property
-    def itemsize(self) -> int | None:
-        return DTYPE_BYTES.get(self.dtype)
-
     @cached_property
     def nbytes(self) -> int | None:
         size = DTYPE_BYTES.get(self.dtype)
