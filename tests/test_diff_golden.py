@@ -1,13 +1,12 @@
 """Golden Markdown of the done-when diffs, compared byte for byte.
 
-Refresh after an intended change with ``TRACEKIT_UPDATE_GOLDEN=1 pytest tests/test_diff_golden.py``
-and review the diff of tests/golden/ like code. The outputs name traces by basename only, so they
+Refresh after an intended change with ``pytest tests/test_diff_golden.py --update-goldens`` and
+review the diff of tests/golden/ like code. The outputs name traces by basename only, so they
 do not depend on where the repository lives.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,6 @@ import pytest
 from tracekit.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = Path(__file__).resolve().parent / "golden"
-UPDATE = os.environ.get("TRACEKIT_UPDATE_GOLDEN") == "1"
 
 CASES = [
     ("mlp_eager", "mlp_compile", []),
@@ -30,7 +27,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("a, b, gates", CASES, ids=[f"{a}__{b}" for a, b, _ in CASES])
-def test_diff_markdown_matches_golden(a, b, gates, tmp_path, monkeypatch):
+def test_diff_markdown_matches_golden(a, b, gates, tmp_path, monkeypatch, golden):
     monkeypatch.chdir(tmp_path)  # output must not depend on the working directory either
     out = tmp_path / "out.md"
     argv = ["diff", str(ROOT / "sample_traces" / f"{a}.json.gz"), str(ROOT / "sample_traces" / f"{b}.json.gz"),
@@ -39,22 +36,23 @@ def test_diff_markdown_matches_golden(a, b, gates, tmp_path, monkeypatch):
         main(argv)
     expected_code = 1 if (a, b) == ("mlp_compile", "mlp_eager") else 0
     assert exc.value.code == expected_code
-    golden = GOLDEN / f"diff_{a}__{b}.md"
-    text = out.read_text(encoding="utf-8")
-    if UPDATE:
-        golden.write_text(text, encoding="utf-8")
-    assert golden.exists(), f"missing {golden.name}: run with TRACEKIT_UPDATE_GOLDEN=1"
-    assert text == golden.read_text(encoding="utf-8")
+    golden(f"diff_{a}__{b}.md", out.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("mode", ["mlp_eager", "mlp_compile", "mlp_liger"])
-def test_check_markdown_matches_golden(mode, tmp_path):
+def test_check_markdown_matches_golden(mode, tmp_path, golden):
     out = tmp_path / "out.md"
     with pytest.raises(SystemExit) as exc:
         main(["check", str(ROOT / "sample_traces" / f"{mode}.json.gz"), "--expect",
               str(ROOT / "expectations" / f"{mode}.toml"), "-o", str(out)])
     assert exc.value.code == 0
-    golden = GOLDEN / f"check_{mode}.md"
-    if UPDATE:
-        golden.write_text(out.read_text(encoding="utf-8"), encoding="utf-8")
-    assert out.read_text(encoding="utf-8") == golden.read_text(encoding="utf-8")
+    golden(f"check_{mode}.md", out.read_text(encoding="utf-8"))
+
+
+def test_missing_golden_fails_instead_of_being_written(golden, tmp_path, monkeypatch):
+    import conftest
+
+    monkeypatch.setattr(conftest, "GOLDEN_DIR", tmp_path)
+    with pytest.raises(AssertionError, match="missing golden"):
+        golden("never_written.md", "text")
+    assert not (tmp_path / "never_written.md").exists()
