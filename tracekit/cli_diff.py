@@ -38,17 +38,14 @@ PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 def _profiles(a_path: str, b_path: str, unit: str | None, use_et: bool):
     """Profiles of A and B; big inputs in two spawned processes (each trace's load and analyses are
     independent, and a machine with two cores then takes about the time of one report)."""
-    import multiprocessing
     import os
-    from concurrent.futures import ProcessPoolExecutor
 
-    from tracekit.load_parallel import cores
+    from tracekit import parallel
 
     sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in (a_path, b_path)]
-    if sum(sizes) < PARALLEL_MIN_BYTES or cores() < 2:
+    if sum(sizes) < PARALLEL_MIN_BYTES or parallel.cores() < 2:
         return _profile(a_path, unit, use_et), _profile(b_path, unit, use_et)
-    # spawn, not fork: forking a process whose Polars thread pool is running can deadlock.
-    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with parallel.spawn_pool(2) as pool:
         a = pool.submit(_profile, a_path, unit, use_et, 1)
         b = pool.submit(_profile, b_path, unit, use_et, 1)
         return a.result(), b.result()

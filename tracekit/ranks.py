@@ -12,14 +12,13 @@ the others are still reported.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
+from tracekit import parallel
 from tracekit.errors import TracekitError, UsageError
 
 RANK_SCHEMA = {
@@ -77,16 +76,15 @@ def summarize(path: str) -> dict:
 
 
 def analyze(directory: str | os.PathLike[str], *, workers: int | None = None) -> RankReport:
-    """Summarise every trace in ``directory`` in up to ``workers`` processes (default: CPU count)."""
+    """Summarise every trace in ``directory`` in up to ``workers`` processes (default: one per core)."""
     paths = find_traces(directory)
     if not paths:
         raise UsageError(f"{directory}: no trace files (*.json, *.json.gz, *.parquet) in this directory")
-    workers = max(1, min(len(paths), workers or os.cpu_count() or 1))
+    workers = max(1, min(len(paths), workers or parallel.cores()))
     if workers == 1:
         rows = [summarize(str(p)) for p in paths]
     else:
-        # spawn, not fork: forking a process whose Polars thread pool is running can deadlock.
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with parallel.spawn_pool(workers) as pool:
             rows = list(pool.map(summarize, [str(p) for p in paths]))
     ranks = pl.DataFrame(rows, schema=RANK_SCHEMA).sort(["rank", "file"], nulls_last=True)
     timed = ranks.filter(pl.col("mean_step_ns").is_not_null())

@@ -1,0 +1,30 @@
+"""Worker processes: the one core count and the one way a pool is made.
+
+Contract: :func:`cores` is the number of cores this process may run on — every place that sizes
+work by cores asks it, so loading, ``diff`` and ``report DIR`` agree. :func:`spawn_pool` is the
+process pool every parallel step uses (the loader's shares, ``diff``'s two profiles, one process per
+rank); it starts its workers with *spawn*, so a worker imports the caller's main module again, and
+only a program written for that (an ``if __name__ == "__main__":`` guard, or the ``tracekit``
+command) should make one.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+
+
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS says, else the count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def spawn_pool(max_workers: int) -> ProcessPoolExecutor:
+    """A pool of ``max_workers`` spawned processes (use it as a context manager)."""
+    # spawn, not fork: forking a process whose Polars thread pool is running can deadlock (the
+    # child inherits locks held by threads that do not exist in it).
+    return ProcessPoolExecutor(max_workers=max_workers, mp_context=multiprocessing.get_context("spawn"))
