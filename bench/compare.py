@@ -128,7 +128,7 @@ def hwm():
             return int(line.split()[1]) * 1024
 t = time.perf_counter()
 import polars as pl
-from tracekit.source import open_trace
+from tracekit.load import open_trace
 from tracekit import report as report_mod
 from tracekit.analyses import (attribution, dispatch, kernels, launch_gaps, op_tree, round_trips,
                                steps as steps_analysis, throughput)

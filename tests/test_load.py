@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import tracekit.load as load_mod
 from tracekit.errors import TraceError
-from tracekit.load import load
+from tracekit.load import events, frames, layout, load
 from tracekit.shapes import parse_dims, parse_types, tensor_dims
 from tracekit.trace import (
     FLOWS_SCHEMA,
@@ -89,9 +89,9 @@ def test_chunk_size_does_not_change_the_result(path: Path, tmp_path: Path, monke
     compact.write_bytes(msgspec.json.encode(msgspec.json.decode(path.read_bytes())))
     references = {source: load(source) for source in (path, compact)}
     for chunk, flush in ((1, 1), (2, 3), (3, 7)):
-        monkeypatch.setattr(load_mod, "CHUNK_EVENTS", chunk)
-        monkeypatch.setattr(load_mod, "CHUNK_BYTES", 150 * chunk - 149)  # 1 byte: every event
-        monkeypatch.setattr(load_mod, "FLUSH_ROWS", flush)
+        monkeypatch.setattr(layout, "CHUNK_EVENTS", chunk)
+        monkeypatch.setattr(layout, "CHUNK_BYTES", 150 * chunk - 149)  # 1 byte: every event
+        monkeypatch.setattr(frames, "FLUSH_ROWS", flush)
         for source, reference in references.items():
             got = load(source)
             for name in SCHEMAS:
@@ -345,7 +345,7 @@ def test_gzip_is_found_by_magic_bytes_not_suffix(path: Path, tmp_path: Path) -> 
 
 
 def test_gzip_larger_than_one_inflate_piece(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(load_mod, "_INFLATE_STEP", 97)
+    monkeypatch.setattr(layout, "_INFLATE_STEP", 97)
     doc = json.loads((FIXTURES / "kineto_2025_h200.json").read_text())
     doc["traceEvents"] = doc["traceEvents"] * 40
     text = json.dumps(doc).encode()
@@ -402,8 +402,8 @@ def test_unexpected_value_types_are_coerced_not_fatal(tmp_path: Path) -> None:
 
 
 def test_progress_is_reported(monkeypatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(load_mod, "CHUNK_EVENTS", 30)
-    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 4000)
+    monkeypatch.setattr(layout, "CHUNK_EVENTS", 30)
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 4000)
     seen = []
     load(FIXTURES / "kineto_2025_h200.json", progress=lambda done, total: seen.append((done, total)))
     assert len(seen) > 2 and seen[-1] == (77, 77)  # totals are byte-based estimates until the end
@@ -412,7 +412,7 @@ def test_progress_is_reported(monkeypatch, tmp_path: Path) -> None:
     compact.write_bytes(msgspec.json.encode(msgspec.json.decode(
         (FIXTURES / "kineto_2025_h200.json").read_bytes())))
     seen.clear()
-    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 1000)  # 8 chunks' worth without a line break
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 1000)  # 8 chunks' worth without a line break
     load(compact, progress=lambda done, total: seen.append((done, total)))
     assert seen == [(30, 77), (60, 77), (77, 77)]
 
@@ -420,8 +420,8 @@ def test_progress_is_reported(monkeypatch, tmp_path: Path) -> None:
 def _layout_used(monkeypatch, path: Path) -> bool:
     """Load ``path``; True when the Kineto-layout chunking produced the result."""
     calls = []
-    real = load_mod._decode_top
-    monkeypatch.setattr(load_mod, "_decode_top", lambda *a: calls.append(1) or real(*a))
+    real = layout.decode_top
+    monkeypatch.setattr(layout, "decode_top", lambda *a: calls.append(1) or real(*a))
     load(path)
     return not calls
 
@@ -434,7 +434,7 @@ def test_kineto_layout_is_used_for_kineto_files(monkeypatch) -> None:
 @pytest.mark.parametrize("case", ["trailing_array", "nested_object_on_its_own_line", "compact"])
 def test_layout_guesses_that_fail_fall_back_to_the_exact_path(case: str, tmp_path: Path,
                                                               monkeypatch) -> None:
-    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 1)
     events = [
         '  {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1.5, "dur": 1,'
         ' "args": {"Input Dims": [[1]]}}',
@@ -534,16 +534,16 @@ def test_msgspec_int_float_union_keeps_big_ints_exact() -> None:
 def test_msgspec_raw_is_a_view_into_the_buffer() -> None:
     """The loader's no-copy chunking depends on Raw pointing into the decoded buffer."""
     data = bytearray(b'{"traceEvents": [{"ph": "X"}, {"ph": "i", "name": "n"}]}')
-    top = msgspec.json.decode(data, type=load_mod._TopLevel)
-    base, size = load_mod._address(data)
+    top = msgspec.json.decode(data, type=events.TopLevel)
+    base, size = layout._address(data)
     for raw in top.traceEvents:
-        addr, length = load_mod._address(raw)
+        addr, length = layout._address(raw)
         assert base <= addr and addr + length <= base + size
         assert bytes(data[addr - base: addr - base + length]) == bytes(raw)
 
 
 def test_msgspec_float_hook_gives_exact_decimals() -> None:
-    got = load_mod._EXACT_TIMES_DECODER.decode(b'[{"ts": 1712345678901234.567, "dur": 12}]')
+    got = events._EXACT_TIMES_DECODER.decode(b'[{"ts": 1712345678901234.567, "dur": 12}]')
     assert got[0].ts == decimal.Decimal("1712345678901234.567") and got[0].dur == 12
 
 
@@ -551,5 +551,6 @@ def test_msgspec_float_hook_gives_exact_decimals() -> None:
 @given(whole=st.integers(min_value=0, max_value=2**43 - 1), frac=st.integers(0, 999))
 def test_three_decimal_microseconds_convert_exactly(whole: int, frac: int) -> None:
     text = f"{whole}.{frac:03d}"
-    got = load_mod._Times().ns("ts", [float(text)]).to_list()
+    got = frames._Times().ns("ts", [float(text)]).to_list()
     assert got == [whole * 1000 + frac]
+

@@ -1,4 +1,4 @@
-"""tracekit.load_parallel: a trace decoded in shares by several processes equals the one-process load.
+"""tracekit.load.shares: a trace decoded in shares by several processes equals the one-process load.
 
 The shares are real spawned processes. Small files get small chunks (``CHUNK_BYTES`` is patched in
 this process, which plans the spans the workers decode) so that every share holds several chunks.
@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import tracekit.load as load_mod
-from tracekit import load_parallel
+from tracekit import parallel
 from tracekit.errors import TraceError
-from tracekit.load import load
+from tracekit.load import layout, load, shares
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -38,7 +37,7 @@ def train_json(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("workers", [2, 3])
 def test_shares_give_the_one_process_frames(train_json: Path, monkeypatch, workers: int) -> None:
-    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 200_000)
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 200_000)
     one = load(train_json, workers=1)
     many = load(train_json, workers=workers)
     _assert_same(one, many)
@@ -47,7 +46,7 @@ def test_shares_give_the_one_process_frames(train_json: Path, monkeypatch, worke
 
 def test_exact_absolute_times_survive_the_shares(monkeypatch) -> None:
     """The 2024 absolute 3-decimal form: the first chunk decides the decimal path for every share."""
-    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 200)
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 200)
     path = FIXTURES / "kineto_2024_abs3.json"
     one = load(path, workers=1)
     many = load(path, workers=2)
@@ -56,7 +55,7 @@ def test_exact_absolute_times_survive_the_shares(monkeypatch) -> None:
 
 
 def test_a_broken_event_in_a_worker_share_is_the_same_error(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 300)
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 300)
     text = (FIXTURES / "kineto_2025_h200.json").read_text()
     cut = text.rindex('"ph": "X"')  # an event in the last share
     broken = tmp_path / "broken.json"
@@ -69,9 +68,11 @@ def test_a_broken_event_in_a_worker_share_is_the_same_error(tmp_path: Path, monk
 
 
 def test_a_pool_that_cannot_run_falls_back_to_one_process(train_json: Path, monkeypatch) -> None:
+    tried = []
+
     class BrokenPool:
-        def __init__(self, *args, **kwargs):
-            pass
+        def __init__(self, max_workers):
+            tried.append(("pool", max_workers))
 
         def __enter__(self):
             return self
@@ -79,12 +80,16 @@ def test_a_pool_that_cannot_run_falls_back_to_one_process(train_json: Path, monk
         def __exit__(self, *exc):
             return False
 
-        def submit(self, *args, **kwargs):
+        def submit(self, fn, *args, **kwargs):
+            tried.append(("submit", fn.__name__))
             raise BrokenProcessPool("a worker died")
 
-    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 200_000)
-    monkeypatch.setattr(load_parallel, "ProcessPoolExecutor", BrokenPool)
-    _assert_same(load(train_json, workers=1), load(train_json, workers=2))
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 200_000)
+    monkeypatch.setattr(parallel, "spawn_pool", BrokenPool)
+    one = load(train_json, workers=1)
+    assert tried == []
+    _assert_same(one, load(train_json, workers=2))
+    assert tried == [("pool", 1), ("submit", "_decode_share")]  # the pool was tried, then not used
 
 
 def test_share_count_rules(train_json: Path, monkeypatch) -> None:
@@ -94,32 +99,32 @@ def test_share_count_rules(train_json: Path, monkeypatch) -> None:
     with open(train_json, "rb") as fh:
         mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        assert load_parallel.share_count(None, bytearray(b"x"), spans) == 1  # gzip: inflated here
-        assert load_parallel.share_count(3, mapped, spans) == 3
-        assert load_parallel.share_count(1, mapped, spans) == 1
-        assert load_parallel.share_count(None, mapped, spans) == 1  # 200 bytes: not worth a process
-        monkeypatch.setattr(load_parallel, "SHARE_MIN_BYTES", 50)
-        monkeypatch.setattr(load_parallel.os, "sched_getaffinity", lambda _: {0, 1, 2, 3}, raising=False)
-        assert load_parallel.share_count(None, mapped, spans) == 3  # 199 bytes // 50
+        assert shares.share_count(None, bytearray(b"x"), spans) == 1  # gzip: inflated here
+        assert shares.share_count(3, mapped, spans) == 3
+        assert shares.share_count(1, mapped, spans) == 1
+        assert shares.share_count(None, mapped, spans) == 1  # 200 bytes: not worth a process
+        monkeypatch.setattr(shares, "SHARE_MIN_BYTES", 50)
+        monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda _: {0, 1, 2, 3}, raising=False)
+        assert shares.share_count(None, mapped, spans) == 3  # 199 bytes // 50
     finally:
         mapped.close()
 
 
 def test_split_keeps_order_and_balances_bytes() -> None:
     spans = [(i * 100, i * 100 + 98) for i in range(10)]
-    runs = load_parallel.split(spans, 3)
+    runs = shares.split(spans, 3)
     assert [s for run in runs for s in run] == spans
     assert [len(run) for run in runs] == [4, 3, 3]
     # The first share (this process) weighs 1.15 against each worker's 1: 53.5 % of the bytes of two.
-    assert [len(run) for run in load_parallel.split(spans, 2)] == [6, 4]
+    assert [len(run) for run in shares.split(spans, 2)] == [6, 4]
 
 
 def test_scratch_space_goes_to_disk_when_shared_memory_is_small(monkeypatch) -> None:
     class Stat:
         f_bavail, f_frsize = 16, 4096  # 64 KiB free
 
-    monkeypatch.setattr(load_parallel.os, "statvfs", lambda _: Stat())
-    monkeypatch.setattr(load_parallel.os.path, "isdir", lambda _: True)
-    monkeypatch.setattr(load_parallel.os, "access", lambda *_: True)
-    assert load_parallel._shared_memory_dir(65_536) == "/dev/shm"
-    assert load_parallel._shared_memory_dir(65_537) is None
+    monkeypatch.setattr(shares.os, "statvfs", lambda _: Stat())
+    monkeypatch.setattr(shares.os.path, "isdir", lambda _: True)
+    monkeypatch.setattr(shares.os, "access", lambda *_: True)
+    assert shares._shared_memory_dir(65_536) == "/dev/shm"
+    assert shares._shared_memory_dir(65_537) is None

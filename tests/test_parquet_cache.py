@@ -7,11 +7,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tracekit import parquet_cache
+from tracekit import report_store
 from tracekit.cli import main
 from tracekit.errors import TraceError
-from tracekit.load import load
-from tracekit.source import open_trace
+from tracekit.load import load, open_trace, parquet
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 
@@ -20,9 +19,9 @@ SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 def test_round_trip_is_exact(tmp_path, name):
     trace = load(SAMPLES / f"{name}.json.gz")
     out = tmp_path / "t.parquet"
-    parquet_cache.save(trace, out)
+    parquet.write(trace, out)
     back = open_trace(out)
-    for frame in parquet_cache.FRAMES:
+    for frame in parquet.FRAMES:
         assert getattr(back, frame).equals(getattr(trace, frame)), frame
     assert back.meta == trace.meta
 
@@ -67,7 +66,7 @@ def test_every_sample_is_covered():
 def test_stored_report_renders_exactly_as_a_fresh_analysis(tmp_path, name):
     """md, json and term from the stored report equal those of analysing the JSON trace, with the
     execution trace beside it (exact round-trip links) where the sample has one."""
-    from tracekit import execution_trace, report_cache
+    from tracekit import execution_trace
 
     src = SAMPLES / f"{name}.json.gz"
     out = tmp_path / "t.parquet"
@@ -75,7 +74,7 @@ def test_stored_report_renders_exactly_as_a_fresh_analysis(tmp_path, name):
     # The stored report is the one used (not a silent re-analysis).
     et = execution_trace.locate(out, src)
     assert (et is not None) == (name != "train_eager")
-    stored = parquet_cache.load_report(out, report_cache.cache_key(et))
+    stored = report_store.load_report(out, report_store.cache_key(et))
     assert stored is not None and stored.attribution is None
     for fmt in ("md", "json", "term"):
         assert _run(["report", src, "--format", fmt, "-o", tmp_path / f"a.{fmt}"]) == 0
@@ -86,14 +85,13 @@ def test_stored_report_renders_exactly_as_a_fresh_analysis(tmp_path, name):
 def test_stored_report_is_ignored_when_its_key_differs(tmp_path):
     """A report stored by other code (another key) is not used: the trace is analysed afresh."""
     from tracekit import report as report_mod
-    from tracekit import report_cache
 
     trace = load(SAMPLES / "mlp_eager.json.gz")
     fresh = report_mod.build(trace)
     out = tmp_path / "t.parquet"
-    parquet_cache.save(trace, out, report=fresh, report_key="made by another tracekit")
-    assert parquet_cache.load_report(out, report_cache.cache_key(None)) is None
-    assert parquet_cache.load_report(out, "made by another tracekit") is not None
+    report_store.save(trace, fresh, out, key="made by another tracekit")
+    assert report_store.load_report(out, report_store.cache_key(None)) is None
+    assert report_store.load_report(out, "made by another tracekit") is not None
 
 
 def test_stored_report_follows_the_execution_trace(tmp_path):
@@ -124,12 +122,10 @@ def test_step_on_a_converted_trace_reanalyses_the_frames(tmp_path):
 
 
 def test_a_skeleton_naming_other_code_is_refused():
-    from tracekit import report_cache
-
     evil = '{"format": "%s", "report": {"$class": "Popen", "fields": {"args": "true"}}}' % (
-        report_cache.SKELETON_FORMAT)
-    with pytest.raises(report_cache.CacheFormatError, match="unknown class 'Popen'"):
-        report_cache.decode(evil, {})
+        report_store.SKELETON_FORMAT)
+    with pytest.raises(report_store.CacheFormatError, match="unknown class 'Popen'"):
+        report_store.decode(evil, {})
 
 
 def test_trace_frames_ignore_the_stored_report(tmp_path):
@@ -138,9 +134,9 @@ def test_trace_frames_ignore_the_stored_report(tmp_path):
 
     trace = load(SAMPLES / "mlp_compile.json.gz")
     out = tmp_path / "t.parquet"
-    parquet_cache.save(trace, out, report=report_mod.build(trace), report_key="k")
+    report_store.save(trace, report_mod.build(trace), out, key="k")
     back = open_trace(out)
-    for frame in parquet_cache.FRAMES:
+    for frame in parquet.FRAMES:
         assert getattr(back, frame).equals(getattr(trace, frame)), frame
     queried = pl.read_parquet(out).filter(pl.col("table") == "gpu")
     assert queried.height == trace.gpu.height

@@ -47,9 +47,9 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     TRACE may also be a directory of per-rank traces: each is analysed in its own process and a
     per-rank table names the slowest rank.
     """
-    from tracekit import execution_trace, parquet_cache, report_cache
+    from tracekit import execution_trace, report_store
     from tracekit import report as report_mod
-    from tracekit.source import open_trace
+    from tracekit.load import open_trace, parquet
 
     fmt = format_for_path(output, fmt)
     if os.path.isdir(trace_path):
@@ -59,13 +59,13 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     if no_et and et_path:
         raise UsageError("--execution-trace and --no-execution-trace contradict each other")
     # A Parquet input names the JSON it was converted from: its execution trace may lie beside it.
-    kv = parquet_cache.read_metadata(trace_path) if parquet_cache.is_parquet(trace_path) else None
-    original = parquet_cache.stored_meta(trace_path, kv=kv).path if kv is not None else None
+    kv = parquet.read_metadata(trace_path) if parquet.is_parquet(trace_path) else None
+    original = parquet.stored_meta(trace_path, kv=kv).path if kv is not None else None
     et = None if no_et else execution_trace.locate(trace_path, original, explicit=et_path)
     result = None
     if kv is not None and step is None and overrides is None and not hta and (et is None or et.is_file()):
         # What convert stored, if it is still what this command would compute (same code, same ET).
-        result = parquet_cache.load_report(trace_path, report_cache.cache_key(et), kv=kv)
+        result = report_store.load_report(trace_path, report_store.cache_key(et), kv=kv)
     if result is None:
         trace = open_trace(trace_path, show_progress=True, workers=None)
         result = report_mod.build(trace, step=step, execution_trace=execution_trace.load(et) if et else None,
@@ -114,14 +114,14 @@ def convert(trace_path: str, output: str) -> None:
     Spark can query it directly. It also stores TRACE's report, so `tracekit report FILE.parquet`
     (without --step/--ceiling/--hta) prints it at once instead of analysing again.
     """
-    from tracekit import execution_trace, parquet_cache, report_cache
+    from tracekit import execution_trace, report_store
     from tracekit import report as report_mod
-    from tracekit.source import open_trace
+    from tracekit.load import open_trace
 
     trace = open_trace(trace_path, show_progress=True, workers=None)
     et = execution_trace.locate(trace_path, trace.meta.path)
     result = report_mod.build(trace, execution_trace=execution_trace.load(et) if et else None)
-    parquet_cache.save(trace, output, report=result, report_key=report_cache.cache_key(et))
+    report_store.save(trace, result, output, key=report_store.cache_key(et))
     click.echo(f"wrote {output} ({os.path.getsize(output):,} bytes, {trace.meta.event_count:,} events)",
                err=True)
 

@@ -23,7 +23,7 @@ def _profile(path: str, unit: str | None, use_et: bool = True, workers: int | No
     from tracekit import execution_trace
     from tracekit import report as report_mod
     from tracekit.diff import profile
-    from tracekit.source import open_trace
+    from tracekit.load import open_trace
 
     trace = open_trace(path, workers=workers)
     et = execution_trace.for_trace(path, trace.meta.path) if use_et else None

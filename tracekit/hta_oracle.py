@@ -45,7 +45,6 @@ by default HTA rounds starts up and ends down to whole µs, which shortens 2 µs
 from __future__ import annotations
 
 import contextlib
-import gzip
 import logging
 import os
 import tempfile
@@ -60,6 +59,7 @@ from tracekit.analyses import attribution as attribution_mod
 from tracekit.analyses import intervals
 from tracekit.analyses.launch_gaps import BACK_TO_BACK_MAX_NS
 from tracekit.errors import TraceError, UsageError
+from tracekit.load import read_bytes
 from tracekit.trace import Trace
 
 INSTALL_HINT = "install the hta extra: pip install 'tracekit[hta]'"
@@ -132,10 +132,7 @@ def _quiet_hta() -> Iterator[None]:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    doc = msgspec.json.decode(data)
+    doc = msgspec.json.decode(read_bytes(path))
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise TraceError(path, "HTA needs a JSON object with a traceEvents list")
     return doc

@@ -54,7 +54,7 @@ def summarize(path: str) -> dict:
     Only the step table is needed here, so only attribution and steps run, not the whole report.
     """
     from tracekit.analyses import attribution, steps as steps_analysis
-    from tracekit.source import open_trace
+    from tracekit.load import open_trace
 
     try:
         trace = open_trace(path, workers=1)  # one rank per core already

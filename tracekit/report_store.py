@@ -1,22 +1,29 @@
-"""A :class:`~tracekit.report.Report` as plain data — one JSON skeleton plus one Parquet-encoded blob
-per frame — so ``tracekit convert`` can store the analysis beside the trace and a later
-``tracekit report trace.parquet`` renders it without analysing again.
+"""The trace's report stored beside it in the Parquet file of ``tracekit convert``, and read back.
 
-Contract: :func:`encode` turns a report into ``(skeleton, {part: ipc_bytes})``; :func:`decode`
-rebuilds an equal report from them. Only the classes in :data:`_CLASSES` are ever built from the
-skeleton (a Parquet file from someone else can name no other code), and frames come back with
-their exact dtypes (Polars stores its schema in the Parquet bytes). Parquet rather than Arrow IPC
-because report frames repeat kernel names row after row: dictionary encoding stores each once, and
-the stored report of a 1 GB trace reads in a fraction of the time (bench/RESULTS.md). The whole-trace attribution a report carries for ``diff`` is
-not stored: it is as large as the trace itself, and a cached report comes back with
+Contract: :func:`save` writes the trace (:func:`tracekit.load.parquet.write`) with its
+:class:`~tracekit.report.Report` stored in the same file, and :func:`load_report` returns that report
+when it was stored under the given key (:func:`cache_key`), else None — so re-reporting a converted
+trace renders stored results instead of analysing again. The report's frames are rows with
+``table`` = ``report_cache`` (``cache_part`` names the frame, ``cache_blob`` holds it as Parquet
+bytes); its skeleton and key go in the key-value metadata (``tracekit.report``,
+``tracekit.report_key``). Trace queries ignore those rows by filtering on ``table`` as usual.
+
+A report as plain data: :func:`encode` turns it into ``(skeleton, {part: parquet_bytes})`` — one JSON
+skeleton plus one Parquet-encoded blob per frame — and :func:`decode` rebuilds an equal report from
+them. Only the classes in :data:`_CLASSES` are ever built from the skeleton (a Parquet file from
+someone else can name no other code), and frames come back with their exact dtypes (Polars stores
+its schema in the Parquet bytes). Parquet rather than Arrow IPC because report frames repeat kernel
+names row after row: dictionary encoding stores each once, and the stored report of a 1 GB trace
+reads in a fraction of the time (bench/RESULTS.md). The whole-trace attribution a report carries for
+``diff`` is not stored: it is as large as the trace itself, and a stored report comes back with
 ``attribution=None`` (``diff`` then attributes the trace again); two per-kernel working frames come
 back empty (:data:`_EMPTIED`). What a renderer shows is therefore identical, which the tests check
 for every format on every sample trace.
 
-A stored report is only as good as the code that made it, so it is saved with a :func:`fingerprint`
-of the tracekit sources and Polars version that computed it and of the inputs the analysis read
-besides the trace (the execution trace file); a report whose key differs is ignored and the trace
-analysed afresh.
+A stored report is only as good as the code that made it, so it is saved with a
+:func:`code_fingerprint` of the tracekit sources and Polars version that computed it and of the
+inputs the analysis read besides the trace (the execution trace file); a report whose key differs is
+ignored and the trace analysed afresh.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import functools
 import hashlib
 import io
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +43,9 @@ import polars as pl
 from tracekit.analyses.launch_gaps import LaunchGapsReport
 from tracekit.analyses.round_trips import RoundTripReport
 from tracekit.analyses.throughput import ThroughputReport
+from tracekit.load import parquet
 from tracekit.report import Facts, Report
+from tracekit.trace import Trace
 
 #: The classes a skeleton may name, by name.
 _CLASSES = {cls.__name__: cls for cls in (Report, Facts, LaunchGapsReport, RoundTripReport, ThroughputReport)}
@@ -50,6 +60,40 @@ SKELETON_FORMAT = "tracekit.report-cache/1"
 
 class CacheFormatError(ValueError):
     """The stored skeleton names something this version cannot rebuild."""
+
+
+#: ``table`` value of the stored report's rows, and that row's two columns.
+REPORT_TABLE = "report_cache"
+_CACHE_COLUMNS = {"cache_part": pl.String, "cache_blob": pl.Binary}
+
+
+def save(trace: Trace, report: Report, path: str | os.PathLike[str], *, key: str) -> None:
+    """Write ``trace`` to ``path`` as one Parquet file (atomically) with ``report`` stored beside it
+    under ``key`` (:func:`cache_key`)."""
+    skeleton, blobs = encode(report)
+    rows = pl.DataFrame({"table": [REPORT_TABLE] * len(blobs), "cache_part": list(blobs),
+                         "cache_blob": list(blobs.values())},
+                        schema={"table": pl.String, **_CACHE_COLUMNS})
+    parquet.write(trace, path, extra_rows=rows,
+                  extra_metadata={"tracekit.report": skeleton, "tracekit.report_key": key})
+
+
+def load_report(path: str | os.PathLike[str], key: str, *,
+                kv: Mapping[str, str] | None = None) -> Report | None:
+    """The report stored in ``path`` if it was stored under ``key``, else None (none stored, made by
+    other code or from another execution trace, or unreadable: then analyse afresh). ``kv``: the
+    file's metadata when already read (:func:`tracekit.load.parquet.read_metadata`)."""
+    p = Path(path)
+    kv = parquet.read_metadata(p) if kv is None else kv
+    if "tracekit.report" not in kv or kv.get("tracekit.report_key") != key:
+        return None
+    try:
+        rows = (pl.scan_parquet(p).filter(pl.col("table") == REPORT_TABLE)
+                .select(*_CACHE_COLUMNS).collect())
+        blobs = dict(zip(rows["cache_part"].to_list(), rows["cache_blob"].to_list()))
+        return decode(kv["tracekit.report"], blobs)
+    except Exception:  # a damaged stored report costs a re-analysis, never the command
+        return None
 
 
 def encode(report: Report) -> tuple[str, dict[str, bytes]]:
@@ -145,3 +189,4 @@ def cache_key(execution_trace_path: str | os.PathLike[str] | None) -> str:
         st = p.stat()
         et = [str(p), st.st_size, st.st_mtime_ns]
     return msgspec.json.encode({"code": code_fingerprint(), "execution_trace": et}).decode()
+

@@ -1,17 +1,17 @@
 """Decode a big trace in shares, one process per core: the loader's answer to a 1 GB trace.
 
 Contract: :func:`decode_in_shares` takes the memory-mapped file and the chunk spans that
-:func:`tracekit.load._kineto_layout` planned, splits the spans into ``shares`` contiguous runs of
-about equal bytes, decodes the first run in this process and each other run in a spawned process,
-and returns the same frames (in (ts, idx) order), time format and event count as the one-process
-path — the tests compare the two frame by frame.
+:func:`tracekit.load.layout.kineto_layout` planned, splits the spans into ``shares`` contiguous runs
+of about equal bytes, decodes the first run in this process and each other run in a spawned process
+(:func:`tracekit.parallel.spawn_pool`), and returns the same frames (in (ts, idx) order), time
+format and event count as the one-process path (:func:`tracekit.load.decode.decode_spans`) — the
+tests compare the two frame by frame.
 
 Why processes: the per-event work (msgspec decode, routing fields into columns) holds the GIL, so
-threads would take turns. Spawned, not forked: forking a process whose Polars thread pool runs can
-deadlock. Each worker maps the file itself (the kernel shares the pages), writes its frames as
-Arrow IPC files into a private temporary directory (in ``/dev/shm`` where there is one with room,
-so they never touch a disk) and this process maps them back without copying; event indices are local to a
-share and shifted when the shares are joined, then every frame is sorted once.
+threads would take turns. Each worker maps the file itself (the kernel shares the pages), writes its
+frames as Arrow IPC files into a private temporary directory (in ``/dev/shm`` where there is one
+with room, so they never touch a disk) and this process maps them back without copying; event
+indices are local to a share and shifted when the shares are joined, then every frame is sorted once.
 
 A worker that fails for a reason other than the trace (no space for its files, killed) makes the
 load fall back to one process; a :class:`~tracekit.errors.TraceError` in a share is raised as the
@@ -22,34 +22,25 @@ from __future__ import annotations
 
 import functools
 import mmap
-import multiprocessing
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import polars as pl
 
-from tracekit import load as loader
+from tracekit import parallel
 from tracekit.errors import TraceError
+from tracekit.load import events, layout
+from tracekit.load.decode import Progress, decode_all, decode_spans
+from tracekit.load.frames import sort_frames, time_format
+from tracekit.load.layout import Spans
 
 #: Each process gets at least this many bytes of events: below it, starting a process (an
 #: interpreter and Polars, about half a second) costs more than its share saves.
 SHARE_MIN_BYTES = 128 * 1024 * 1024
 #: Never more processes than this, whatever the core count.
 MAX_SHARES = 8
-
-Spans = list[tuple[int, int]]
-
-
-def cores() -> int:
-    """The cores this process may run on (its CPU affinity where the OS says, else the count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def share_count(workers: int | None, data: object, spans: Spans) -> int:
@@ -61,7 +52,7 @@ def share_count(workers: int | None, data: object, spans: Spans) -> int:
     if workers is not None:
         return max(1, min(workers, len(spans)))
     extent = spans[-1][1] - spans[0][0]
-    return max(1, min(cores(), MAX_SHARES, extent // SHARE_MIN_BYTES, len(spans)))
+    return max(1, min(parallel.cores(), MAX_SHARES, extent // SHARE_MIN_BYTES, len(spans)))
 
 
 #: The first share (decoded in this process) is this much larger than each worker's: a worker
@@ -91,16 +82,15 @@ Frames = dict[str, pl.DataFrame]
 ShareResult = tuple[dict[str, str], int, bool]
 
 
-def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int,
-                     progress: Callable[[int, int], None] | None,
+def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int, progress: Progress | None,
                      extent: tuple[int, int]) -> tuple[Frames, str, int]:
     """(frames, time format, event count) of the events in ``spans`` (see the module docstring)."""
     runs = split(spans, shares)
     if len(runs) < 2:
-        return loader.decode_spans(path, data, spans, progress, extent)
+        return decode_spans(path, data, spans, progress, extent)
     # The one-process path decides the time form from the first chunk; every share must agree.
-    first = loader._decode_chunk(path, functools.partial(loader._decode_span, data, *runs[0][0]), 0)
-    exact = loader._needs_exact_times(first)
+    first = events.decode_chunk(path, functools.partial(layout.decode_span, data, *runs[0][0]), 0)
+    exact = events.needs_exact_times(first)
     del first
     worker_bytes = sum(run[-1][1] - run[0][0] for run in runs[1:])
     scratch = tempfile.mkdtemp(prefix="tracekit-load-", dir=_shared_memory_dir(worker_bytes))
@@ -111,29 +101,28 @@ def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int,
         except TraceError:
             raise
         except Exception:  # a worker could not run or write its share: do it all here
-            return loader.decode_spans(path, data, spans, progress, extent, exact_times=exact)
+            return decode_spans(path, data, spans, progress, extent, exact_times=exact)
         frames, count, fractional = _join(frames, count, fractional, others)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if progress is not None:
         progress(count, count)
-    return frames, loader.time_format(frames, fractional), count
+    return frames, time_format(frames, fractional), count
 
 
 def _run_shares(path: Path, data: mmap.mmap, runs: list[Spans], exact: bool, scratch: str,
-                progress: Callable[[int, int], None] | None,
+                progress: Progress | None,
                 extent: tuple[int, int]) -> tuple[Frames, int, bool, list[ShareResult]]:
     """Decode ``runs[0]`` here while spawned workers decode the others; returns this share's frames
     (event order), its event count and decimals flag, and the workers' results in run order."""
-    with ProcessPoolExecutor(max_workers=len(runs) - 1,
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
+    with parallel.spawn_pool(len(runs) - 1) as pool:
         futures = [pool.submit(_decode_share, str(path), run, exact, os.path.join(scratch, str(k)))
                    for k, run in enumerate(runs[1:], start=1)]
         mine = (extent[0], runs[0][-1][1])
         share_progress = None if progress is None else _scaled(
             progress, (mine[1] - mine[0]) / max(extent[1] - extent[0], 1))
-        builder, count = loader._decode_all(path, loader._span_chunks(data, runs[0]), share_progress,
-                                            total=None, extent=mine, exact_times=exact)
+        builder, count = decode_all(path, layout.span_chunks(data, runs[0]), share_progress,
+                                    total=None, extent=mine, exact_times=exact)
         frames = builder.finish(sort=False)
         fractional = builder.times.fractional
         del builder
@@ -155,7 +144,7 @@ def _join(frames: Frames, count: int, fractional: bool,
         fractional = fractional or share_fractional
     joined = {name: pl.concat(p, rechunk=False) if len(p) > 1 else p[0] for name, p in parts.items()}
     del parts
-    return loader.sort_frames(joined), count, fractional  # the sort copies out of the mapped files
+    return sort_frames(joined), count, fractional  # the sort copies out of the mapped files
 
 
 def _decode_share(path: str, spans: Spans, exact: bool, out_dir: str) -> ShareResult:
@@ -168,8 +157,7 @@ def _decode_share(path: str, spans: Spans, exact: bool, out_dir: str) -> ShareRe
     with open(p, "rb") as fh:
         data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
     try:
-        builder, count = loader._decode_all(p, loader._span_chunks(data, spans), None, total=None,
-                                            exact_times=exact)
+        builder, count = decode_all(p, layout.span_chunks(data, spans), None, total=None, exact_times=exact)
         frames = builder.finish(sort=False)
         fractional = builder.times.fractional
         del builder
@@ -183,7 +171,7 @@ def _decode_share(path: str, spans: Spans, exact: bool, out_dir: str) -> ShareRe
     return files, count, fractional
 
 
-def _scaled(progress: Callable[[int, int], None], fraction: float) -> Callable[[int, int], None]:
+def _scaled(progress: Progress, fraction: float) -> Progress:
     """Progress of this process's share reported as progress of the whole (shares run in step)."""
     def report(done: int, total: int) -> None:
         progress(round(done / fraction), round(total / fraction))

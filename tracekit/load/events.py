@@ -1,0 +1,221 @@
+"""The typed decode of trace events: msgspec structs naming only the fields tracekit reads.
+
+Contract: :data:`EVENTS_DECODER` decodes a JSON array of events into :class:`Event` structs whose
+fields have the types Kineto writes; :func:`decode_chunk` uses it, and when a chunk holds a value of
+an unexpected JSON type (a string where an id should be…) decodes the chunk again into
+:class:`LenientEvent` structs that accept any JSON value (the columns coerce them later), so odd
+producers load instead of failing. Only a non-object event, one without ``ph`` or text that is not
+JSON is a :class:`~tracekit.errors.TraceError`. Both struct families are generated from one field
+table (:data:`ARGS_FIELDS`, :data:`EVENT_FIELDS`): a field is added in one place.
+
+``Input Dims`` / ``Input type`` / ``grid`` / ``block`` stay raw JSON text (``Raw``), parsed only by
+the analyses that need them. The 2024 absolute 3-decimal µs times do not fit a float64; for those
+:func:`replace_with_exact_times` reads the times again as decimals. The structs are ``gc=False``:
+the cyclic GC never needs to look at them.
+"""
+
+from __future__ import annotations
+
+import decimal
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from tracekit.errors import TraceError
+
+#: Below this many µs a float64 still resolves 1 ns (its ulp is under 0.001 µs), so the 3-decimal
+#: text is recovered exactly from the float; above it the text itself must be read (decimal path).
+FLOAT_EXACT_US = float(2**43)
+
+# msgspec cannot decode ``Raw | None``; an empty Raw stands for "absent".
+EMPTY_RAW = msgspec.Raw(b"")
+#: The default of a field every event must have.
+REQUIRED = msgspec.NODEFAULT
+
+#: An event's ``args`` fields tracekit reads: (attribute, JSON name, strict type, default).
+ARGS_FIELDS: tuple[tuple[str, str, Any, Any], ...] = (
+    ("external_id", "External id", int | None, None),
+    # 2021 Runtime/Kernel/Memcpy events spell it in lower case (and then it names the op's id).
+    ("external_id_lc", "external id", int | None, None),
+    ("correlation", "correlation", int | None, None),
+    ("record_function_id", "Record function id", int | None, None),
+    ("sequence_number", "Sequence number", int | None, None),
+    ("input_dims", "Input Dims", msgspec.Raw, EMPTY_RAW),
+    ("input_types", "Input type", msgspec.Raw, EMPTY_RAW),
+    ("device", "device", int | None, None),
+    ("stream", "stream", int | str | None, None),
+    ("grid", "grid", msgspec.Raw, EMPTY_RAW),
+    ("block", "block", msgspec.Raw, EMPTY_RAW),
+    ("registers", "registers per thread", int | None, None),
+    ("shared_memory", "shared memory", int | None, None),
+    ("bytes", "bytes", int | str | None, None),
+    ("cbid", "cbid", int | None, None),
+    ("cid", "cid", int | None, None),  # ROCm's name for the callback id
+    ("name", "name", str | None, None),  # metadata events: process/thread name
+    ("addr", "Addr", int | None, None),
+    ("mem_bytes", "Bytes", int | None, None),
+    ("total_allocated", "Total Allocated", int | None, None),
+    ("total_reserved", "Total Reserved", int | None, None),
+    ("device_type", "Device Type", int | None, None),
+    ("device_id", "Device Id", int | None, None),
+)
+
+#: An event's own fields, as :data:`ARGS_FIELDS` (``args`` itself is added per struct below).
+EVENT_FIELDS: tuple[tuple[str, str, Any, Any], ...] = (
+    # Every Chrome trace event has a ph, and it tells events from other JSON: required in both.
+    ("ph", "ph", str, REQUIRED),
+    ("cat", "cat", str, ""),
+    ("name", "name", str, ""),
+    ("pid", "pid", int | str, 0),
+    ("tid", "tid", int | str, 0),
+    ("ts", "ts", int | float | None, None),
+    ("dur", "dur", int | float | None, None),
+    ("id", "id", int | str | None, None),
+)
+
+
+def _struct_fields(table: tuple[tuple[str, str, Any, Any], ...], *, lenient: bool) -> list[tuple[str, Any, Any]]:
+    """``defstruct`` fields of ``table``; ``lenient`` accepts any JSON value, except in a required
+    field (what makes the JSON an event) and a Raw one (kept as text whatever it holds)."""
+    fields = []
+    for attr, json_name, strict, default in table:
+        kind = Any if lenient and default is not REQUIRED and strict is not msgspec.Raw else strict
+        fields.append((attr, kind, msgspec.field(default=default, name=json_name)))
+    return fields
+
+
+Args = msgspec.defstruct("Args", _struct_fields(ARGS_FIELDS, lenient=False), module=__name__,
+                         frozen=True, gc=False)
+LenientArgs = msgspec.defstruct("LenientArgs", _struct_fields(ARGS_FIELDS, lenient=True), module=__name__,
+                                frozen=True, gc=False)
+#: The args of an event that has none (read where an event's args may be absent).
+NO_ARGS = Args()
+Event = msgspec.defstruct("Event", [*_struct_fields(EVENT_FIELDS, lenient=False), ("args", Args, NO_ARGS)],
+                          module=__name__, gc=False)
+LenientEvent = msgspec.defstruct(
+    "LenientEvent", [*_struct_fields(EVENT_FIELDS, lenient=True), ("args", LenientArgs | None, None)],
+    module=__name__, gc=False)
+
+
+class ExactTimes(msgspec.Struct, gc=False):
+    """Times only, as decimals: the 2024 absolute 3-decimal µs form does not fit a float64."""
+
+    ts: Any = None
+    dur: Any = None
+
+
+class DeviceProps(msgspec.Struct):
+    id: Any = 0
+    name: Any = ""
+    computeMajor: Any = None
+    computeMinor: Any = None
+    numSms: Any = None
+    totalGlobalMem: Any = None
+
+
+VERSION_KEYS = (
+    "schemaVersion", "cuda_runtime_version", "cuda_driver_version", "cupti_version",
+    "roctracer_version", "rocprofiler_version", "hip_runtime_version", "hip_driver_version",
+)
+
+
+class TopLevel(msgspec.Struct):
+    """The trace object around the events: its metadata, and the events as ``Raw`` views."""
+
+    traceEvents: list[msgspec.Raw] | None = None
+    deviceProperties: list[DeviceProps] | None = None
+    distributedInfo: dict[str, Any] | None = None
+    baseTimeNanoseconds: int | None = None
+    traceName: str | None = None
+    schemaVersion: int | str | None = None
+    cuda_runtime_version: int | str | None = None
+    cuda_driver_version: int | str | None = None
+    cupti_version: int | str | None = None
+    roctracer_version: int | str | None = None
+    rocprofiler_version: int | str | None = None
+    hip_runtime_version: int | str | None = None
+    hip_driver_version: int | str | None = None
+
+
+TOP_DECODER = msgspec.json.Decoder(TopLevel)
+BARE_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
+EVENTS_DECODER = msgspec.json.Decoder(list[Event])
+LENIENT_DECODER = msgspec.json.Decoder(list[LenientEvent])
+_EXACT_TIMES_DECODER = msgspec.json.Decoder(list[ExactTimes], float_hook=decimal.Decimal)
+
+#: A chunk of events, not yet decoded: called with a decoder, it returns the chunk's events.
+Decode = Callable[[msgspec.json.Decoder], list[Any]]
+
+
+def short(err: Exception) -> str:
+    """msgspec's error on one line, naming the list it is about."""
+    # msgspec reports "... - at `$[12].ts`".
+    return str(err).splitlines()[0].replace("`$.traceEvents[", "`traceEvents[")
+
+
+def decode_chunk(path: Path, decode: Decode, start: int) -> list[Any]:
+    """The events of one chunk (``start``: the index of its first event, for error messages):
+    :class:`Event` structs, or :class:`LenientEvent` structs whose ``cat`` and ``name`` are text
+    when some value had an unexpected type; TraceError when the chunk is not trace events."""
+    try:
+        return decode(EVENTS_DECODER)
+    except msgspec.ValidationError:
+        pass
+    except msgspec.DecodeError as err:
+        raise TraceError(path, f"malformed event JSON ({short(err)})") from None
+    try:
+        events = decode(LENIENT_DECODER)
+    except msgspec.ValidationError as err:
+        raise TraceError(path, f"not a Kineto trace: {_event_problem(err, start)}") from None
+    except msgspec.DecodeError as err:
+        # The typed decode can stop at a wrong type before reaching the text that is not JSON.
+        raise TraceError(path, f"malformed event JSON ({short(err)})") from None
+    for e in events:  # categories and names are routed and compared as text
+        if not isinstance(e.cat, str):
+            e.cat = "" if e.cat is None else msgspec.json.encode(e.cat).decode()
+        if not isinstance(e.name, str):
+            e.name = "" if e.name is None else msgspec.json.encode(e.name).decode()
+    return events
+
+
+def _event_problem(err: msgspec.ValidationError, start: int) -> str:
+    text = str(err).splitlines()[0]
+    m = re.search(r"`\$\[(\d+)\]", text)
+    where = f"event {start + int(m.group(1))} of traceEvents" if m else "traceEvents"
+    if text.startswith("Expected `object`"):
+        return f"{where} is not an object"
+    if "missing required field `ph`" in text:
+        return f"{where} has no 'ph' (not a trace event)"
+    return f"{where}: {text}"
+
+
+def needs_exact_times(events: list[Any]) -> bool:
+    """True for the 2024 form: absolute µs written with 3 decimals (beyond float64's precision)."""
+    for e in events[:5000]:
+        ts = e.ts
+        if isinstance(ts, float) and abs(ts) >= FLOAT_EXACT_US:
+            return True
+    return False
+
+
+def replace_with_exact_times(path: Path, decode: Decode, events: list[Any]) -> None:
+    """Set each event's ts/dur to exact integer ns, read again from the text as decimals."""
+    try:
+        exact = decode(_EXACT_TIMES_DECODER)
+    except msgspec.MsgspecError as err:  # pragma: no cover - the first decode already passed
+        raise TraceError(path, f"malformed event JSON ({short(err)})") from None
+    thousand = decimal.Decimal(1000)
+    for e, x in zip(events, exact):
+        e.ts = _decimal_ns(x.ts, thousand)
+        e.dur = _decimal_ns(x.dur, thousand)
+
+
+def _decimal_ns(value: object, thousand: decimal.Decimal) -> int | None:
+    if isinstance(value, decimal.Decimal):
+        return int((value * thousand).to_integral_value(decimal.ROUND_HALF_EVEN))
+    if isinstance(value, int):
+        return value * 1000
+    return None

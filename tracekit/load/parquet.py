@@ -1,0 +1,109 @@
+"""A loaded :class:`Trace` saved as one Parquet file, and read back without re-parsing JSON.
+
+Contract: :func:`write` writes every frame of the trace into a single Parquet file: the frames are
+stacked with a ``table`` column naming the frame (``ops``, ``launches``, ``gpu``, ``overhead``,
+``flows``, ``memory``, ``threads``, ``steps``), columns a frame lacks are null. The trace's
+:class:`TraceMeta` travels as JSON in the file's key-value metadata under ``tracekit.meta``, with
+the format version under ``tracekit.format``. :func:`load_parquet` restores an equal ``Trace``.
+
+Why one file with a ``table`` column: it is what ``tracekit convert TRACE -o trace.parquet`` promises,
+and bigger engines read it as is — e.g. DuckDB:
+``SELECT name, sum(dur) FROM 'trace.parquet' WHERE "table" = 'gpu' GROUP BY name``.
+
+A caller may store more in the same file — rows of its own (with their own ``table`` value, which
+trace queries filter out as usual) and key-value metadata of its own; :mod:`tracekit.report_store`
+keeps the trace's report there. This module knows nothing of what they hold: it reads only the
+trace's frames and metadata back.
+
+The file is written to a temp file and renamed, so an interrupted convert leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+import polars as pl
+
+from tracekit.errors import TraceError
+from tracekit.output import atomic_path
+from tracekit.trace import FRAME_SCHEMAS, DeviceInfo, Trace, TraceMeta
+
+PARQUET_MAGIC = b"PAR1"
+FORMAT = "tracekit.parquet/1"
+FRAMES = FRAME_SCHEMAS
+
+
+def is_parquet(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` starts with Parquet's magic bytes."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == PARQUET_MAGIC
+    except OSError:
+        return False
+
+
+def write(trace: Trace, path: str | os.PathLike[str], *, extra_rows: pl.DataFrame | None = None,
+          extra_metadata: Mapping[str, str] | None = None) -> None:
+    """Write ``trace`` to ``path`` as one Parquet file (atomically).
+
+    ``extra_rows`` (with a ``table`` column of their own) are stacked after the frames;
+    ``extra_metadata`` joins the file's key-value metadata.
+    """
+    parts = [getattr(trace, name).with_columns(table=pl.lit(name)) for name in FRAMES]
+    if extra_rows is not None:
+        parts.append(extra_rows)
+    metadata = {"tracekit.format": FORMAT,
+                "tracekit.meta": msgspec.json.encode(dataclasses.asdict(trace.meta)).decode(),
+                **(extra_metadata or {})}
+    stacked = pl.concat(parts, how="diagonal_relaxed")
+    with atomic_path(path) as tmp:
+        stacked.write_parquet(tmp, metadata=metadata, compression="zstd", statistics=True)
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The footer's key-value metadata of a file written by :func:`write` (read it once and pass it
+    as ``kv=`` to the readers); TraceError for any other file."""
+    p = Path(path)
+    try:
+        kv = pl.read_parquet_metadata(p)
+    except Exception as err:  # polars raises several types for unreadable files
+        raise TraceError(p, f"unreadable Parquet file ({type(err).__name__})") from None
+    if kv.get("tracekit.format") != FORMAT:
+        raise TraceError(p, f"Parquet file was not written by 'tracekit convert' (expected {FORMAT})")
+    return kv
+
+
+def stored_meta(path: str | os.PathLike[str], *, kv: Mapping[str, str] | None = None) -> TraceMeta:
+    """The :class:`TraceMeta` of a file written by :func:`write`, read from its footer alone."""
+    p = Path(path)
+    kv = read_metadata(p) if kv is None else kv
+    try:
+        return _meta_from_json(kv["tracekit.meta"])
+    except Exception as err:
+        raise TraceError(p, f"corrupt tracekit Parquet file ({type(err).__name__})") from None
+
+
+def _meta_from_json(text: str) -> TraceMeta:
+    fields = msgspec.json.decode(text)
+    devices = tuple(DeviceInfo(**d) for d in fields.pop("devices"))
+    return TraceMeta(devices=devices, **fields)
+
+
+def load_parquet(path: str | os.PathLike[str], *, kv: Mapping[str, str] | None = None) -> Trace:
+    """Read a file written by :func:`write`; raises :class:`TraceError` for anything else."""
+    p = Path(path)
+    meta = stored_meta(p, kv=kv)
+    try:
+        # One lazy query per frame: each reads only its own columns, and only the row groups
+        # whose ``table`` statistics can hold its rows; rows stored beside the trace are never read.
+        scan = pl.scan_parquet(p)
+        queries = [scan.filter(pl.col("table") == name).select([pl.col(c).cast(t) for c, t in schema.items()])
+                   for name, schema in FRAMES.items()]
+        frames = dict(zip(FRAMES, pl.collect_all(queries)))
+    except Exception as err:
+        raise TraceError(p, f"corrupt tracekit Parquet file ({type(err).__name__})") from None
+    return Trace(meta=meta, **frames)
