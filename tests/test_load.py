@@ -6,6 +6,7 @@ there for where each shape comes from). Tests on the real captures in sample_tra
 
 from __future__ import annotations
 
+import ast
 import decimal
 import gzip
 import json
@@ -554,3 +555,35 @@ def test_three_decimal_microseconds_convert_exactly(whole: int, frac: int) -> No
     got = frames._Times().ns("ts", [float(text)]).to_list()
     assert got == [whole * 1000 + frac]
 
+
+# --- the loader's boundary ------------------------------------------------------------------------
+
+#: The tracekit modules the loader may import besides its own: it knows no analysis.
+LOADER_MAY_IMPORT = ("tracekit.trace", "tracekit.errors", "tracekit.output", "tracekit.parallel")
+
+
+def _tracekit_imports(path: Path) -> set[str]:
+    """The tracekit modules ``path`` imports anywhere (functions included), as absolute names."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path.name}: relative import"
+            # ``from tracekit import parallel`` imports a module; ``from tracekit.x import f`` a name.
+            found.update(f"{node.module}.{alias.name}" if node.module == "tracekit" else node.module
+                         for alias in node.names)
+    return {name for name in found if name == "tracekit" or name.startswith("tracekit.")}
+
+
+def test_the_loader_imports_no_analysis() -> None:
+    package = Path(load_mod.__file__).parent
+    files = sorted(package.rglob("*.py"))
+    assert {p.name for p in files} >= {"__init__.py", "events.py", "layout.py", "frames.py", "shares.py",
+                                       "parquet.py"}
+    imported = {name: path.name for path in files for name in _tracekit_imports(path)}
+    assert {"tracekit.trace", "tracekit.errors", "tracekit.parallel"} <= set(imported)  # the walk sees them
+    own = {name for name in imported if name == "tracekit.load" or name.startswith("tracekit.load.")}
+    outside = {name: where for name, where in imported.items()
+               if name not in own and name not in LOADER_MAY_IMPORT}
+    assert outside == {}
