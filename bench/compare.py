@@ -13,7 +13,7 @@ One run on one machine, every measurement a separate child process:
   ``get_idle_time_breakdown`` (the copy HTA needs — a directory with a rank — is staged beforehand
   and not timed), with a timeout per run recorded as a lower bound (``> 900 s``);
 * plain ``json.load`` of the file (the floor any JSON reader pays);
-* a per-stage timing of the largest report in one process (where the time goes).
+* a per-stage timing of the largest report in one process (where the time goes: ``bench/stages.py``).
 
 Each child runs under a small wrapper that reports its wall seconds (process start to exit, imports
 included) and peak RSS (``ru_maxrss`` of the child, i.e. its VmHWM). The results, the machine
@@ -39,9 +39,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 
 from synth import synthesize  # noqa: E402
+
+from tracekit.parallel import cores  # noqa: E402
 
 MB = 1_000_000
 GB = 1_000_000_000
@@ -117,64 +119,13 @@ with (gzip.open if gz else open)(path, "rb") as fh:
 print(len(doc["traceEvents"]))
 """
 
-#: The report's stages timed in one process (same calls as tracekit.report.build, split up).
-_STAGES = r"""
-import json, sys, time
-T = {}
-HWM = {}
-def hwm():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-t = time.perf_counter()
-import polars as pl
-from tracekit.load import open_trace
-from tracekit import report as report_mod
-from tracekit.analyses import (attribution, dispatch, kernels, launch_gaps, op_tree, round_trips,
-                               steps as steps_analysis, throughput)
-from tracekit.classify import classify_frame
-from tracekit.render import render_report
-def tick(name):
-    global t
-    now = time.perf_counter(); T[name] = T.get(name, 0.0) + now - t; t = now
-    HWM.setdefault(name, hwm())
-tick("imports")
-trace = open_trace(sys.argv[1], workers=None); tick("load (tracekit/load.py, one process per core)")
-work = trace.gpu.filter(pl.col("kind").is_in(attribution.GPU_WORK_KINDS))
-tree = op_tree.build(trace, set(work["correlation"].drop_nulls().unique().to_list())); tick("op_tree")
-launches = attribution._annotate_launches(tree.launches, work); tick("attribution")
-gpu = attribution._link(trace, work, launches)
-gpu = attribution._assign_steps(gpu, trace.steps)
-gpu = classify_frame(gpu).sort(["ts", "idx"]); tick("attribution")
-attributed = attribution.Attribution(tree=tree, gpu=gpu, launches=launches)
-gaps = launch_gaps.analyze(trace, attributed); tick("launch_gaps")
-trips = round_trips.analyze(trace, attributed); tick("round_trips (+ traffic models)")
-throughput.analyze(trace, attributed, trips.traffic); tick("throughput")
-ops = steps_analysis.tag_steps(attributed.tree.ops, trace.steps)
-steps_analysis.analyze(trace.steps, gpu); tick("steps")
-numbers = trace.steps["number"].to_list()
-dispatch.launch_paths(gpu.filter(pl.col("step") == numbers[-1]) if numbers else gpu)
-dispatch.zero_kernel_ops(ops)
-dispatch.graph_hashes(dispatch.compile_preops(ops)); tick("dispatch")
-kernels.analyze(gpu); tick("kernels")
-del work, tree, launches, gpu, attributed, gaps, trips, ops  # so the next high-water mark is build()'s own
-import gc; gc.collect(); t = time.perf_counter()
-result = report_mod.build(trace); tick("(whole build() again, for reference)")
-import io
-render_report(result, "md", io.StringIO(), color=False); tick("render md")
-if len(sys.argv) > 2:  # the Parquet cache of the same trace: its load alone
-    t = time.perf_counter(); open_trace(sys.argv[2]); tick("(load of the Parquet cache)")
-print(json.dumps({"seconds": T, "peak_rss_after": HWM}))
-"""
-
-
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def child_env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                POLARS_MAX_THREADS=os.environ.get("POLARS_MAX_THREADS", str(os.cpu_count() or 1)))
+                POLARS_MAX_THREADS=os.environ.get("POLARS_MAX_THREADS", str(cores())))
 
 
 def measure(cmd: list[str], timeout: float) -> dict:
@@ -288,7 +239,7 @@ def machine() -> dict:
             capture_output=True, text=True, check=False).stdout.splitlines()]
     except OSError:
         dirty = []
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_bytes": mem, "os": platform.platform(),
+    return {"cpu": cpu, "cores": cores(), "memory_bytes": mem, "os": platform.platform(),
             "python": platform.python_version(), "versions": versions, "commit": commit,
             "dirty": dirty}
 
@@ -430,8 +381,8 @@ def main(argv: list[str] | None = None) -> int:
                                                       str(out_dir / "report.md")), repeat=args.repeat)
     log("per-stage timing of the largest report")
     stage_args = [str(name(big))] + ([str(parquet)] if parquet.exists() else [])
-    proc = subprocess.run([sys.executable, "-c", _STAGES, *stage_args], capture_output=True, text=True,
-                          env=child_env(), check=False)
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "stages.py"), *stage_args], capture_output=True,
+                          text=True, env=child_env(), check=False)
     try:
         stages = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):

@@ -26,9 +26,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 
 from synth import synthesize  # noqa: E402
+
+from tracekit.parallel import cores  # noqa: E402
 
 MB = 1_000_000
 
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     src = args.src or default_source()
     args.work_dir.mkdir(parents=True, exist_ok=True)
     print(f"source: {src}  ({src.stat().st_size / MB:.2f} MB on disk); machine: "
-          f"{os.cpu_count()} CPUs; python {sys.version.split()[0]}")
+          f"{cores()} CPUs; python {sys.version.split()[0]}")
     rows = []
     for size in args.size_mb:
         suffix = ".json.gz" if args.gzip else ".json"
