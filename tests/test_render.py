@@ -11,9 +11,10 @@ import pytest
 from factory import make_kernel, make_launch, make_op, make_step, write_trace
 from tracekit import report as report_mod
 from tracekit.cli import main
+from tracekit.classify.names import short_kernel_name
 from tracekit.load import load
 from tracekit.render import FORMATS, render_report
-from tracekit.render.text import md_escape, short_kernel_name
+from tracekit.render.text import md_escape
 
 
 def _cpu_only(tmp_path):

@@ -41,9 +41,9 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 import polars as pl
 
+from tracekit.classify.names import short_kernel_name
 from tracekit.diff.profile import Profile
 from tracekit.errors import UsageError
-from tracekit.render.text import short_kernel_name
 
 _INT_KEYS = ("kernels", "kernels_min", "kernels_max", "launches_max", "memsets_max", "memcpys_max",
              "round_trip_bytes_max", "round_trip_tensors_max")

@@ -38,8 +38,8 @@ import polars as pl
 from tracekit.analyses import attribution, intervals
 from tracekit.analyses import steps as steps_analysis
 from tracekit.analyses.compile_ops import preop_kind
+from tracekit.classify.names import decoded_fields
 from tracekit.errors import UsageError
-from tracekit.render.text import decoded_fields
 from tracekit.trace import Trace
 
 #: Compile wrappers counted as CPU "tax" per call: they run before the compiled graph and contain

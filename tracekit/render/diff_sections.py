@@ -7,9 +7,10 @@ not hold (medians, deltas and noise all come from it).
 
 from __future__ import annotations
 
+from tracekit.classify.names import describe_decoded, short_kernel_name
 from tracekit.diff import gates as gates_mod
 from tracekit.diff.align import Fusion
-from tracekit.render.text import describe_decoded, short_kernel_name, us
+from tracekit.render.text import us
 
 
 class Code(str):

@@ -34,7 +34,7 @@ from typing import Any, TextIO
 
 import msgspec
 
-from tracekit.render.text import decoded_fields
+from tracekit.classify.names import decoded_fields
 
 
 def _rows(frame, rename: dict[str, str] | None = None, drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:

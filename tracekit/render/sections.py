@@ -10,7 +10,8 @@ import os
 
 import polars as pl
 
-from tracekit.render.text import describe_decoded, pct, short_kernel_name, us
+from tracekit.classify.names import describe_decoded, short_kernel_name
+from tracekit.render.text import pct, us
 
 Table = tuple[str, list[str], list[list[str]]]
 
