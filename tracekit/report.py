@@ -147,15 +147,16 @@ def _in_step(frame: pl.DataFrame, step: int | None, column: str = "step") -> pl.
 
 
 def _gaps_in_step(gaps: launch_gaps.LaunchGapsReport, step: int | None) -> launch_gaps.LaunchGapsReport:
-    """The launch-gap report restricted to one step (percentiles recomputed over its activities)."""
+    """The launch-gap report restricted to one step (percentiles and idle by cause recomputed)."""
     if step is None:
         return gaps
-    activity = _in_step(gaps.per_activity, step)
+    activity, step_gaps = _in_step(gaps.per_activity, step), _in_step(gaps.gaps, step)
     return replace(
-        gaps, per_activity=activity, gaps=_in_step(gaps.gaps, step),
+        gaps, per_activity=activity, gaps=step_gaps,
         per_step=_in_step(gaps.per_step, step),
         distributions=launch_gaps.distributions(activity),
         queue_delay_ns=launch_gaps.percentiles(activity["queue_delay_ns"]),
+        idle_by_cause=launch_gaps.idle_by_cause(step_gaps),
     )
 
 

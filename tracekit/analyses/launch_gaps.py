@@ -130,6 +130,7 @@ PER_STEP_SCHEMA: dict[str, pl.DataType] = {
     "gpu_busy_ns": pl.Int64, "gpu_idle_ns": pl.Int64, "gpu_busy_frac": pl.Float64,
     "activity_count": pl.UInt32, "verdict": pl.String, "cold": pl.Boolean,
 }
+IDLE_BY_CAUSE_SCHEMA: dict[str, pl.DataType] = {"cause": pl.String, "gaps": pl.UInt32, "dur_ns": pl.Int64}
 PER_DEVICE_SCHEMA: dict[str, pl.DataType] = {
     "device": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "busy_ns": pl.Int64,
     "idle_ns": pl.Int64, **{f"idle_{c}_ns": pl.Int64 for c in CAUSES},
@@ -151,6 +152,7 @@ class LaunchGapsReport:
     its last activity end; ``idle_<cause>_ns`` split ``idle_ns`` by gap cause.
     ``queue_delay_ns``: ``{"p50", "p90", "p99", "max"}`` over all linked activities (None if none).
     ``thresholds``: :data:`THRESHOLDS`.
+    ``idle_by_cause``: :data:`IDLE_BY_CAUSE_SCHEMA`, the gaps summed by cause (see :func:`idle_by_cause`).
     """
 
     per_activity: pl.DataFrame
@@ -160,6 +162,7 @@ class LaunchGapsReport:
     per_device: pl.DataFrame
     queue_delay_ns: dict[str, int | None]
     thresholds: dict[str, Any]
+    idle_by_cause: pl.DataFrame
 
     def to_json(self) -> dict[str, Any]:
         """The ``launch_gaps`` object of ``tracekit.report/1`` (plain data, deterministic order)."""
@@ -171,9 +174,7 @@ class LaunchGapsReport:
                 for r in self.per_step.iter_rows(named=True)
             ],
             "queue_delay_ns": dict(self.queue_delay_ns),
-            "idle_by_cause_ns": {
-                c: int(self.gaps.filter(pl.col("cause") == c)["dur_ns"].sum()) for c in CAUSES
-            },
+            "idle_by_cause_ns": dict(zip(self.idle_by_cause["cause"], self.idle_by_cause["dur_ns"])),
             "thresholds": dict(self.thresholds),
         }
 
@@ -191,6 +192,7 @@ def analyze(trace: Trace, attributed: attribution_mod.Attribution) -> LaunchGaps
         per_device=_per_device(per_activity, gaps),
         queue_delay_ns=percentiles(per_activity["queue_delay_ns"]),
         thresholds=dict(THRESHOLDS),
+        idle_by_cause=idle_by_cause(gaps),
     )
 
 
@@ -322,6 +324,21 @@ def _gaps(trace: Trace, per_activity: pl.DataFrame) -> pl.DataFrame:
         in_step_window=(pl.col("start_ns") >= pl.col("_wstart")) & (pl.col("end_ns") <= pl.col("_wend"))
     ).with_columns(pl.col("in_step_window").fill_null(False))
     return holes.select(list(GAPS_SCHEMA)).cast(GAPS_SCHEMA).sort(["device", "start_ns"])  # type: ignore[arg-type]
+
+
+def idle_by_cause(gaps: pl.DataFrame) -> pl.DataFrame:
+    """``gaps`` summed by cause: one row per cause of :data:`CAUSES`, those without gaps as 0 (so
+    every cause has a figure), sorted by ``dur_ns`` descending, then cause.
+
+    Columns :data:`IDLE_BY_CAUSE_SCHEMA`: ``cause str, gaps u32`` (how many), ``dur_ns i64`` (their
+    total length).
+    """
+    totals = gaps.group_by("cause").agg(gaps=pl.len(), dur_ns=pl.col("dur_ns").sum())
+    return (pl.DataFrame({"cause": list(CAUSES)}, schema={"cause": pl.String})
+            .join(totals, on="cause", how="left")
+            .with_columns(pl.col("gaps").fill_null(0), pl.col("dur_ns").fill_null(0))
+            .cast(IDLE_BY_CAUSE_SCHEMA)  # type: ignore[arg-type]
+            .sort(["dur_ns", "cause"], descending=[True, False]))
 
 
 def _step_windows(per_activity: pl.DataFrame) -> pl.DataFrame:

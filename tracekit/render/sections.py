@@ -117,10 +117,9 @@ def idle_causes_table(report) -> Table:
     """Idle time between GPU activities by cause, and queue-delay percentiles."""
     gaps = report.launch_gaps
     rows = []
-    if gaps is not None:
-        by_cause = gaps.gaps.group_by("cause").agg(pl.col("dur_ns").sum(), pl.len().alias("n"))
-        for r in by_cause.sort(["dur_ns", "cause"], descending=[True, False]).iter_rows(named=True):
-            rows.append([r["cause"], str(r["n"]), us(r["dur_ns"])])
+    if gaps is not None:  # the causes that occurred, in the frame's order (longest idle first)
+        for r in gaps.idle_by_cause.filter(pl.col("gaps") > 0).iter_rows(named=True):
+            rows.append([r["cause"], str(r["gaps"]), us(r["dur_ns"])])
     return ("GPU idle gaps by cause", ["cause", "gaps", "idle time"], rows)
 
 
