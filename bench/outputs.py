@@ -46,7 +46,7 @@ ADDED_KEYS: dict[str, tuple[str, ...]] = {
     "tracekit.diff/1": ("findings",),
     "tracekit.check/1": ("items[].observed_value", "items[].expected_value", "items[].unit",
                          "items[].observed_min", "items[].observed_max", "items[].steps_met",
-                         "items[].steps"),
+                         "items[].steps", "items[].op", "items[].steps_present", "items[].example"),
 }
 
 

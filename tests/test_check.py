@@ -13,6 +13,7 @@ from tracekit.cli import main
 from tracekit.diff import expect, profile
 from tracekit.errors import UsageError
 from tracekit.load import load
+from tracekit.render.diff_sections import expected_text, observed_text
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_traces"
@@ -47,7 +48,7 @@ def test_shipped_expectations_pass(path, capsys):
 
 def test_compile_expectations_are_broken_by_the_eager_trace(capsys):
     result = _result("mlp_eager", expect.load(ROOT / "expectations" / "mlp_compile.toml"))
-    broken = {(i.key, i.expected): i.observed for i in result.items if not i.met}
+    broken = {(i.key, expected_text(i)): observed_text(i) for i in result.items if not i.met}
     assert broken[("kernels", "exactly 4")] == "5 in every step"
     assert broken[("classes_absent", "elementwise")] == "elementwise in 3 of 3 steps"
     assert broken[("round_trip_bytes_max", "≤ 150,994,944")] == "201,326,592 in every step"

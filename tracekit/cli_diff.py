@@ -124,8 +124,10 @@ def check_command(trace_path: str, expect_path: str, unit: str | None, no_et: bo
             diff_term.render_check(result, out, color=(output is None and sys.stdout.isatty()))
     broken = [i for i in result.items if not i.met]
     if broken:
+        from tracekit.render.diff_sections import expected_text
+
         raise GateFailed(f"{len(broken)} of {len(result.items)} expectations broken: "
-                         + ", ".join(f"{i.key} {i.expected}" for i in broken))
+                         + ", ".join(f"{i.key} {expected_text(i)}" for i in broken))
 
 
 def register(group: click.Group) -> None:

@@ -28,6 +28,7 @@ expectation that needs a figure the trace cannot give (round trips not computed)
 
 from __future__ import annotations
 
+import operator
 import sys
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -66,10 +67,30 @@ class Expectations:
 
 @dataclass(frozen=True)
 class Item:
+    """One expectation tested against every unit, as numbers (a renderer words them).
+
+    ``unit`` says what the values measure: ``count``, ``bytes``, ``ns``, ``percent`` (GPU busy as a
+    % of the step's wall time), ``bool`` (``compile_preops``: present or absent) or ``names`` (a
+    glob pattern over classes, kernels or CPU ops). ``op`` is how the observed values are tested
+    against ``expected_value``: ``==``, ``>=``, ``<=`` (bounds and ``bool``), ``present`` or
+    ``absent`` (``names``; ``expected_value`` is then the pattern). Time limits are held in ns
+    (the file gives µs). ``steps``: units measured; ``steps_met``: units that meet it.
+    Bounds give ``observed_min``/``observed_max`` over the units (None when there are none);
+    ``bool`` and ``names`` give ``steps_present`` (units in which the thing occurs) and ``names``
+    an ``example``: the first matching name (kernel names shortened).
+    """
+
     key: str
-    expected: str
-    observed: str
     met: bool
+    unit: str
+    op: str
+    expected_value: int | float | bool | str
+    steps: int
+    steps_met: int
+    observed_min: int | float | None = None
+    observed_max: int | float | None = None
+    steps_present: int | None = None
+    example: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,13 +141,6 @@ def load(path: str | Path) -> Expectations:
     return Expectations(name, data.get("description", ""), data.get("unit"), per_step)
 
 
-def _range(values: list[float], fmt) -> str:
-    if not values:
-        return "no steps"
-    lo, hi = min(values), max(values)
-    return f"{fmt(lo)} in every step" if lo == hi else f"{fmt(lo)}–{fmt(hi)} across steps"
-
-
 def _names_per_unit(frame: pl.DataFrame, units: list[int], column: str) -> list[set[str]]:
     sets: dict[int, set[str]] = {u: set() for u in units}
     for unit, name in zip(frame["unit"].to_list(), frame[column].to_list()):
@@ -134,51 +148,60 @@ def _names_per_unit(frame: pl.DataFrame, units: list[int], column: str) -> list[
     return [sets[u] for u in units]
 
 
+#: Bounds: key -> (per_unit column, op, unit). The file's value is compared in the unit's scale
+#: (µs for time limits, % for busy), the per-unit column holds ns / fractions.
+_BOUNDS: dict[str, tuple[str, str, str]] = {
+    "kernels": ("kernels", "==", "count"), "kernels_min": ("kernels", ">=", "count"),
+    "kernels_max": ("kernels", "<=", "count"), "launches_max": ("launches", "<=", "count"),
+    "memsets_max": ("memsets", "<=", "count"), "memcpys_max": ("memcpys", "<=", "count"),
+    "round_trip_bytes_max": ("round_trip_bytes", "<=", "bytes"),
+    "round_trip_tensors_max": ("round_trip_tensors", "<=", "count"),
+    "gpu_busy_min_pct": ("busy_frac", ">=", "percent"),
+    "gpu_time_max_us": ("gpu_ns", "<=", "ns"), "cpu_time_max_us": ("cpu_dispatch_ns", "<=", "ns"),
+    "idle_time_max_us": ("idle_ns", "<=", "ns"), "preop_tax_max_us": ("preop_tax_ns", "<=", "ns"),
+}
+_TESTS = {"==": operator.eq, ">=": operator.ge, "<=": operator.le}
+#: Per-unit columns that need an analysis the trace may not have, and the metric that says so.
+_NEEDS = {"cpu_dispatch_ns": "cpu_time", "idle_ns": "idle_time", "round_trip_bytes": "round_trip_bytes",
+          "round_trip_tensors": "round_trip_tensors"}
+
+
+def _in_unit(unit: str, value: float) -> float:
+    """A per-unit column value (ns, fraction) in the scale of the expectation (µs, %)."""
+    return value / 1000 if unit == "ns" else 100 * value if unit == "percent" else value
+
+
+def _ns(us: int | float) -> int | float:
+    # Held in ns like every other time; rounded so that 1.1 µs is 1100.0 ns, not 1100.0000000000002.
+    return us * 1000 if isinstance(us, int) else round(us * 1000, 6)
+
+
 def check(profile: Profile, exp: Expectations) -> CheckResult:
     """Test every expectation against every unit of ``profile``."""
     pu = profile.per_unit
     n_units = len(profile.units)
     items: list[Item] = []
-    count = lambda v: f"{int(v):,}"  # noqa: E731
-    micro = lambda v: f"{v / 1000:,.1f} µs"  # noqa: E731
 
-    def column(col: str, key: str) -> list[float]:
-        if col in ("cpu_dispatch_ns", "idle_ns", "round_trip_bytes", "round_trip_tensors"):
-            metric = {"cpu_dispatch_ns": "cpu_time", "idle_ns": "idle_time"}.get(col, col)
-            if metric in profile.unavailable:
-                raise UsageError(f"{exp.path}: {key} cannot be checked: {profile.unavailable[metric]}")
-        return [v for v in pu[col].to_list() if v is not None]
-
-    def bound(key: str, col: str, expected_text: str, test, fmt, scale: float = 1.0) -> None:
-        values = column(col, key)
-        met = bool(values) and all(test(v / scale) for v in values) if n_units else False
-        items.append(Item(key, expected_text, _range(values, fmt), met))
+    def bound(key: str, value: int | float) -> Item:
+        col, op, unit = _BOUNDS[key]
+        metric = _NEEDS.get(col)
+        if metric in profile.unavailable:
+            raise UsageError(f"{exp.path}: {key} cannot be checked: {profile.unavailable[metric]}")
+        values = [v for v in pu[col].to_list() if v is not None]
+        meets = [_TESTS[op](_in_unit(unit, v), value) for v in values]
+        shown = [100 * v for v in values] if unit == "percent" else values
+        return Item(key, bool(values) and all(meets) if n_units else False, unit, op,
+                    _ns(value) if unit == "ns" else value, len(values), sum(meets),
+                    min(shown) if shown else None, max(shown) if shown else None)
 
     spec = exp.per_step
     for key, value in spec.items():
-        if key == "kernels":
-            bound(key, "kernels", f"exactly {value}", lambda v, x=value: v == x, count)
-        elif key == "kernels_min":
-            bound(key, "kernels", f"≥ {value}", lambda v, x=value: v >= x, count)
-        elif key.endswith("_max") and key in _INT_KEYS:
-            col = {"kernels_max": "kernels", "launches_max": "launches", "memsets_max": "memsets",
-                   "memcpys_max": "memcpys", "round_trip_bytes_max": "round_trip_bytes",
-                   "round_trip_tensors_max": "round_trip_tensors"}[key]
-            bound(key, col, f"≤ {value:,}", lambda v, x=value: v <= x, count)
-        elif key == "gpu_busy_min_pct":
-            bound(key, "busy_frac", f"≥ {value}%", lambda v, x=value: 100 * v >= x,
-                  lambda v: f"{100 * v:.1f}%")
-        elif key.endswith("_max_us"):
-            col = {"gpu_time_max_us": "gpu_ns", "cpu_time_max_us": "cpu_dispatch_ns",
-                   "idle_time_max_us": "idle_ns", "preop_tax_max_us": "preop_tax_ns"}[key]
-            bound(key, col, f"≤ {value:,} µs", lambda v, x=value: v / 1000 <= x, micro)
+        if key in _BOUNDS:
+            items.append(bound(key, value))
         elif key == "compile_preops":
             present = [bool(s) for s in _names_per_unit(profile.preops, profile.units, "kind")]
-            observed = ("present in every step" if present and all(present) else
-                        "absent in every step" if not any(present) else
-                        f"present in {sum(present)} of {len(present)} steps")
-            items.append(Item(key, "present" if value else "absent", observed,
-                              bool(present) and all(p == value for p in present)))
+            items.append(Item(key, bool(present) and all(p == value for p in present), "bool", "==", value,
+                              len(present), sum(p == value for p in present), steps_present=sum(present)))
         elif key in _LIST_KEYS:
             source = {"classes": (profile.class_ns, "kernel_class"), "kernels": (profile.kernel_ns, "name"),
                       "cpu_ops": (profile.cpu_ops, "name")}[key.rsplit("_", 1)[0]]
@@ -190,14 +213,10 @@ def check(profile: Profile, exp: Expectations) -> CheckResult:
                 first = next((h[0] for h in hits if h), None)
                 if first is not None and key.startswith("kernels"):
                     first = short_kernel_name(first)
-                if want_present:
-                    met = n_units > 0 and steps_with == n_units
-                    observed = (f"{first} in every step" if met else
-                                f"in {steps_with} of {n_units} steps" if steps_with else "absent")
-                else:
-                    met = steps_with == 0
-                    observed = "absent" if met else f"{first} in {steps_with} of {n_units} steps"
-                items.append(Item(key, pattern, observed, met))
+                met = n_units > 0 and steps_with == n_units if want_present else steps_with == 0
+                items.append(Item(key, met, "names", "present" if want_present else "absent", pattern, n_units,
+                                  steps_with if want_present else n_units - steps_with,
+                                  steps_present=steps_with, example=first))
     notes = []
     if n_units == 0:
         notes.append("the trace has no steps to check")

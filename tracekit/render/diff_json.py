@@ -26,8 +26,14 @@
 * ``unavailable`` — ``{metric: reason}``; ``noise_rule``; ``notes``
 * ``gates`` — ``[{expr, metric, op, value, relative, observed, exceeded, within_noise, failed}]``
 
-``tracekit.check/1``: ``{schema, trace, description, passed, items: [{key, expected, observed, met}],
-notes}``. Additive keys may appear later; a breaking change bumps the version.
+``tracekit.check/1``: ``{schema, trace, description, passed, items: [{key, expected, observed, met,
+unit, op, expected_value, steps, steps_met, observed_min, observed_max, steps_present, example}],
+notes}``. ``expected``/``observed`` are the words the other formats show; the rest are the numbers
+behind them (:class:`tracekit.diff.expect.Item`): ``unit`` count | bytes | ns | percent | bool |
+names, ``op`` == | >= | <= | present | absent, ``expected_value`` (time limits in ns; the pattern for
+names), ``steps``/``steps_met`` (units measured / meeting it), ``observed_min``/``observed_max``
+(bounds; null without steps), ``steps_present`` and ``example`` (bool and names; else null).
+Additive keys may appear later; a breaking change bumps the version.
 """
 
 from __future__ import annotations
@@ -110,7 +116,10 @@ def render(diff, out: TextIO, gate_results=None) -> None:
 def check_data(result) -> dict[str, Any]:
     return {"schema": "tracekit.check/1", "trace": result.trace, "description": result.description,
             "passed": all(r.met for r in result.items),
-            "items": [{"key": r.key, "expected": r.expected, "observed": r.observed, "met": r.met}
+            "items": [{"key": r.key, "expected": S.expected_text(r), "observed": S.observed_text(r), "met": r.met,
+                       "unit": r.unit, "op": r.op, "expected_value": r.expected_value, "steps": r.steps,
+                       "steps_met": r.steps_met, "observed_min": r.observed_min, "observed_max": r.observed_max,
+                       "steps_present": r.steps_present, "example": r.example}
                       for r in result.items],
             "notes": list(result.notes)}
 
