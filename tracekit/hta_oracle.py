@@ -55,12 +55,11 @@ from typing import Any, Iterator
 import msgspec
 import polars as pl
 
-from tracekit.analyses import attribution as attribution_mod
 from tracekit.analyses import intervals
 from tracekit.analyses.launch_gaps import BACK_TO_BACK_MAX_NS
 from tracekit.errors import TraceError, UsageError
 from tracekit.load import read_bytes
-from tracekit.trace import Trace
+from tracekit.trace import GPU_WORK_KINDS, Trace
 
 INSTALL_HINT = "install the hta extra: pip install 'tracekit[hta]'"
 #: Relative difference (to HTA's value, floored at 1 µs) within which the figures agree.
@@ -283,7 +282,7 @@ def _hta_iteration_loop(launch_ts: pl.Series, steps: pl.DataFrame) -> pl.Series:
 
 def hta_window_rows(trace: Trace) -> pl.DataFrame:
     """The GPU rows HTA analyses, with ``step`` per HTA's iteration rule (module docstring)."""
-    rows = trace.gpu.filter(pl.col("kind").is_in([*attribution_mod.GPU_WORK_KINDS, "sync"])
+    rows = trace.gpu.filter(pl.col("kind").is_in([*GPU_WORK_KINDS, "sync"])
                             & (pl.col("stream") >= 0))
     launches = (trace.launches.filter(pl.col("correlation").is_not_null())
                 .unique(subset=["correlation"], keep="first", maintain_order=True)

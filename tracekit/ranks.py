@@ -51,24 +51,24 @@ def find_traces(directory: str | os.PathLike[str]) -> list[Path]:
 def summarize(path: str) -> dict:
     """Load one trace and summarise its steps; returns a plain dict (it crosses a process boundary).
 
-    Only the step table is needed here, so only attribution and steps run, not the whole report.
+    Only the per-step summary is needed here (no execution trace, no other analysis).
     """
     from tracekit.analyses import attribution, steps as steps_analysis
-    from tracekit.load import open_trace
+    from tracekit.session import Session
 
     try:
-        trace = open_trace(path, workers=1)  # one rank per core already
+        trace = Session(path, execution_trace=None, workers=1).trace  # one rank per core already
     except TracekitError as err:
         return {"file": os.path.basename(path), "error": str(err)}
-    steps = steps_analysis.analyze(trace.steps, attribution.analyze(trace).gpu)
+    steps = steps_analysis.summarize(trace, attribution.analyze(trace).gpu)
     distributed = trace.meta.distributed or {}
     rank = distributed.get("rank")
     return {
         "file": os.path.basename(path),
         "rank": rank if isinstance(rank, int) else None,
         "steps": steps.height,
-        "mean_step_ns": int(steps["dur_ns"].mean()) if steps.height else None,
-        "max_step_ns": int(steps["dur_ns"].max()) if steps.height else None,
+        "mean_step_ns": int(steps["cpu_span_ns"].mean()) if steps.height else None,
+        "max_step_ns": int(steps["cpu_span_ns"].max()) if steps.height else None,
         "gpu_busy_ns": int(steps["gpu_busy_ns"].sum()) if steps.height else 0,
         "kernel_count": int(steps["kernel_count"].sum()) if steps.height else 0,
         "error": None,

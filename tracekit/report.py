@@ -20,7 +20,6 @@ from tracekit.analyses import (attribution, dispatch, kernels, launch_gaps, roun
 from tracekit.errors import UsageError
 from tracekit.trace import Trace
 
-SCHEMA = "tracekit.report/1"
 #: Rows of the path table when the trace has no steps to pick one from.
 MAX_PATH_ROWS_WITHOUT_STEPS = 200
 
@@ -43,7 +42,45 @@ class Facts:
 
 @dataclass(frozen=True)
 class Report:
-    """Everything ``tracekit report`` shows; frames documented in the analyses that make them."""
+    """Everything ``tracekit report`` shows, as data (``tracekit.open(path).report()``).
+
+    Every table is a Polars DataFrame; times are Int64 nanoseconds.
+
+    Attributes
+    ----------
+    facts : Facts
+        The file, its device(s), versions, vendor and step numbers.
+    selected_step : int or None
+        The ``--step`` the tables are restricted to.
+    path_step : int or None
+        The step ``paths`` shows (the selected one, else the last).
+    steps : DataFrame
+        One row per ``ProfilerStep#N``: ``name str, number i64, start_ns i64, dur_ns i64`` (the
+        step's CPU span), ``gpu_busy_ns i64`` (union of the GPU work it launched),
+        ``kernel_count u32, gpu_activity_count u32`` (kernels; kernels + memcpys + memsets).
+    kernels : DataFrame
+        GPU activity by name: ``name str, kernel_class str, library str, kind str, count u32,
+        total_ns i64, mean_ns i64, launch_api str?, cpu_op str?, decoded str`` (JSON object of the
+        fields decoded from the name), sorted by ``total_ns`` descending.
+    paths : DataFrame
+        The launch path of every kernel of ``path_step`` in launch order: ``step i64?, scope str?,
+        top_op str?, cpu_op str?, kernel str, kernel_class str, launch str, dur_ns i64``.
+    zero_kernel_ops : DataFrame
+        CPU ops whose subtree launches nothing: ``name str, count u32, cpu_ns i64``.
+    compile_preops : DataFrame
+        torch.compile's wrappers per step: ``step i64?, name str, kind str, count u32, cpu_ns i64,
+        graph_hash str?``.
+    launch_gaps : tracekit.analyses.launch_gaps.LaunchGapsReport
+        Per-step wall, dispatch, busy, idle and verdict (``per_step``), idle gaps with their cause.
+    round_trips : tracekit.analyses.round_trips.RoundTripReport
+        Tensors written to HBM and read back in the same step (``tensors``, ``bytes_per_step``).
+    throughput : tracekit.analyses.throughput.ThroughputReport
+        Achieved TFLOP/s or GB/s per kernel against the device's ceilings (``kernels``).
+    attribution : tracekit.analyses.attribution.Attribution or None
+        The whole-trace attribution the tables came from (None in a report stored by ``convert``).
+    extra : dict
+        ``{"hta": DataFrame}`` with ``--hta``.
+    """
 
     facts: Facts
     selected_step: int | None
@@ -71,31 +108,44 @@ class TraceAnalyses:
     """The whole-trace analyses every table starts from (all that ``diff`` needs of a report)."""
 
     attribution: attribution.Attribution
+    #: The per-step summary (:data:`tracekit.analyses.steps.SUMMARY_SCHEMA`), computed once.
+    steps: pl.DataFrame
     launch_gaps: launch_gaps.LaunchGapsReport
     round_trips: round_trips.RoundTripReport
 
 
 def analyse(trace: Trace, *, execution_trace: Any = None) -> TraceAnalyses:
-    """Attribute ``trace`` and run the launch-gap and round-trip analyses over all of it."""
+    """Attribute ``trace``, summarise its steps and run the launch-gap and round-trip analyses."""
     attributed = attribution.analyze(trace)
+    summary = steps_analysis.summarize(trace, attributed.gpu)
     return TraceAnalyses(
-        attribution=attributed, launch_gaps=launch_gaps.analyze(trace, attributed),
+        attribution=attributed, steps=summary,
+        launch_gaps=launch_gaps.analyze(trace, attributed, summary=summary),
         round_trips=round_trips.analyze(trace, attributed, execution_trace=execution_trace))
 
 
+def check_step(trace: Trace, step: int | None) -> None:
+    """Raise :class:`UsageError` naming the trace's steps when ``step`` is not one of them."""
+    numbers = trace.steps["number"].to_list()
+    if step is not None and step not in numbers:
+        available = ", ".join(str(n) for n in numbers) or "none"
+        raise UsageError(f"step {step} is not in {trace.meta.path} (steps: {available})")
+
+
 def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
-          ceilings_override: dict[str, Any] | None = None, hta: bool = False) -> Report:
+          ceilings_override: dict[str, Any] | None = None, hta: bool = False,
+          analyses: TraceAnalyses | None = None) -> Report:
     """Analyse ``trace``; ``step`` restricts every table to ``ProfilerStep#step``.
 
     ``execution_trace`` (a :class:`tracekit.execution_trace.ExecutionTrace`) makes round-trip links
     exact; ``ceilings_override`` (``{"hbm_gbps": …, "bf16_tflops": …}``) replaces the device table's
     ceilings; ``hta`` adds HolisticTraceAnalysis' busy/idle figures beside ours (needs the extra).
+    ``analyses``: the trace's :func:`analyse` result when the caller already has it (then
+    ``execution_trace`` is not read again).
     """
+    check_step(trace, step)
     numbers = trace.steps["number"].to_list()
-    if step is not None and step not in numbers:
-        available = ", ".join(str(n) for n in numbers) or "none"
-        raise UsageError(f"step {step} is not in {trace.meta.path} (steps: {available})")
-    whole = analyse(trace, execution_trace=execution_trace)
+    whole = analyses if analyses is not None else analyse(trace, execution_trace=execution_trace)
     attributed, gaps, trips = whole.attribution, whole.launch_gaps, whole.round_trips
     try:
         rates = throughput.analyze(trace, attributed, _in_step(trips.traffic, step),
@@ -109,7 +159,7 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         extra["hta"] = hta_oracle.side_by_side(trace)
     ops = steps_analysis.tag_steps(attributed.tree.ops, trace.steps)
     gpu = attributed.gpu
-    step_table = steps_analysis.analyze(trace.steps, gpu)
+    step_table = steps_analysis.table(whole.steps)
     if step is not None:
         gpu = gpu.filter(pl.col("step") == step)
         ops = ops.filter(pl.col("step") == step)

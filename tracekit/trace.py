@@ -44,7 +44,7 @@ normalised to ``ac2g``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -94,6 +94,9 @@ LOADED_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "flows": FLOWS_SCHEMA, "memory": MEMORY_SCHEMA, "threads": THREADS_SCHEMA,
 }
 FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {**LOADED_SCHEMAS, "steps": STEPS_SCHEMA}
+
+#: ``gpu.kind`` values that are work on the device (annotations and ``sync`` rows are not).
+GPU_WORK_KINDS = ("kernel", "memcpy", "memset")
 
 #: Launch calls whose correlation id links to GPU activity (runtime, driver, ROCm).
 KERNEL_LAUNCH_APIS = frozenset({
@@ -156,7 +159,6 @@ class Trace:
     memory: pl.DataFrame
     threads: pl.DataFrame
     steps: pl.DataFrame
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def kernels(self) -> pl.DataFrame:

@@ -31,9 +31,8 @@ import polars as pl
 from tracekit.analyses import op_tree
 from tracekit.analyses import steps as steps_analysis
 from tracekit.classify import classify_frame
-from tracekit.trace import Trace
+from tracekit.trace import GPU_WORK_KINDS, Trace
 
-GPU_WORK_KINDS = ("kernel", "memcpy", "memset")
 OCCUPANCY_PREFIX = "cudaOccupancy"
 #: Host calls that may precede a kernel launch inside the same op without launching a kernel.
 AUX_CALLS = ("cudaMemsetAsync", "cudaMemcpyAsync", "hipMemsetAsync", "hipMemcpyAsync")

@@ -37,9 +37,17 @@ def merge(intervals: pl.DataFrame, by: list[str] | None = None) -> pl.DataFrame:
 
 
 def union_ns(intervals: pl.DataFrame, by: list[str] | None = None) -> pl.DataFrame:
-    """Length of the union of intervals per group: columns ``*by, busy_ns i64``."""
+    """Length of the union of intervals per group: columns ``*by, busy_ns i64``.
+
+    Empty-safe: no intervals give one row of 0 without groups, and no rows (with the group columns'
+    dtypes) with them.
+    """
     by = by or []
-    if intervals.height == 0 or intervals.select(
+    if intervals.height == 0:
+        if not by:
+            return pl.DataFrame({"busy_ns": [0]}, schema={"busy_ns": pl.Int64})
+        return pl.DataFrame(schema={**{b: intervals.schema[b] for b in by}, "busy_ns": pl.Int64})
+    if intervals.select(
             pl.col("ts").has_nulls() | pl.col("end").has_nulls() | (pl.col("end") < pl.col("ts")).any()).item():
         return _union_ns_merged(intervals, by)
     # In ts order each interval adds what lies beyond the furthest end before it in its group

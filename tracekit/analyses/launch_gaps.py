@@ -17,32 +17,11 @@ Definitions (the renderer states them from :data:`THRESHOLDS`):
 * **Step membership** — an activity belongs to the ``ProfilerStep#N`` whose CPU span contains its
   launch call (attribution's ``step``) — HTA's rule too, except that HTA also matches the GPU copies
   of ProfilerStep (see :mod:`tracekit.hta_oracle`, which aligns the two).
-* **Step GPU window** — ``[first start, last end]`` of the step's own activities.
-  ``gpu_idle_ns = gpu_window_ns - gpu_busy_ns``: the gaps *between* the step's own work. This is
-  HTA's per-iteration definition (``_get_idle_time_for_kernels``): on the H200 samples our per-step
-  busy/idle equal HTA's to the ns; HTA also counts ``cuda_sync`` rows as busy, we do not.
-* **wall_ns** — the step's length as the slower side sees it: ``max(cpu_span_ns, gpu_window_ns)``.
-  The CPU span alone is wrong when the CPU runs ahead (its step ends long before its kernels run);
-  the hull of both is wrong too (it counts the time the step's work waited behind earlier steps).
-  ``gpu_busy_frac = gpu_busy_ns / wall_ns`` (0 when wall is 0).
-* **cpu_dispatch_ns** — the union, clipped to the step's CPU span, of every ``cpu_op`` and launch
-  call on the step's process (all its threads, so the autograd thread counts; the union never
-  double-counts concurrent threads), minus the time inside ``*Synchronize`` calls (waiting for the
-  GPU is not dispatch). Python between ops is not dispatch.
-* **Verdict** (the study's rule of thumb "CPU time ≫ GPU time means overhead-bound"):
-  ``no-gpu`` when the step launched no work; ``compute-bound`` when ``gpu_busy_ns >=
-  cpu_dispatch_ns`` (the GPU needs at least as long to run the step as the CPU needs to issue it,
-  so a loop without per-step syncs runs at GPU speed) or ``gpu_busy_frac >= 0.80`` (the GPU was
-  saturated in this run); ``overhead-bound`` when ``cpu_dispatch_ns >= 2 × gpu_busy_ns`` ("≫" taken
-  as 2×; it implies ``gpu_busy_frac <= 0.5`` since dispatch never exceeds wall); ``mixed``
-  otherwise (CPU between 1× and 2× the GPU time, GPU busy < 80 %). The busy fraction alone is not
-  the test because captures that synchronise after every step (the sample traces do) serialise the
-  step's CPU prologue (ProfilerStep, record_function, Python before the first launch: ~60 µs on
-  the H200) with the GPU work, so a 4096² matmul whose GEMM outlasts its dispatch still shows only
-  56–74 % busy. The verdict describes the profiled run: the profiler (``record_shapes``) inflates
-  CPU time, so ``mixed``/``overhead-bound`` on a compiled or large model may not hold unprofiled.
-* **Cold step** — the first step is ``cold`` when its ``wall_ns`` exceeds 2 × the median ``wall_ns``
-  of the other steps (needs at least two steps).
+* **Per step** — GPU window, busy, idle, wall, CPU dispatch, verdict and the cold flag are the
+  per-step summary of :mod:`tracekit.analyses.steps` (``per_step`` is that summary): idle is the gaps
+  *between* the step's own work, HTA's per-iteration definition (``_get_idle_time_for_kernels``): on
+  the H200 samples our per-step busy/idle equal HTA's to the ns; HTA also counts ``cuda_sync`` rows
+  as busy, we do not.
 * **Gaps** — per device, every hole between consecutive merged busy intervals over the whole trace.
   A gap's ``step`` is that of the activity that ends it (``next_*``); ``in_step_window`` says whether
   it lies inside that step's GPU window (those gaps make up ``gpu_idle_ns`` on a single stream).
@@ -74,19 +53,19 @@ import polars as pl
 from tracekit.analyses import attribution as attribution_mod
 from tracekit.analyses import intervals
 from tracekit.analyses import steps as steps_analysis
-from tracekit.trace import Trace
+from tracekit.analyses.steps import (COLD_STEP_FACTOR, COMPUTE_BOUND_MIN_BUSY_FRAC,
+                                     OVERHEAD_BOUND_MIN_CPU_OVER_GPU, SYNC_CALL_SUFFIX, VERDICTS,
+                                     verdict_expr)
+from tracekit.trace import GPU_WORK_KINDS, Trace
 
 CPU_BOUND_TOLERANCE_NS = 2_000
 BACK_TO_BACK_MAX_NS = 5_000
-COMPUTE_BOUND_MIN_BUSY_FRAC = 0.80
-OVERHEAD_BOUND_MIN_CPU_OVER_GPU = 2.0
-COLD_STEP_FACTOR = 2.0
 PERCENTILES = (50, 90, 99)
-#: Host calls that block until the GPU catches up.
-SYNC_CALL_SUFFIX = "Synchronize"
 
 CAUSES = ("sync", "profiler_overhead", "cpu_bound", "back_to_back", "other")
-VERDICTS = ("overhead-bound", "compute-bound", "mixed", "no-gpu")
+__all__ = ["CAUSES", "COLD_STEP_FACTOR", "COMPUTE_BOUND_MIN_BUSY_FRAC", "OVERHEAD_BOUND_MIN_CPU_OVER_GPU",
+           "PER_STEP_SCHEMA", "SYNC_CALL_SUFFIX", "THRESHOLDS", "VERDICTS", "LaunchGapsReport", "analyze",
+           "distributions", "percentiles", "verdict_expr"]
 
 THRESHOLDS: dict[str, Any] = {
     "cpu_bound_tolerance_ns": CPU_BOUND_TOLERANCE_NS,
@@ -164,26 +143,16 @@ class LaunchGapsReport:
     thresholds: dict[str, Any]
     idle_by_cause: pl.DataFrame
 
-    def to_json(self) -> dict[str, Any]:
-        """The ``launch_gaps`` object of ``tracekit.report/1`` (plain data, deterministic order)."""
-        return {
-            "steps": [
-                {"step": r["step"], "gpu_busy_ns": r["gpu_busy_ns"], "gpu_idle_ns": r["gpu_idle_ns"],
-                 "verdict": r["verdict"], "wall_ns": r["wall_ns"],
-                 "cpu_dispatch_ns": r["cpu_dispatch_ns"], "cold": r["cold"]}
-                for r in self.per_step.iter_rows(named=True)
-            ],
-            "queue_delay_ns": dict(self.queue_delay_ns),
-            "idle_by_cause_ns": dict(zip(self.idle_by_cause["cause"], self.idle_by_cause["dur_ns"])),
-            "thresholds": dict(self.thresholds),
-        }
 
-
-def analyze(trace: Trace, attributed: attribution_mod.Attribution) -> LaunchGapsReport:
-    """Compute the launch-gap report of ``trace`` from its attribution."""
+def analyze(trace: Trace, attributed: attribution_mod.Attribution, *,
+            summary: pl.DataFrame | None = None) -> LaunchGapsReport:
+    """Compute the launch-gap report of ``trace`` from its attribution; ``summary`` is the trace's
+    per-step summary (:func:`tracekit.analyses.steps.summarize`) when the caller already has it."""
     per_activity = _per_activity(attributed.gpu)
     gaps = _gaps(trace, per_activity)
-    per_step = _per_step(trace, per_activity)
+    if summary is None:
+        summary = steps_analysis.summarize(trace, attributed.gpu)
+    per_step = summary.select(list(PER_STEP_SCHEMA))
     return LaunchGapsReport(
         per_activity=per_activity,
         distributions=distributions(per_activity),
@@ -199,7 +168,7 @@ def analyze(trace: Trace, attributed: attribution_mod.Attribution) -> LaunchGaps
 # -- per activity -------------------------------------------------------------------------------
 
 def _per_activity(gpu: pl.DataFrame) -> pl.DataFrame:
-    work = gpu.filter(pl.col("kind").is_in(attribution_mod.GPU_WORK_KINDS))
+    work = gpu.filter(pl.col("kind").is_in(GPU_WORK_KINDS))
     if work.height == 0:
         return pl.DataFrame(schema=PER_ACTIVITY_SCHEMA)
     return (
@@ -344,93 +313,6 @@ def idle_by_cause(gaps: pl.DataFrame) -> pl.DataFrame:
 def _step_windows(per_activity: pl.DataFrame) -> pl.DataFrame:
     return (per_activity.filter(pl.col("step").is_not_null())
             .group_by("step").agg(_wstart=pl.col("ts").min(), _wend=pl.col("end").max()))
-
-
-# -- per step -----------------------------------------------------------------------------------
-
-def _cpu_dispatch(trace: Trace) -> pl.DataFrame:
-    """``step, cpu_dispatch_ns`` per ProfilerStep (see module docstring)."""
-    steps = trace.steps
-    if steps.height == 0:
-        return pl.DataFrame(schema={"step": pl.Int64, "cpu_dispatch_ns": pl.Int64})
-    spans = pl.concat([
-        trace.ops.filter(pl.col("cat") == "cpu_op").select("pid", "ts", "end", sync=pl.lit(False)),
-        trace.launches.select("pid", "ts", "end",
-                              sync=pl.col("name").str.ends_with(SYNC_CALL_SUFFIX)),
-    ], how="vertical_relaxed")
-    windows = steps.select(pl.col("number").alias("step"), pl.col("pid").alias("_spid"),
-                           pl.col("ts").alias("_sts"), pl.col("end").alias("_send"))
-    tagged = (steps_analysis.tag_steps(spans, steps, "ts")
-              .filter(pl.col("step").is_not_null())
-              .join(windows, on="step", how="left")
-              .filter(pl.col("pid") == pl.col("_spid"))
-              .with_columns(ts=pl.max_horizontal("ts", "_sts"), end=pl.min_horizontal("end", "_send"))
-              .filter(pl.col("end") > pl.col("ts")))
-    total = intervals.union_ns(tagged.select("step", "ts", "end"), by=["step"]) if tagged.height else \
-        pl.DataFrame(schema={"step": pl.Int64, "busy_ns": pl.Int64})
-    waits = tagged.filter(pl.col("sync"))
-    waiting = intervals.union_ns(waits.select("step", "ts", "end"), by=["step"]) if waits.height else \
-        pl.DataFrame(schema={"step": pl.Int64, "busy_ns": pl.Int64})
-    return (windows.select("step")
-            .join(total, on="step", how="left")
-            .join(waiting.rename({"busy_ns": "_wait"}), on="step", how="left")
-            .select("step", cpu_dispatch_ns=pl.col("busy_ns").fill_null(0) - pl.col("_wait").fill_null(0)))
-
-
-def _per_step(trace: Trace, per_activity: pl.DataFrame) -> pl.DataFrame:
-    steps = trace.steps
-    if steps.height == 0:
-        return pl.DataFrame(schema=PER_STEP_SCHEMA)
-    in_steps = per_activity.filter(pl.col("step").is_not_null())
-    busy = (intervals.union_ns(in_steps.select("step", "ts", "end"), by=["step"]) if in_steps.height
-            else pl.DataFrame(schema={"step": pl.Int64, "busy_ns": pl.Int64}))
-    windows = in_steps.group_by("step").agg(
-        gpu_start_ns=pl.col("ts").min(), _gpu_end=pl.col("end").max(),
-        activity_count=pl.len().cast(pl.UInt32))
-    table = (
-        steps.select(pl.col("number").alias("step"), pl.col("ts").alias("cpu_start_ns"),
-                     pl.col("dur").alias("cpu_span_ns"))
-        .join(windows, on="step", how="left")
-        .join(busy, on="step", how="left")
-        .join(_cpu_dispatch(trace), on="step", how="left")
-        .with_columns(
-            gpu_window_ns=(pl.col("_gpu_end") - pl.col("gpu_start_ns")).fill_null(0),
-            gpu_busy_ns=pl.col("busy_ns").fill_null(0),
-            activity_count=pl.col("activity_count").fill_null(0),
-            cpu_dispatch_ns=pl.col("cpu_dispatch_ns").fill_null(0),
-        )
-        .with_columns(
-            wall_ns=pl.max_horizontal("cpu_span_ns", "gpu_window_ns"),
-            gpu_idle_ns=pl.col("gpu_window_ns") - pl.col("gpu_busy_ns"),
-        )
-        .with_columns(gpu_busy_frac=pl.when(pl.col("wall_ns") > 0)
-                      .then(pl.col("gpu_busy_ns") / pl.col("wall_ns")).otherwise(0.0))
-        .with_columns(verdict=verdict_expr())
-        .sort(["cpu_start_ns", "step"])
-    )
-    return table.with_columns(cold=_cold(table["wall_ns"])).select(list(PER_STEP_SCHEMA)).cast(
-        PER_STEP_SCHEMA)  # type: ignore[arg-type]
-
-
-def verdict_expr() -> pl.Expr:
-    """The verdict rule over ``activity_count``, ``gpu_busy_frac``, ``gpu_busy_ns``,
-    ``cpu_dispatch_ns`` columns (see module docstring)."""
-    return (
-        pl.when(pl.col("activity_count") == 0).then(pl.lit("no-gpu"))
-        .when((pl.col("gpu_busy_ns") >= pl.col("cpu_dispatch_ns"))
-              | (pl.col("gpu_busy_frac") >= COMPUTE_BOUND_MIN_BUSY_FRAC)).then(pl.lit("compute-bound"))
-        .when(pl.col("cpu_dispatch_ns") >= OVERHEAD_BOUND_MIN_CPU_OVER_GPU * pl.col("gpu_busy_ns"))
-        .then(pl.lit("overhead-bound"))
-        .otherwise(pl.lit("mixed"))
-    )
-
-
-def _cold(walls: pl.Series) -> pl.Series:
-    flags = [False] * walls.len()
-    if walls.len() >= 2:
-        others = walls[1:].median()
-        flags[0] = bool(others is not None and walls[0] > COLD_STEP_FACTOR * others)  # type: ignore[operator]
-    return pl.Series("cold", flags, dtype=pl.Boolean)
 
 
 # -- per device ---------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from tracekit.analyses.compile_ops import preop_kind
-from tracekit.trace import Trace
+from tracekit.trace import GPU_WORK_KINDS, Trace
 
 STEP_PREFIX = "ProfilerStep#"
 MODULE_PREFIX = "nn.Module: "
@@ -53,7 +53,7 @@ def build(trace: Trace, gpu_correlations: set[int] | None = None) -> OpTree:
     """
     if gpu_correlations is None:
         gpu_correlations = set(
-            trace.gpu.filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"]))["correlation"]
+            trace.gpu.filter(pl.col("kind").is_in(GPU_WORK_KINDS))["correlation"]
             .drop_nulls().unique().to_list()
         )
     ops = trace.ops.select("idx", "cat", "name", "pid", "tid", "ts", "end")

@@ -65,10 +65,9 @@ from tracekit.analyses import traffic as traffic_models
 from tracekit.analyses.attribution import Attribution
 from tracekit.analyses.traffic import Access, OpTraffic, TensorSpec
 from tracekit.execution_trace import EtNode, EtTensor, ExecutionTrace
-from tracekit.trace import Trace
+from tracekit.trace import GPU_WORK_KINDS, Trace
 
 GRAPH_LAUNCH_APIS = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
-WORK_KINDS = ("kernel", "memcpy", "memset")
 
 TRAFFIC_SCHEMA = {
     "idx": pl.UInt32, "step": pl.Int64, "kind": pl.String, "name": pl.String,
@@ -108,7 +107,7 @@ class _OpCall:
 def analyze(trace: Trace, attributed: Attribution, *,
             execution_trace: ExecutionTrace | None = None) -> RoundTripReport:
     """Model every kernel's traffic and link the step's round trips; pure, no I/O."""
-    gpu = attributed.gpu.filter(pl.col("kind").is_in(WORK_KINDS)).sort(["ts", "idx"])
+    gpu = attributed.gpu.filter(pl.col("kind").is_in(GPU_WORK_KINDS)).sort(["ts", "idx"])
     ops = attributed.tree.ops
     notes: list[str] = []
     method = "shape_inference"

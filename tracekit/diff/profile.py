@@ -166,8 +166,7 @@ def build(trace: Trace, report, *, unit: str | None = None, complete: bool = Tru
 
     base = windows.select(pl.col("number").alias("unit"), pl.col("name").alias("label"),
                           (pl.col("end") - pl.col("ts")).fill_null(0).alias("span_ns"))
-    busy = intervals.union_ns(gpu.select("unit", "ts", "end"), by=["unit"]) if gpu.height else \
-        pl.DataFrame(schema={"unit": pl.Int64, "busy_ns": pl.Int64})
+    busy = _busy(gpu, report, unit_kind)
     counts = gpu.group_by("unit").agg(
         kernels=(pl.col("kind") == "kernel").sum().cast(pl.Int64),
         launches=pl.col("launch_idx").drop_nulls().n_unique().cast(pl.Int64),
@@ -193,6 +192,16 @@ def build(trace: Trace, report, *, unit: str | None = None, complete: bool = Tru
         hidden=hidden, preops=preops, tensors=_tensors(report, unit_kind, numbers),
         unavailable=unavailable,
     )
+
+
+def _busy(gpu: pl.DataFrame, report, unit_kind: str) -> pl.DataFrame:
+    """``unit i64, busy_ns i64``: a ProfilerStep's GPU busy time comes from the trace's per-step
+    summary (launch gaps' ``per_step``), so report and diff agree by construction; other units
+    (``--unit`` spans, the whole trace) take the union of their own activity."""
+    gaps = getattr(report, "launch_gaps", None)
+    if unit_kind == "ProfilerStep" and gaps is not None:
+        return gaps.per_step.select(pl.col("step").alias("unit"), pl.col("gpu_busy_ns").alias("busy_ns"))
+    return intervals.union_ns(gpu.select("unit", "ts", "end"), by=["unit"])
 
 
 _REF_KEY = ("name", "kernel_class", "cpu_op", "top_op", "decoded")
