@@ -1,0 +1,111 @@
+"""The house rules of the code base, checked: which room may import which, and what the command
+line imports before it needs it."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "tracekit"
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports (absolute names; ``from . import x`` resolved)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _room(room: str) -> list[Path]:
+    return sorted((PACKAGE / room).rglob("*.py"))
+
+
+def _offences(room: str, forbidden: tuple[str, ...]) -> list[str]:
+    out = []
+    for path in _room(room):
+        for name in sorted(_imports(path)):
+            if any(name == f or name.startswith(f + ".") for f in forbidden):
+                out.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
+    return out
+
+
+def test_every_room_exists():
+    for room in ("load", "render", "diff", "analyses", "classify", "commands"):
+        assert _room(room), room
+
+
+def test_the_loader_knows_no_analysis():
+    assert _offences("load", ("tracekit.report", "tracekit.report_store", "tracekit.analyses",
+                              "tracekit.diff", "tracekit.render", "tracekit.session",
+                              "tracekit.commands")) == []
+
+
+def test_diff_imports_nothing_from_render():
+    assert _offences("diff", ("tracekit.render", "tracekit.commands")) == []
+
+
+def test_render_imports_neither_the_loader_nor_the_diffs_machinery():
+    # Renderers word results; they may name result types (under TYPE_CHECKING or as data classes)
+    # but never load traces or run the diff's alignment/profiling.
+    assert _offences("render", ("tracekit.load", "tracekit.session", "tracekit.diff.align",
+                                "tracekit.diff.profile", "tracekit.diff.compare.compare",
+                                "tracekit.commands")) == []
+
+
+def test_analyses_render_nothing():
+    assert _offences("analyses", ("tracekit.render", "tracekit.commands", "tracekit.diff",
+                                  "rich", "click")) == []
+
+
+def _modules_after(code: str) -> set[str]:
+    """Module names loaded by a fresh interpreter after running ``code``."""
+    probe = (f"import sys\n{code}\n"
+             "print('\\n'.join(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          cwd=PACKAGE.parent)
+    return set(done.stdout.split())
+
+
+RUN = ("from tracekit.commands import main\n"
+       "try:\n    main({argv!r})\nexcept SystemExit:\n    pass")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["report", "sample_traces/mlp_eager.json.gz", "--format", "md"]],
+                         ids=["help", "report"])
+def test_the_command_line_imports_nothing_of_capture(argv):
+    loaded = _modules_after(RUN.format(argv=argv))
+    assert "tracekit.commands" in loaded
+    assert sorted(m for m in loaded if m == "capture" or m.startswith("capture.")) == []
+    assert "torch" not in loaded
+
+
+def test_help_lists_capture_without_importing_it():
+    done = subprocess.run([sys.executable, "-m", "tracekit", "--help"], capture_output=True, text=True,
+                          timeout=120, cwd=PACKAGE.parent)
+    assert done.returncode == 0
+    assert "capture  Record PyTorch profiler traces of known workloads" in done.stdout
+    for name in ("check", "convert", "diff", "report"):
+        assert f"\n  {name} " in done.stdout
+
+
+def test_python_dash_m_tracekit_reports_a_sample_trace():
+    done = subprocess.run([sys.executable, "-m", "tracekit", "report", "sample_traces/mlp_eager.json.gz",
+                           "--format", "md"], capture_output=True, text=True, timeout=120, cwd=PACKAGE.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("# tracekit report: mlp\\_eager.json.gz")
+    assert "nvjet\\_sm90" in done.stdout

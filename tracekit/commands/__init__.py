@@ -1,0 +1,66 @@
+"""The ``tracekit`` command line: one module per command, each a few lines (open → analyse → render).
+
+Contract: :func:`main` runs the click group behind the one error boundary
+(:mod:`tracekit.boundary`): a :class:`~tracekit.errors.TracekitError` becomes one line on stderr
+and its exit code (2 = bad input or usage, 1 = a gate or expectation failed). ``capture`` is
+registered lazily: ``tracekit --help`` and every other command import nothing of ``capture/``
+(which knows the study's variants and, inside its command, torch).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from tracekit import __version__, boundary
+from tracekit.commands.check import check
+from tracekit.commands.convert import convert
+from tracekit.commands.diff import diff
+from tracekit.commands.report import report
+
+#: Commands imported only when run: name -> (module, attribute, the help line ``--help`` lists).
+LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "capture": ("capture.cli", "capture_command",
+                "Record PyTorch profiler traces of known workloads (matmul_add, linear, mlp, train)."),
+}
+
+
+class _Group(click.Group):
+    """A click group that lists :data:`LAZY_COMMANDS` without importing them."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in LAZY_COMMANDS and name not in self.commands:
+            module, attribute, _ = LAZY_COMMANDS[name]
+            self.add_command(getattr(importlib.import_module(module), attribute), name=name)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
+        for name in self.list_commands(ctx):
+            if name in LAZY_COMMANDS and name not in self.commands:
+                text = click.Command(name, help=LAZY_COMMANDS[name][2]).get_short_help_str(limit)
+            else:
+                text = self.commands[name].get_short_help_str(limit)
+            rows.append((name, text))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="tracekit")
+def cli() -> None:
+    """Turn PyTorch profiler (Kineto) traces into answers."""
+
+
+for _command in (report, convert, diff, check):
+    cli.add_command(_command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of ``tracekit`` and ``python -m tracekit``."""
+    boundary.run(cli, argv, "tracekit")

@@ -1,0 +1,38 @@
+"""``tracekit check TRACE --expect FILE.toml``: "guess first, then look" as a CI test.
+
+A broken expectation raises :class:`~tracekit.errors.GateFailed` (exit 1) after the output is written.
+"""
+
+from __future__ import annotations
+
+import click
+
+from tracekit.commands import options
+from tracekit.errors import GateFailed
+from tracekit.output import open_output
+
+
+@click.command()
+@click.argument("trace_path", metavar="TRACE", type=click.Path(dir_okay=True, path_type=str))
+@click.option("--expect", "expect_path", required=True, metavar="FILE.toml",
+              type=click.Path(dir_okay=False, path_type=str), help="The expectations to test.")
+@options.unit
+@options.no_execution_trace
+@options.output_format
+@options.output
+def check(trace_path: str, expect_path: str, unit: str | None, no_et: bool, fmt: str | None,
+          output: str | None) -> None:
+    """Test TRACE against the expectations in FILE.toml; exit 1 if any is broken."""
+    from tracekit.diff import expect
+    from tracekit.session import Session
+
+    expectations = expect.load(expect_path)
+    session = Session(trace_path, execution_trace=options.execution_trace_choice(None, no_et), workers=None)
+    result = session.check(expectations, unit=unit)
+    renderer = options.renderer(fmt, output)
+    with open_output(output) as out:
+        renderer.check(result, out, color=options.colour(output))
+    broken = [i for i in result.items if not i.met]
+    if broken:
+        raise GateFailed(f"{len(broken)} of {len(result.items)} expectations broken: "
+                         + ", ".join(f"{i.key} {i.expected}" for i in broken))

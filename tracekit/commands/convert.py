@@ -1,0 +1,26 @@
+"""``tracekit convert TRACE -o FILE.parquet``: the trace's frames and its report in one Parquet file."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+
+@click.command()
+@click.argument("trace_path", metavar="TRACE", type=click.Path(path_type=str))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), required=True,
+              help="Parquet file to write (e.g. trace.parquet).")
+def convert(trace_path: str, output: str) -> None:
+    """Save TRACE as one Parquet file that report/diff read without re-parsing JSON.
+
+    The file stacks the trace's tables with a `table` column (ops, launches, gpu, …), so DuckDB or
+    Spark can query it directly. It also stores TRACE's report, so `tracekit report FILE.parquet`
+    (without --step/--ceiling/--hta) prints it at once instead of analysing again.
+    """
+    from tracekit.session import Session
+
+    session = Session(trace_path, workers=None, show_progress=True)
+    session.save(output)
+    click.echo(f"wrote {output} ({os.path.getsize(output):,} bytes, {session.meta.event_count:,} events)",
+               err=True)

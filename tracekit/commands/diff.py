@@ -1,0 +1,61 @@
+"""``tracekit diff A B``: what changed between two traces, with ``--fail-if`` gates.
+
+Errors pass through the one boundary: bad input is exit 2; a failed gate raises
+:class:`~tracekit.errors.GateFailed` (exit 1) *after* the full output has been written.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from tracekit.commands import options
+from tracekit.errors import GateFailed
+from tracekit.output import open_output
+
+#: Inputs at least this large (bytes, both together) are profiled in two processes at once.
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+
+
+def profiles(a_path: str, b_path: str, unit: str | None, execution_trace: str | None):
+    """Profiles of A and B; big inputs in two spawned processes (each trace's load and analyses are
+    independent, and a machine with two cores then takes about the time of one report)."""
+    from tracekit import parallel
+    from tracekit.session import profile_of
+
+    sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in (a_path, b_path)]
+    if sum(sizes) < PARALLEL_MIN_BYTES or parallel.cores() < 2:
+        return (profile_of(a_path, unit, execution_trace, None),
+                profile_of(b_path, unit, execution_trace, None))
+    with parallel.spawn_pool(2) as pool:  # one process per trace, each loading with one
+        a = pool.submit(profile_of, a_path, unit, execution_trace, 1)
+        b = pool.submit(profile_of, b_path, unit, execution_trace, 1)
+        return a.result(), b.result()
+
+
+@click.command()
+@click.argument("a_path", metavar="A", type=click.Path(dir_okay=True, path_type=str))
+@click.argument("b_path", metavar="B", type=click.Path(dir_okay=True, path_type=str))
+@options.unit
+@click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR",
+              help="Exit 1 when the change exceeds EXPR, e.g. 'gpu_time>+5%', 'kernels>+0', "
+                   "'round_trip_bytes>+0' (repeatable; grammar in the README).")
+@options.no_execution_trace
+@options.output_format
+@options.output
+def diff(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], no_et: bool,
+         fmt: str | None, output: str | None) -> None:
+    """Compare trace A (before) with trace B (after): fusions, kernel changes, per-step deltas."""
+    from tracekit.diff import compare, gates
+
+    parsed = [gates.parse(text) for text in fail_if]  # a typo fails before the slow part
+    result = compare.compare(*profiles(a_path, b_path, unit, options.execution_trace_choice(None, no_et)))
+    results = gates.evaluate(parsed, result)
+    renderer = options.renderer(fmt, output)
+    with open_output(output) as out:
+        renderer.diff(result, out, results, color=options.colour(output))
+    failed = [r for r in results if r.failed]
+    if failed:
+        raise GateFailed(f"{len(failed)} of {len(results)} gates failed: "
+                         + ", ".join(r.gate.text for r in failed))

@@ -1,0 +1,56 @@
+"""Options several commands share, declared once, and the small parsers behind them."""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import TextIO
+
+import click
+
+from tracekit.errors import UsageError
+from tracekit.render import FORMATS, format_for_path, renderer_for
+from tracekit.render.base import Renderer
+
+output_format = click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+                             help="Output format (default: from -o's extension, else term).")
+output = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), default=None,
+                      help="Write to this file instead of stdout.")
+unit = click.option("--unit", default=None, metavar="NAME",
+                    help="Compare per span of this annotation (e.g. mlp_fwd) instead of per ProfilerStep.")
+no_execution_trace = click.option("--no-execution-trace", "no_et", is_flag=True,
+                                  help="Ignore X.et.json.gz beside a trace; infer round trips from shapes and order.")
+
+
+def execution_trace_choice(explicit: str | None, ignore: bool) -> str | None:
+    """``Session``'s ``execution_trace`` argument from ``--execution-trace`` / ``--no-execution-trace``."""
+    if explicit and ignore:
+        raise UsageError("--execution-trace and --no-execution-trace contradict each other")
+    return None if ignore else (explicit or "auto")
+
+
+def renderer(fmt: str | None, path: str | None) -> Renderer:
+    """The renderer for ``--format`` or, without it, for the ``-o`` file's extension."""
+    return renderer_for(format_for_path(path, fmt))
+
+
+def colour(path: str | None, stream: TextIO | None = None) -> bool:
+    """Colour only when writing to a terminal."""
+    return path is None and (stream or sys.stdout).isatty()
+
+
+def parse_ceilings(items: tuple[str, ...]) -> dict[str, float] | None:
+    """``("hbm_gbps=4300", "bf16_tflops=790")`` -> ``{"hbm_gbps": 4300.0, "bf16_tflops": 790.0}``."""
+    if not items:
+        return None
+    out: dict[str, float] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not sep or not (number > 0 and math.isfinite(number)):
+            raise UsageError(f"--ceiling {item!r}: expected KEY=POSITIVE_NUMBER, e.g. hbm_gbps=4300")
+        out[key.strip()] = number
+    return out

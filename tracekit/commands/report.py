@@ -1,0 +1,52 @@
+"""``tracekit report TRACE`` (one trace) and ``tracekit report DIR`` (one row per rank trace)."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from tracekit.commands import options
+from tracekit.errors import UsageError
+from tracekit.output import open_output
+
+
+@click.command()
+@click.argument("trace_path", metavar="TRACE", type=click.Path(dir_okay=True, path_type=str))
+@options.output_format
+@options.output
+@click.option("--step", type=int, default=None, help="Restrict every table to ProfilerStep#N.")
+@click.option("--execution-trace", "et_path", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="PyTorch execution trace for exact round-trip links (default: X.et.json.gz beside X.json.gz).")
+@click.option("--no-execution-trace", "no_et", is_flag=True,
+              help="Ignore any execution trace; infer round trips from shapes and order.")
+@click.option("--ceiling", "ceilings", multiple=True, metavar="KEY=VALUE",
+              help="Override a device ceiling: hbm_gbps, bf16_tflops, fp16_tflops, fp32_tflops, "
+                   "tf32_tflops, fp8_tflops (repeatable), e.g. --ceiling hbm_gbps=4300.")
+@click.option("--hta", is_flag=True, help="Show HolisticTraceAnalysis' busy/idle figures beside ours "
+              "(needs the hta extra).")
+def report(trace_path: str, fmt: str | None, output: str | None, step: int | None, et_path: str | None,
+           no_et: bool, ceilings: tuple[str, ...], hta: bool) -> None:
+    """Classify kernels, attribute CPU ops and summarise steps of one trace.
+
+    TRACE may also be a directory of per-rank traces: each is analysed in its own process and a
+    per-rank table names the slowest rank.
+    """
+    from tracekit.session import Session
+
+    renderer = options.renderer(fmt, output)
+    if os.path.isdir(trace_path):
+        from tracekit import ranks
+
+        if step is not None:
+            raise UsageError("--step applies to one trace, not to a directory of ranks")
+        result = ranks.analyze(trace_path)
+        with open_output(output) as out:
+            renderer.ranks(result, out, color=options.colour(output))
+        return
+    overrides = options.parse_ceilings(ceilings)
+    session = Session(trace_path, execution_trace=options.execution_trace_choice(et_path, no_et),
+                      workers=None, show_progress=True)
+    result = session.report(step=step, ceilings=overrides, hta=hta)
+    with open_output(output) as out:
+        renderer.report(result, out, color=options.colour(output))

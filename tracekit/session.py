@@ -1,0 +1,232 @@
+"""One input, opened once: what every command and every notebook starts from.
+
+Contract: :func:`open` (``tracekit.open``) takes a path — a Kineto trace (JSON or gzip) or a Parquet
+file written by ``tracekit convert`` — and returns a :class:`Session`. Nothing is read but the
+file's first bytes (and a Parquet file's footer) until a result is asked for; the trace is loaded
+once, on first use, and every result is computed once per session and option set.
+
+The execution trace (``ExecutionTraceObserver`` output, for exact round-trip links) is found by
+one rule for every command:
+
+1. ``execution_trace=PATH``: that file (an unreadable one is an error, exit 2);
+2. ``execution_trace=None``: none — round trips are inferred from shapes and order;
+3. ``"auto"`` (default): ``X.et.json.gz`` / ``X.et.json`` beside ``X.json.gz`` / ``X.json``; for a
+   Parquet file, beside the JSON trace it was converted from.
+
+A Parquet file may hold the report ``convert`` stored; :meth:`Session.report` returns it without
+analysing when it is still what this code would compute (same code fingerprint, same execution
+trace, default options) — see :mod:`tracekit.report_store`.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from tracekit import execution_trace as et_mod
+from tracekit import report_store
+from tracekit.load import open_trace, parquet
+from tracekit.trace import Trace, TraceMeta
+
+if TYPE_CHECKING:
+    from tracekit.diff.compare import Diff
+    from tracekit.diff.expect import CheckResult, Expectations
+    from tracekit.diff.profile import Profile
+    from tracekit.report import Report, TraceAnalyses
+
+ExecutionTraceChoice = Literal["auto"] | str | os.PathLike[str] | None
+
+
+def open(path: str | os.PathLike[str], *, execution_trace: ExecutionTraceChoice = "auto",  # noqa: A001
+         workers: int | None = None, show_progress: bool = False) -> Session:
+    """Open a trace for analysis.
+
+    Parameters
+    ----------
+    path
+        A Kineto trace (``.json`` or gzip, recognised by content) or a Parquet file written by
+        ``tracekit convert``.
+    execution_trace
+        ``"auto"`` (the file beside the trace, see the module docstring), ``None`` (do not use
+        one) or the path of a PyTorch execution trace.
+    workers
+        Processes that decode a big (≥ 256 MB) plain-JSON trace: ``None`` picks one per core,
+        ``1`` keeps everything in this process. Worker processes are *spawned*, which imports the
+        caller's main module again: a script that opens big traces needs an
+        ``if __name__ == "__main__":`` guard (a notebook does not).
+    show_progress
+        Show a progress bar on stderr (only on a terminal, only once loading passes a second).
+
+    Returns
+    -------
+    Session
+        Nothing is loaded yet; results are computed on first use.
+
+    Raises
+    ------
+    tracekit.errors.TraceError
+        When the file is missing, or is a Parquet file not written by ``tracekit convert``.
+
+    Examples
+    --------
+    >>> import tracekit
+    >>> s = tracekit.open("sample_traces/mlp_eager.json.gz")
+    >>> s.execution_trace_path.name
+    'mlp_eager.et.json.gz'
+    >>> s.report().kernels.select("name", "kernel_class", "count").head(2)  # doctest: +SKIP
+    """
+    return Session(path, execution_trace=execution_trace, workers=workers, show_progress=show_progress)
+
+
+class Session:
+    """A trace and everything known about it; see :func:`open`.
+
+    Attributes
+    ----------
+    path : str
+        The path as given.
+    is_parquet : bool
+        The input is a Parquet file from ``tracekit convert``.
+    execution_trace_path : pathlib.Path or None
+        The execution trace this session uses (the module docstring's rule).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, execution_trace: ExecutionTraceChoice = "auto",
+                 workers: int | None = None, show_progress: bool = False) -> None:
+        self.path = os.fspath(path)
+        self.workers = workers
+        self.show_progress = show_progress
+        self.is_parquet = parquet.is_parquet(self.path)
+        # A Parquet file's footer is read once: its metadata, and the JSON it was converted from.
+        self._footer = parquet.read_metadata(self.path) if self.is_parquet else None
+        original = parquet.stored_meta(self.path, kv=self._footer).path if self._footer is not None else None
+        if execution_trace is None:
+            self.execution_trace_path: Path | None = None
+        elif isinstance(execution_trace, str) and execution_trace == "auto":
+            self.execution_trace_path = et_mod.locate(self.path, original)
+        else:
+            self.execution_trace_path = Path(execution_trace)
+        self._reports: dict[tuple, Report] = {}
+
+    def __repr__(self) -> str:
+        et = self.execution_trace_path.name if self.execution_trace_path else None
+        return f"Session({self.path!r}, execution_trace={et!r})"
+
+    # -- inputs -------------------------------------------------------------------------------
+
+    @cached_property
+    def trace(self) -> Trace:
+        """The loaded :class:`~tracekit.trace.Trace` (frames documented in :mod:`tracekit.trace`)."""
+        return open_trace(self.path, show_progress=self.show_progress, workers=self.workers)
+
+    @property
+    def meta(self) -> TraceMeta:
+        """The trace's top-level facts; for a Parquet file read from its footer, without loading."""
+        if self._footer is not None and "trace" not in self.__dict__:
+            return parquet.stored_meta(self.path, kv=self._footer)
+        return self.trace.meta
+
+    @cached_property
+    def execution_trace(self) -> et_mod.ExecutionTrace | None:
+        """The loaded execution trace, or None when the session uses none."""
+        return et_mod.load(self.execution_trace_path) if self.execution_trace_path else None
+
+    # -- results ------------------------------------------------------------------------------
+
+    def stored_report(self) -> Report | None:
+        """The report ``convert`` stored in a Parquet input, if it is still valid for this code and
+        execution trace; else None (and always None for a JSON input)."""
+        if self._footer is None:
+            return None
+        et = self.execution_trace_path
+        if et is not None and not et.is_file():
+            return None  # a named execution trace that is missing: analysing again says so
+        return report_store.load_report(self.path, report_store.cache_key(et), kv=self._footer)
+
+    def analyses(self) -> TraceAnalyses:
+        """The whole-trace analyses (attribution, launch gaps, round trips), computed once."""
+        return self._analyses
+
+    @cached_property
+    def _analyses(self) -> TraceAnalyses:
+        from tracekit import report as report_mod
+
+        return report_mod.analyse(self.trace, execution_trace=self.execution_trace)
+
+    def report(self, *, step: int | None = None, ceilings: dict[str, float] | None = None,
+               hta: bool = False) -> Report:
+        """The report ``tracekit report`` renders.
+
+        Parameters
+        ----------
+        step
+            Restrict every table to ``ProfilerStep#step``.
+        ceilings
+            Replace device ceilings, e.g. ``{"hbm_gbps": 4256, "bf16_tflops": 704}``.
+        hta
+            Add HolisticTraceAnalysis' busy/idle figures beside ours (needs the ``hta`` extra).
+
+        Returns
+        -------
+        tracekit.report.Report
+            Frames as Polars DataFrames: ``steps``, ``kernels``, ``paths``, ``zero_kernel_ops``,
+            ``compile_preops`` (columns in :mod:`tracekit.report`), plus ``launch_gaps``,
+            ``round_trips`` and ``throughput`` reports.
+        """
+        key = (step, tuple(sorted((ceilings or {}).items())), hta)
+        if key not in self._reports:
+            stored = self.stored_report() if key == (None, (), False) else None
+            if stored is not None:
+                self._reports[key] = stored
+            else:
+                from tracekit import report as report_mod
+
+                report_mod.check_step(self.trace, step)  # before the analyses, which take longest
+                self._reports[key] = report_mod.build(
+                    self.trace, step=step, analyses=self.analyses(), ceilings_override=ceilings, hta=hta)
+        return self._reports[key]
+
+    def profile(self, unit: str | None = None) -> Profile:
+        """Per-unit figures (``ProfilerStep`` units, or spans named ``unit``) that diff and check compare."""
+        from tracekit.diff import profile
+
+        return profile.build(self.trace, self.analyses(), unit=unit)
+
+    def diff(self, other: Session | str | os.PathLike[str], *, unit: str | None = None) -> Diff:
+        """Compare this trace (A, before) with ``other`` (B, after): fusions, kernels, per-step deltas.
+
+        Returns
+        -------
+        tracekit.diff.compare.Diff
+            ``findings`` (the verdict as data), per-step ``quantities`` with their noise, the
+            kernel ``alignment`` and per-class times.
+        """
+        from tracekit.diff import compare
+
+        if not isinstance(other, Session):
+            other = Session(other, workers=self.workers)
+        return compare.compare(self.profile(unit), other.profile(unit))
+
+    def check(self, expectations: Expectations | str | os.PathLike[str], *,
+              unit: str | None = None) -> CheckResult:
+        """Test the trace against expectations (a TOML file or loaded :class:`Expectations`)."""
+        from tracekit.diff import expect
+
+        if not isinstance(expectations, expect.Expectations):
+            expectations = expect.load(expectations)
+        return expect.check(self.profile(unit or expectations.unit), expectations)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the trace and its report to one Parquet file (what ``tracekit convert`` does)."""
+        report_store.save(self.trace, self.report(), path, key=report_store.cache_key(self.execution_trace_path))
+
+
+def profile_of(path: str, unit: str | None, execution_trace: ExecutionTraceChoice = "auto",
+               workers: int | None = None) -> Profile:
+    """``Session(path).profile(unit)`` as one picklable call (``diff`` profiles A and B in two processes)."""
+    return Session(path, execution_trace=execution_trace, workers=workers).profile(unit)
+
+
+__all__ = ["ExecutionTraceChoice", "Session", "open", "profile_of"]
