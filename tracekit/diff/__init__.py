@@ -3,6 +3,7 @@ assert expectations about one trace.
 
 Modules: :mod:`~tracekit.diff.profile` (per-unit figures of a trace and its report),
 :mod:`~tracekit.diff.align` (kernel-sequence alignment, fusions), :mod:`~tracekit.diff.compare`
-(the :class:`~tracekit.diff.compare.Diff` with noise-aware quantities), :mod:`~tracekit.diff.gates`
+(the :class:`~tracekit.diff.compare.Diff` with noise-aware quantities), :mod:`~tracekit.diff.findings`
+(its verdict as typed findings), :mod:`~tracekit.diff.gates`
 (``--fail-if`` grammar), :mod:`~tracekit.diff.expect` (TOML expectations for ``check``).
 """

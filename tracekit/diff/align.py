@@ -76,6 +76,19 @@ class Alignment:
     removed: tuple[KernelRef, ...]
     added: tuple[KernelRef, ...]
 
+    def unchanged_once(self) -> tuple[tuple[KernelRef, KernelRef, int], ...]:
+        """Unchanged kernels once per identity, in order, with how often each runs in the unit."""
+        counts: dict[str, int] = {}
+        for ka, _ in self.unchanged:
+            counts[ka.identity] = counts.get(ka.identity, 0) + 1
+        seen: set[str] = set()
+        out = []
+        for ka, kb in self.unchanged:
+            if ka.identity not in seen:
+                seen.add(ka.identity)
+                out.append((ka, kb, counts[ka.identity]))
+        return tuple(out)
+
     @property
     def is_identical(self) -> bool:
         return not (self.fusions or self.splits or self.changed or self.replaced or self.removed

@@ -1,7 +1,8 @@
 """Compare two traces' profiles: what changed, and every per-step quantity with its noise.
 
 Contract: :func:`compare` takes two :class:`~tracekit.diff.profile.Profile` (A = before, B = after)
-and returns a frozen :class:`Diff`. Pure: no printing, no I/O.
+and returns a frozen :class:`Diff`; its ``findings`` are the verdict as data (which changes count,
+:mod:`tracekit.diff.findings`). Pure: no printing, no I/O.
 
 **Units.** A's and B's units (ProfilerSteps or ``--unit`` spans) are paired in order; every unit's
 kernel sequence is aligned (:mod:`tracekit.diff.align`). The structural changes reported are those
@@ -20,15 +21,15 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
 
 from tracekit.diff import align as align_mod
-from tracekit.diff.profile import KernelRef, Profile
+from tracekit.diff import findings as findings_mod
+from tracekit.diff.profile import Profile
 
-SCHEMA = "tracekit.diff/1"
 NOISE_RULE = ("a, b = median over each trace's steps; spread = max - min over a trace's steps; "
               "noise = max(spread_a, spread_b); a change is within noise when |b - a| <= noise")
 
@@ -136,6 +137,8 @@ class Diff:
     #: A's round trips between kernels that B fused (each also has ``fused_into``).
     tensors_fused_away: tuple[dict[str, Any], ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: The verdict as data, in verdict order (:mod:`tracekit.diff.findings`).
+    findings: tuple[findings_mod.Finding, ...] = ()
 
     @property
     def structural_change(self) -> bool:
@@ -241,7 +244,7 @@ def compare(a: Profile, b: Profile) -> Diff:
     kernel_times.sort(key=lambda k: (-k.quantity.a, k.name_a))
 
     removed, added = _op_changes(a, b)
-    return Diff(
+    diff = Diff(
         a=a, b=b, unit_pairs=pairs, alignment=alignment, pairs_agreeing=agreeing,
         quantities=quantities, unavailable=dict(sorted(unavailable.items())), classes=classes,
         kernel_times=tuple(kernel_times), cpu_ops_removed=removed, cpu_ops_added=added,
@@ -250,6 +253,7 @@ def compare(a: Profile, b: Profile) -> Diff:
         hidden_a=_hidden(a), hidden_b=_hidden(b), tensors_a=tuple(_tensor_rows(a)), tensors_b=tuple(_tensor_rows(b)),
         tensors_fused_away=tuple(_fused_away(_tensor_rows(a), alignment)), notes=tuple(notes),
     )
+    return replace(diff, findings=findings_mod.find(diff))
 
 
 def _tensor_rows(p: Profile) -> list[dict[str, Any]]:
@@ -285,10 +289,6 @@ def _op_changes(a: Profile, b: Profile) -> tuple[tuple[OpChange, ...], tuple[OpC
     ta, tb = table(a), table(b)
     order = lambda ops: tuple(sorted(ops, key=lambda o: (-o.cpu_ns, o.name)))  # noqa: E731
     return (order(ta[n] for n in ta if n not in tb), order(tb[n] for n in tb if n not in ta))
-
-
-def kernels_per_step(k: KernelRef) -> str:
-    return k.name
 
 
 def fusion_record(f: align_mod.Fusion) -> dict[str, Any]:

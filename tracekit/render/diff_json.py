@@ -3,7 +3,10 @@
 ``tracekit.diff/1`` top-level keys (sorted on output, always present):
 
 * ``schema``; ``a``, ``b`` — ``{trace (basename), unit_kind, units: [labels]}``
-* ``verdict`` — the one-sentence summary (plain text)
+* ``verdict`` — the one-sentence summary (plain text), worded from ``findings``
+* ``findings`` — the verdict as data, in verdict order: ``[{kind, subjects: [{role, name, class,
+  changes: [[field, before, after]]}], quantities: {name: number | text | bool | null}}]``; the
+  kinds, their subjects and quantities are listed in :mod:`tracekit.diff.findings` (empty: no change)
 * ``fusions`` — ``[{before: [kernel names in A], after: name in B, ops: [op names], evidence,
   after_class, after_cpu_op}]``; ``evidence`` is ``inductor fused_ops`` | ``launching CPU op`` |
   ``position`` | ``GEMM epilogue``; ``splits`` — the reverse, ``[{before: name, after: [names], …}]``
@@ -41,7 +44,8 @@ from __future__ import annotations
 import math
 from typing import Any, TextIO
 
-from tracekit.diff.compare import NOISE_RULE, SCHEMA, fusion_record
+from tracekit import schemas
+from tracekit.diff.compare import NOISE_RULE, fusion_record
 from tracekit.render import diff_sections as S
 from tracekit.render.json import encode
 
@@ -63,13 +67,20 @@ def _finite(x: float | None) -> float | None:
     return x if x is None or math.isfinite(x) else None
 
 
+def _finding(f) -> dict[str, Any]:
+    return {"kind": f.kind, "quantities": dict(f.quantities),
+            "subjects": [{"role": s.role, "name": s.name, "class": s.kernel_class,
+                          "changes": [list(c) for c in s.changes]} for s in f.subjects]}
+
+
 def to_data(diff, gate_results=None) -> dict[str, Any]:
     al = diff.alignment
     side = lambda p: {"trace": p.label, "unit_kind": p.unit_kind,  # noqa: E731
                       "units": [p.unit_labels[u] for u in p.units]}
     data: dict[str, Any] = {
-        "schema": SCHEMA, "a": side(diff.a), "b": side(diff.b),
+        "schema": schemas.DIFF, "a": side(diff.a), "b": side(diff.b),
         "verdict": S.plain(S.verdict_parts(diff)),
+        "findings": [_finding(f) for f in diff.findings],
         "fusions": [fusion_record(f) for f in al.fusions],
         "splits": [{"before": s.before.name, "after": [k.name for k in s.after], "ops": list(s.ops),
                     "evidence": s.evidence} for s in al.splits],
@@ -81,7 +92,7 @@ def to_data(diff, gate_results=None) -> dict[str, Any]:
             "replaced": [{"before": x.name, "after": y.name, "before_class": x.kernel_class,
                           "after_class": y.kernel_class} for x, y in al.replaced],
             "unchanged": [{"a": ka.name, "b": kb.name, "class": ka.kernel_class, "count": n}
-                          for ka, kb, n in S._unique_unchanged(al)],
+                          for ka, kb, n in al.unchanged_once()],
         },
         "unit_pairs_agreeing": diff.pairs_agreeing,
         "unit_pairs": [list(p) for p in diff.unit_pairs],
@@ -114,7 +125,7 @@ def render(diff, out: TextIO, gate_results=None) -> None:
 
 
 def check_data(result) -> dict[str, Any]:
-    return {"schema": "tracekit.check/1", "trace": result.trace, "description": result.description,
+    return {"schema": schemas.CHECK, "trace": result.trace, "description": result.description,
             "passed": all(r.met for r in result.items),
             "items": [{"key": r.key, "expected": S.expected_text(r), "observed": S.observed_text(r), "met": r.met,
                        "unit": r.unit, "op": r.op, "expected_value": r.expected_value, "steps": r.steps,

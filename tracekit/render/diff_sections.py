@@ -1,33 +1,39 @@
-"""The diff's and the check's content as display rows, shared by the Markdown and terminal renderers.
+"""The diff's and the check's content as display rows, shared by the terminal, Markdown and JSON renderers.
 
-Cells are plain strings, or :class:`Code` for names (kernels, ops) that Markdown shows as code.
-Functions format a :class:`~tracekit.diff.compare.Diff`; they never compute a figure the Diff does
-not hold (medians, deltas and noise all come from it).
+Cells are plain strings, or :class:`~tracekit.render.text.Code` for names (kernels, ops) that
+Markdown shows as code. Functions word a :class:`~tracekit.diff.compare.Diff` or a
+:class:`~tracekit.diff.expect.CheckResult`; they never compute a figure nor decide what counts:
+medians, deltas and noise come from the Diff, the verdict's clauses from its findings
+(:mod:`tracekit.diff.findings`), an expectation's figures from its check item.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from tracekit.classify.names import describe_decoded, short_kernel_name
-from tracekit.diff import gates as gates_mod
-from tracekit.diff.align import Fusion
-from tracekit.render.text import us
+from tracekit.classify.names import short_kernel_name
+from tracekit.render.text import Code, Table, us
 
 if TYPE_CHECKING:
-    from tracekit.diff.expect import Item
+    from tracekit.diff.compare import Diff, Quantity
+    from tracekit.diff.expect import CheckResult, Item
+    from tracekit.diff.findings import Finding
+    from tracekit.diff.gates import GateResult
 
 
-class Code(str):
-    """A name shown as code in Markdown and plain in the terminal."""
+class Kernel(Protocol):
+    """What naming a kernel needs (a diff's kernel reference or a finding's subject)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def decoded(self) -> Mapping[str, Any]: ...
 
 
-Table = tuple[str, list[str], list[list[str]]]
-
-
-def kname(k) -> Code:
-    return Code(short_kernel_name(k.name, k.decoded))
+def kname(k: Kernel) -> Code:
+    return Code(short_kernel_name(k.name, dict(k.decoded)))
 
 
 def fmt_value(value: float | None, unit: str) -> str:
@@ -40,7 +46,7 @@ def fmt_value(value: float | None, unit: str) -> str:
     return f"{value:,.1f}" if not float(value).is_integer() else f"{int(value):,}"
 
 
-def fmt_delta(q) -> str:
+def fmt_delta(q: Quantity) -> str:
     sign = "+" if q.delta > 0 else ("-" if q.delta < 0 else "±")
     text = sign + fmt_value(abs(q.delta), q.unit)
     if q.delta and q.delta_pct is not None:
@@ -50,126 +56,153 @@ def fmt_delta(q) -> str:
     return text
 
 
-def fmt_status(q) -> str:
+def fmt_status(q: Quantity) -> str:
     return {"same": "same", "within noise": "within noise", "up": "higher", "down": "lower"}[q.direction]
 
 
-def _ops(ops: tuple[str, ...]) -> str:
+def _ops(ops: Sequence[str]) -> str:
     return " + ".join(ops) if ops else "?"
 
 
-def _fusion_parts(f: Fusion) -> list[str]:
-    cls = f.after.kernel_class
-    head = f"fused {_ops(f.ops)} ({len(f.before)} kernels) into "
-    if f.evidence == "GEMM epilogue":
-        return [f"fused {_ops(f.ops)} into the GEMM's epilogue (", kname(f.after), " replaces ",
-                kname(f.before[0]), f" + {len(f.before) - 1} kernel{'s' if len(f.before) > 2 else ''})"]
-    if cls == "triton_fused":
-        return [head + "one Inductor Triton kernel ", kname(f.after)]
-    if cls == "triton_custom":
-        tail = [" (launched by ", Code(f.after.cpu_op), ")"] if f.after.cpu_op else []
-        return [head + "one hand-written Triton kernel ", kname(f.after), *tail]
-    return [head + f"one {cls} kernel ", kname(f.after)]
+# -- the verdict: one clause per finding ---------------------------------------------------------
+
+def _n(f: Finding, key: str) -> float:
+    """A number of a finding (the kinds' quantities are documented in :mod:`tracekit.diff.findings`)."""
+    value = f.quantities[key]
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"{f.kind}.{key} is not a number: {value!r}")
+    return value
 
 
-def verdict_parts(diff) -> list[str]:
-    """The verdict as a list of segments; :class:`Code` segments are names."""
-    parts: list[list[str]] = []
-    al = diff.alignment
-    for f in al.fusions:
-        parts.append(_fusion_parts(f))
-    for s in al.splits:
-        parts.append(["split ", kname(s.before), f" into {len(s.after)} kernels"])
-    if al.changed:
-        n = len(al.changed)
-        parts.append([f"{n} kernel{'s' if n > 1 else ''} changed variant (" +
-                      "; ".join(", ".join(f"{k} {va}→{vb}" for k, va, vb in c.fields[:3]) or "name"
-                                for c in al.changed[:2]) + ")"])
-    for x, y in al.replaced[:2]:
-        parts.append([kname(x), " replaced by ", kname(y), f" ({x.kernel_class} → {y.kernel_class})"])
-    if len(al.replaced) > 2:
-        parts.append([f"{len(al.replaced) - 2} more kernels replaced"])
-    for kernels, verb in ((al.removed, "removed"), (al.added, "added")):
-        if 0 < len(kernels) <= 2:
-            seg: list[str] = []
-            for n, x in enumerate(kernels):
-                seg += ([" and "] if n else []) + [kname(x)]
-            parts.append(seg + [f" {verb}"])
-        elif kernels:
-            parts.append([f"{len(kernels)} kernels {verb}"])
-    gemms = [ka for ka, _ in al.unchanged if ka.kernel_class == "gemm"]
-    if diff.structural_change and gemms:
-        if len(gemms) == 1:
-            parts.append(["the same GEMM kernel ", kname(gemms[0])])
-        else:
-            parts.append([f"the {_count_word(len(gemms))} GEMMs unchanged"])
-    elif diff.structural_change and al.is_identical:
-        parts.append(["the same kernels"])
-    q = diff.quantities.get("gpu_time")
-    if q is not None and (q.delta != 0 or diff.structural_change):
-        noise = f"±{fmt_value(q.noise, 'ns')}"
-        if q.delta == 0:
-            parts.append([f"GPU time per step unchanged ({fmt_value(q.a, 'ns')})"])
-        elif q.within_noise:
-            parts.append([f"GPU time per step {fmt_value(q.a, 'ns')} → {fmt_value(q.b, 'ns')}, "
-                          f"within the step-to-step noise ({noise}): neither a win nor a loss"])
-        else:
-            pct = f"{q.delta_pct:+.1f}%" if q.delta_pct is not None else "new"
-            parts.append([f"GPU time per step {fmt_value(q.a, 'ns')} → {fmt_value(q.b, 'ns')} "
-                          f"({pct}, outside the step-to-step noise of {noise})"])
-    rt, rn = diff.quantities.get("round_trip_bytes"), diff.quantities.get("round_trip_tensors")
-    if rt is not None and rt.delta != 0:
-        word = "fewer" if rt.delta < 0 else "more"
-        n = abs(int(rn.delta)) if rn and rn.delta else 0
-        count = (f"{_count_word(n)} round-trip tensor{'s' if n != 1 else ''} " if n else "round trips ")
-        seg = [f"{count}({abs(int(rt.delta)):,} B) {word} per step"]
-        gone = diff.tensors_fused_away
-        if rt.delta < 0 and gone:
-            seg += [": ", Code(gone[0]["producer_op"]), " → ", Code(gone[0]["consumer_op"]),
-                    f" {gone[0]['shape']} now stays inside the fused kernel"]
-            if len(gone) > 1:
-                seg.append(f" (and {len(gone) - 1} more)")
-        parts.append(seg)
-    tax = diff.quantities.get("preop_tax")
-    if tax is not None and tax.delta != 0:
-        if tax.a == 0:
-            parts.append([f"the CPU now pays {fmt_value(tax.b, 'ns')} of compile pre-ops per step"])
-        elif tax.b == 0:
-            parts.append([f"the CPU no longer pays {fmt_value(tax.a, 'ns')} of compile pre-ops per step"])
-        elif not tax.within_noise:
-            parts.append([f"compile pre-ops {fmt_value(tax.a, 'ns')} → {fmt_value(tax.b, 'ns')} per step"])
-    cpu = diff.quantities.get("cpu_time")
-    if cpu is not None and cpu.delta != 0 and not cpu.within_noise:
-        parts.append([f"CPU dispatch per step {fmt_value(cpu.a, 'ns')} → {fmt_value(cpu.b, 'ns')}"])
-    quiet = [o for o in diff.cpu_ops_removed if not o.launches_gpu]
-    if quiet:
-        seg: list[str] = ["CPU dispatch of "]
-        for n, o in enumerate(quiet[:4]):
-            seg += ([", "] if n else []) + [Code(o.name)]
-        more = f" and {len(quiet) - 4} more" if len(quiet) > 4 else ""
-        seg.append(f"{more} (ops that launch no GPU work) is gone")
-        parts.append(seg)
-    for key, noun in (("memsets", "memset"), ("memcpys", "memcpy")):
-        hq = diff.quantities.get(key)
-        if hq is not None and hq.delta != 0 and not hq.within_noise:
-            n = abs(hq.delta)
-            parts.append([f"{fmt_value(n, 'count')} hidden {noun}{'s' if n != 1 else ''} per step "
-                          f"{'appeared' if hq.delta > 0 else 'disappeared'} ({fmt_value(hq.a, 'count')} → "
-                          f"{fmt_value(hq.b, 'count')})"])
-    launches = diff.quantities.get("launches")
-    if launches is not None and launches.delta != 0 and not launches.within_noise:
-        parts.append([f"{fmt_value(launches.a, 'count')} → {fmt_value(launches.b, 'count')} launch calls per step"])
-    if not parts:
-        return ["No change: the same kernels run in every step and every quantity is within the "
-                "step-to-step noise."]
+def _fusion(f: Finding) -> list[str]:
+    before, (after,) = f.of("before"), f.of("after")
+    ops, n = _ops([s.name for s in f.of("op")]), int(_n(f, "kernels"))
+    head = f"fused {ops} ({n} kernels) into "
+    if f.quantities["evidence"] == "GEMM epilogue":
+        return [f"fused {ops} into the GEMM's epilogue (", kname(after), " replaces ",
+                kname(before[0]), f" + {n - 1} kernel{'s' if n > 2 else ''})"]
+    if after.kernel_class == "triton_fused":
+        return [head + "one Inductor Triton kernel ", kname(after)]
+    if after.kernel_class == "triton_custom":
+        tail = [" (launched by ", Code(s.name), ")"] if (s := next(iter(f.of("launched_by")), None)) else []
+        return [head + "one hand-written Triton kernel ", kname(after), *tail]
+    return [head + f"one {after.kernel_class} kernel ", kname(after)]
+
+
+def _split(f: Finding) -> list[str]:
+    return ["split ", kname(f.of("before")[0]), f" into {int(_n(f, 'kernels'))} kernels"]
+
+
+def _variant_change(f: Finding) -> list[str]:
+    n = int(_n(f, "kernels"))
+    fields = "; ".join(", ".join(f"{k} {va}→{vb}" for k, va, vb in s.changes) or "name" for s in f.of("after"))
+    return [f"{n} kernel{'s' if n > 1 else ''} changed variant ({fields})"]
+
+
+def _replaced(f: Finding) -> list[str]:
+    (x,), (y,) = f.of("before"), f.of("after")
+    return [kname(x), " replaced by ", kname(y), f" ({x.kernel_class} → {y.kernel_class})"]
+
+
+def _named_or_counted(f: Finding) -> list[str]:
+    if not f.subjects:
+        return [f"{int(_n(f, 'kernels'))} kernels {f.kind}"]
+    seg: list[str] = []
+    for n, s in enumerate(f.subjects):
+        seg += ([" and "] if n else []) + [kname(s)]
+    return seg + [f" {f.kind}"]
+
+
+def _gemms_unchanged(f: Finding) -> list[str]:
+    if f.subjects:
+        return ["the same GEMM kernel ", kname(f.subjects[0])]
+    return [f"the {_count_word(int(_n(f, 'kernels')))} GEMMs unchanged"]
+
+
+def _gpu_time(f: Finding) -> list[str]:
+    a, b = fmt_value(_n(f, "a"), "ns"), fmt_value(_n(f, "b"), "ns")
+    noise = f"±{fmt_value(_n(f, 'noise'), 'ns')}"
+    if _n(f, "delta") == 0:
+        return [f"GPU time per step unchanged ({a})"]
+    if f.quantities["within_noise"]:
+        return [f"GPU time per step {a} → {b}, within the step-to-step noise ({noise}): neither a win nor a loss"]
+    pct = f"{_n(f, 'delta_pct'):+.1f}%" if f.quantities["delta_pct"] is not None else "new"
+    return [f"GPU time per step {a} → {b} ({pct}, outside the step-to-step noise of {noise})"]
+
+
+def _round_trip_bytes(f: Finding) -> list[str]:
+    delta, n = _n(f, "bytes_delta"), abs(int(_n(f, "tensors_delta")))
+    count = f"{_count_word(n)} round-trip tensor{'s' if n != 1 else ''} " if n else "round trips "
+    seg: list[str] = [f"{count}({abs(int(delta)):,} B) {'fewer' if delta < 0 else 'more'} per step"]
+    if f.of("producer"):
+        seg += [": ", Code(f.of("producer")[0].name), " → ", Code(f.of("consumer")[0].name),
+                f" {f.quantities['shape']} now stays inside the fused kernel"]
+        if _n(f, "more_tensors"):
+            seg.append(f" (and {int(_n(f, 'more_tensors'))} more)")
+    return seg
+
+
+def _preop_tax(f: Finding) -> list[str]:
+    a, b = _n(f, "a"), _n(f, "b")
+    if a == 0:
+        return [f"the CPU now pays {fmt_value(b, 'ns')} of compile pre-ops per step"]
+    if b == 0:
+        return [f"the CPU no longer pays {fmt_value(a, 'ns')} of compile pre-ops per step"]
+    return [f"compile pre-ops {fmt_value(a, 'ns')} → {fmt_value(b, 'ns')} per step"]
+
+
+def _cpu_time(f: Finding) -> list[str]:
+    return [f"CPU dispatch per step {fmt_value(_n(f, 'a'), 'ns')} → {fmt_value(_n(f, 'b'), 'ns')}"]
+
+
+def _quiet_ops_gone(f: Finding) -> list[str]:
+    seg: list[str] = ["CPU dispatch of "]
+    for n, s in enumerate(f.subjects):
+        seg += ([", "] if n else []) + [Code(s.name)]
+    more = int(_n(f, "ops")) - len(f.subjects)
+    seg.append(f"{f' and {more} more' if more > 0 else ''} (ops that launch no GPU work) is gone")
+    return seg
+
+
+def _hidden(noun: str) -> Callable[[Finding], list[str]]:
+    def words(f: Finding) -> list[str]:
+        delta = _n(f, "delta")
+        n = abs(delta)
+        return [f"{fmt_value(n, 'count')} hidden {noun}{'s' if n != 1 else ''} per step "
+                f"{'appeared' if delta > 0 else 'disappeared'} ({fmt_value(_n(f, 'a'), 'count')} → "
+                f"{fmt_value(_n(f, 'b'), 'count')})"]
+    return words
+
+
+def _launches(f: Finding) -> list[str]:
+    return [f"{fmt_value(_n(f, 'a'), 'count')} → {fmt_value(_n(f, 'b'), 'count')} launch calls per step"]
+
+
+#: How each kind of finding is worded (kinds: :mod:`tracekit.diff.findings`).
+CLAUSES: dict[str, Callable[[Finding], list[str]]] = {
+    "fusion": _fusion, "split": _split, "variant_change": _variant_change, "replaced": _replaced,
+    "more_replaced": lambda f: [f"{f.quantities['kernels']} more kernels replaced"],
+    "removed": _named_or_counted, "added": _named_or_counted, "gemms_unchanged": _gemms_unchanged,
+    "same_kernels": lambda f: ["the same kernels"], "gpu_time": _gpu_time,
+    "round_trip_bytes": _round_trip_bytes, "preop_tax": _preop_tax, "cpu_time": _cpu_time,
+    "quiet_ops_gone": _quiet_ops_gone, "memsets": _hidden("memset"), "memcpys": _hidden("memcpy"),
+    "launches": _launches,
+}
+NO_CHANGE = "No change: the same kernels run in every step and every quantity is within the step-to-step noise."
+
+
+def verdict_parts(diff: Diff) -> list[str]:
+    """The verdict as a list of segments, one clause per finding; :class:`Code` segments are names."""
+    if not diff.findings:
+        return [NO_CHANGE]
     out: list[str] = []
-    for n, part in enumerate(parts):
+    for n, finding in enumerate(diff.findings):
+        first, *rest = CLAUSES[finding.kind](finding)
         if n:
             out.append("; ")
-        first = part[0]
-        if n == 0 and not isinstance(first, Code):
+        elif not isinstance(first, Code):
             first = first[:1].upper() + first[1:]
-        out += [first, *part[1:]]
+        out += [first, *rest]
     out.append(".")
     return out
 
@@ -179,11 +212,11 @@ def _count_word(n: int) -> str:
     return words[n] if n < len(words) else f"{n:,}"
 
 
-def plain(parts: list[str]) -> str:
+def plain(parts: Sequence[str]) -> str:
     return "".join(parts)
 
 
-def quantity_rows(diff) -> tuple[list[str], list[list[str]]]:
+def quantity_rows(diff: Diff) -> tuple[list[str], list[list[str]]]:
     n = min(len(diff.a.units), len(diff.b.units))
     headers = [f"per step (median of {n})" if n > 1 else "per step", "A", "B", "Δ", "noise ±", ""]
     rows = []
@@ -195,7 +228,7 @@ def quantity_rows(diff) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
-def unavailable_line(diff) -> str | None:
+def unavailable_line(diff: Diff) -> str | None:
     if not diff.unavailable:
         return None
     by_reason: dict[str, list[str]] = {}
@@ -204,7 +237,9 @@ def unavailable_line(diff) -> str | None:
     return "Not measured: " + "; ".join(f"{', '.join(keys)} ({reason})" for reason, keys in by_reason.items())
 
 
-def gate_rows(results: list[gates_mod.GateResult]) -> Table:
+def gate_rows(results: Sequence[GateResult]) -> Table:
+    from tracekit.diff import gates as gates_mod
+
     rows = []
     for r in results:
         metric = r.gate.metric
@@ -221,7 +256,7 @@ def gate_rows(results: list[gates_mod.GateResult]) -> Table:
     return ("Gates", ["gate", "observed change", "result"], rows)
 
 
-def changes_table(diff) -> Table:
+def changes_table(diff: Diff) -> Table:
     al = diff.alignment
     rows: list[list[str]] = []
     for f in al.fusions:
@@ -239,32 +274,19 @@ def changes_table(diff) -> Table:
         rows.append(["removed", kname(k), "", k.kernel_class])
     for k in al.added:
         rows.append(["added", "", kname(k), k.kernel_class])
-    for ka, kb, n in _unique_unchanged(al):
+    for ka, kb, n in al.unchanged_once():
         rows.append([f"unchanged ×{n}" if n > 1 else "unchanged", kname(ka), kname(kb), ka.kernel_class])
     title = f"Kernel changes (one step; the same in {diff.pairs_agreeing} of {len(diff.unit_pairs)} step pairs)"
     return (title, ["change", "A", "B", "detail"], rows)
 
 
-def _unique_unchanged(al):
-    """Unchanged kernels once per identity, in order, with how often each runs in the step."""
-    counts: dict[str, int] = {}
-    for ka, _ in al.unchanged:
-        counts[ka.identity] = counts.get(ka.identity, 0) + 1
-    seen, out = set(), []
-    for ka, kb in al.unchanged:
-        if ka.identity not in seen:
-            seen.add(ka.identity)
-            out.append((ka, kb, counts[ka.identity]))
-    return out
-
-
-def class_table(diff) -> Table:
+def class_table(diff: Diff) -> Table:
     rows = [[Code(q.label), fmt_value(q.a, "ns"), fmt_value(q.b, "ns"), fmt_delta(q), fmt_value(q.noise, "ns"),
              fmt_status(q)] for q in diff.classes]
     return ("GPU time per kernel class (per step)", ["class", "A", "B", "Δ", "noise ±", ""], rows)
 
 
-def kernel_table(diff) -> Table:
+def kernel_table(diff: Diff) -> Table:
     rows = []
     for kt in diff.kernel_times:
         q = kt.quantity
@@ -274,7 +296,7 @@ def kernel_table(diff) -> Table:
             ["kernel", "class", "A", "B", "Δ", "noise ±", ""], rows)
 
 
-def cpu_ops_table(diff) -> Table:
+def cpu_ops_table(diff: Diff) -> Table:
     rows = []
     for label, ops in (("gone in B", diff.cpu_ops_removed), ("new in B", diff.cpu_ops_added)):
         for o in ops:
@@ -284,14 +306,14 @@ def cpu_ops_table(diff) -> Table:
             ["", "op", "count", "CPU time (inclusive)", "launches GPU work"], rows)
 
 
-def preops_table(diff) -> Table:
+def preops_table(diff: Diff) -> Table:
     kinds = sorted(set(diff.preops_a) | set(diff.preops_b))
     rows = [[k, fmt_value(diff.preops_a.get(k, 0), "ns"), fmt_value(diff.preops_b.get(k, 0), "ns")] for k in kinds]
     return ("torch.compile pre-ops (CPU per step; the tax is cache_lookup + pregraph_bytecode + aot_prologue)",
             ["wrapper", "A", "B"], rows)
 
 
-def tensors_table(diff) -> Table:
+def tensors_table(diff: Diff) -> Table:
     rows = []
     for side, label, tensors in (("A", diff.a, diff.tensors_a), ("B", diff.b, diff.tensors_b)):
         step = label.unit_labels[label.units[-1]] if label.units else ""
@@ -302,14 +324,14 @@ def tensors_table(diff) -> Table:
             ["trace", "written by", "read by", "shape", "dtype", "bytes"], rows)
 
 
-def hidden_table(diff) -> Table:
+def hidden_table(diff: Diff) -> Table:
     keys = sorted(set(diff.hidden_a) | set(diff.hidden_b))
     rows = [[Code(k), fmt_value(diff.hidden_a.get(k, 0), "count"), fmt_value(diff.hidden_b.get(k, 0), "count")]
             for k in keys]
     return ("Hidden memset / memcpy (per step)", ["activity", "A", "B"], rows)
 
 
-def method_lines(diff) -> list[str]:
+def method_lines(diff: Diff) -> list[str]:
     from tracekit.diff.compare import NOISE_RULE
     a, b = diff.a, diff.b
     lines = [
@@ -326,25 +348,21 @@ def method_lines(diff) -> list[str]:
     return lines + list(diff.notes)
 
 
-def detail_tables(diff) -> list[Table]:
+def detail_tables(diff: Diff) -> list[Table]:
     return [changes_table(diff), class_table(diff), kernel_table(diff), cpu_ops_table(diff),
             preops_table(diff), hidden_table(diff)] + (
                 [tensors_table(diff)] if "round_trip_bytes" not in diff.unavailable else [])
 
 
-def check_rows(result) -> Table:
+def check_rows(result: CheckResult) -> Table:
     rows = [[r.key, Code(expected_text(r)), observed_text(r), "met" if r.met else "BROKEN"] for r in result.items]
     return ("Expectations", ["expectation", "expected", "observed", "result"], rows)
 
 
-def check_title(result) -> str:
+def check_title(result: CheckResult) -> str:
     broken = sum(1 for r in result.items if not r.met)
     return (f"{result.trace}: {len(result.items) - broken} of {len(result.items)} expectations met"
             + (f", {broken} broken" if broken else ""))
-
-
-def describe(k) -> str:
-    return describe_decoded(k.decoded)
 
 
 # -- an expectation's figures as words (every format shows the same text) -------------------------

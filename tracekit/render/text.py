@@ -1,4 +1,4 @@
-"""Display formatting shared by the renderers: durations, percentages, Markdown escaping.
+"""Display formatting shared by the renderers: durations, percentages, code spans, Markdown escaping.
 
 Kernel-name shortening and decoding live with the taxonomy (:mod:`tracekit.classify.names`).
 """
@@ -6,7 +6,15 @@ Kernel-name shortening and decoding live with the taxonomy (:mod:`tracekit.class
 from __future__ import annotations
 
 
-def us(ns: int | None) -> str:
+class Code(str):
+    """A name (kernel, op, gate) shown as a code span in Markdown and plain elsewhere."""
+
+
+#: A titled table of display cells: ``(title, headers, rows)``; a cell is a ``str`` or :class:`Code`.
+Table = tuple[str, list[str], list[list[str]]]
+
+
+def us(ns: int | float | None) -> str:
     """Nanoseconds as microseconds with one decimal ("241.3 µs"); "–" for missing."""
     if ns is None:
         return "–"

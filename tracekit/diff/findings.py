@@ -1,0 +1,181 @@
+"""The diff's verdict as data: which changes count, in which order, and the figures that word them.
+
+Contract: :func:`find` takes a :class:`~tracekit.diff.compare.Diff` and returns its findings in
+verdict order (:func:`~tracekit.diff.compare.compare` stores them as ``Diff.findings``). Every rule
+of the verdict lives here — which changes count, how many names are listed before a count takes
+over — so a renderer only words what it is given. No finding at all means "no change".
+
+A :class:`Finding` is ``kind`` + ``subjects`` (the kernels and ops it is about, each with its
+``role``) + ``quantities`` (numbers, and a few labels such as a fusion's evidence). Kinds, in
+verdict order — *when* it is found: *subjects*; *quantities*:
+
+* ``fusion`` — every fusion (:mod:`~tracekit.diff.align`): before…, after, op… (the fused op
+  words), launched_by (the after kernel's CPU op, if any); ``kernels`` (before), ``evidence``.
+* ``split`` — every split: before, after…; ``kernels`` (after), ``evidence``.
+* ``variant_change`` — any kernel changed variant: before and after of the first
+  :data:`MAX_VARIANTS_NAMED` changes, each after with its first :data:`MAX_FIELDS_NAMED` changed
+  fields; ``kernels`` (all changed).
+* ``replaced`` — each of the first :data:`MAX_REPLACED_NAMED` replacements: before, after.
+  ``more_replaced`` — the rest: ``kernels``.
+* ``removed``, ``added`` — kernels removed / added: each kernel when at most
+  :data:`MAX_KERNELS_NAMED`, else none; ``kernels``.
+* ``gemms_unchanged`` — a structural change while GEMMs stayed: the kernel when exactly one;
+  ``kernels`` (GEMM launches). Else ``same_kernels`` — a structural change (CPU ops, pre-ops)
+  over the very same kernels.
+* ``gpu_time`` — GPU time changed, or anything structural did: ``a, b, delta, delta_pct, noise,
+  within_noise`` (ns; ``delta_pct`` None when ``a`` is 0).
+* ``round_trip_bytes`` — round-trip bytes changed: ``bytes_delta``, ``tensors_delta``; when fewer
+  and B fused some away, producer and consumer of the first such tensor, ``shape``,
+  ``more_tensors``.
+* ``preop_tax`` — compile pre-ops appeared, vanished, or changed outside the noise: ``a, b`` (ns).
+* ``cpu_time`` — CPU dispatch changed outside the noise: ``a, b`` (ns).
+* ``quiet_ops_gone`` — CPU ops that launch no GPU work disappeared: the first
+  :data:`MAX_QUIET_OPS_NAMED` as cpu_op subjects; ``ops`` (all of them).
+* ``memsets``, ``memcpys`` — hidden memsets / memcpys changed outside the noise: ``a, b, delta``.
+* ``launches`` — launch calls changed outside the noise: ``a, b``.
+
+Quantities are per step (medians over steps, see :mod:`~tracekit.diff.compare`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tracekit.diff.profile import KernelRef
+
+if TYPE_CHECKING:
+    from tracekit.diff.compare import Diff
+
+#: Changed variants whose fields the verdict names; the rest are only counted.
+MAX_VARIANTS_NAMED = 2
+#: Changed fields named per changed variant.
+MAX_FIELDS_NAMED = 3
+#: Replacements named one by one; the rest are counted in one ``more_replaced`` finding.
+MAX_REPLACED_NAMED = 2
+#: Removed (or added) kernels named; more than this and only their number is given.
+MAX_KERNELS_NAMED = 2
+#: CPU ops without GPU work named in ``quiet_ops_gone``; the rest are counted.
+MAX_QUIET_OPS_NAMED = 4
+
+Value = int | float | str | bool | None
+
+
+@dataclass(frozen=True)
+class Subject:
+    """A kernel or op a finding is about.
+
+    ``role``: before | after | op (a fused op word: gelu, mul) | launched_by | kernel | producer |
+    consumer | cpu_op. ``kernel_class`` and ``decoded`` are set for kernels (``decoded`` lets a
+    renderer shorten a C++ template name); ``changes`` lists a changed variant's fields as
+    ``(field, before, after)``.
+    """
+
+    role: str
+    name: str
+    kernel_class: str | None = None
+    decoded: Mapping[str, Any] = field(default_factory=dict)
+    changes: tuple[tuple[str, Any, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One clause of the verdict (see the module's table of kinds)."""
+
+    kind: str
+    subjects: tuple[Subject, ...] = ()
+    quantities: Mapping[str, Value] = field(default_factory=dict)
+
+    def of(self, role: str) -> tuple[Subject, ...]:
+        """The subjects with ``role``, in order."""
+        return tuple(s for s in self.subjects if s.role == role)
+
+
+def _kernel(role: str, k: KernelRef, changes: tuple[tuple[str, Any, Any], ...] = ()) -> Subject:
+    return Subject(role, k.name, k.kernel_class, k.decoded, changes)
+
+
+def _kernels(role: str, ks: Iterable[KernelRef]) -> tuple[Subject, ...]:
+    return tuple(_kernel(role, k) for k in ks)
+
+
+def find(diff: Diff) -> tuple[Finding, ...]:
+    """The findings of ``diff`` in verdict order (see module docstring)."""
+    return tuple(_structure(diff)) + tuple(_figures(diff))
+
+
+def _structure(diff: Diff) -> list[Finding]:
+    """What changed in the kernels: fusions, splits, variants, replacements, removals, additions."""
+    al = diff.alignment
+    out: list[Finding] = []
+    for f in al.fusions:
+        launched = (Subject("launched_by", f.after.cpu_op),) if f.after.cpu_op else ()
+        out.append(Finding("fusion", _kernels("before", f.before) + (_kernel("after", f.after),)
+                           + tuple(Subject("op", op) for op in f.ops) + launched,
+                           {"kernels": len(f.before), "evidence": f.evidence}))
+    for s in al.splits:
+        out.append(Finding("split", (_kernel("before", s.before),) + _kernels("after", s.after),
+                           {"kernels": len(s.after), "evidence": s.evidence}))
+    if al.changed:
+        named = [(_kernel("before", c.before), _kernel("after", c.after, c.fields[:MAX_FIELDS_NAMED]))
+                 for c in al.changed[:MAX_VARIANTS_NAMED]]
+        out.append(Finding("variant_change", tuple(s for pair in named for s in pair),
+                           {"kernels": len(al.changed)}))
+    for x, y in al.replaced[:MAX_REPLACED_NAMED]:
+        out.append(Finding("replaced", (_kernel("before", x), _kernel("after", y))))
+    if len(al.replaced) > MAX_REPLACED_NAMED:
+        out.append(Finding("more_replaced", quantities={"kernels": len(al.replaced) - MAX_REPLACED_NAMED}))
+    for kernels, kind in ((al.removed, "removed"), (al.added, "added")):
+        if kernels:
+            named = _kernels("kernel", kernels) if len(kernels) <= MAX_KERNELS_NAMED else ()
+            out.append(Finding(kind, named, {"kernels": len(kernels)}))
+    gemms = [ka for ka, _ in al.unchanged if ka.kernel_class == "gemm"]
+    if diff.structural_change and gemms:
+        named = _kernels("kernel", gemms) if len(gemms) == 1 else ()
+        out.append(Finding("gemms_unchanged", named, {"kernels": len(gemms)}))
+    elif diff.structural_change and al.is_identical:
+        out.append(Finding("same_kernels"))
+    return out
+
+
+def _outside_noise(diff: Diff, key: str) -> bool:
+    q = diff.quantities.get(key)
+    return q is not None and q.delta != 0 and not q.within_noise
+
+
+def _figures(diff: Diff) -> list[Finding]:
+    """What changed in the per-step figures, each only when it counts (see module docstring)."""
+    out: list[Finding] = []
+    q = diff.quantities.get("gpu_time")
+    if q is not None and (q.delta != 0 or diff.structural_change):
+        out.append(Finding("gpu_time", quantities={
+            "a": q.a, "b": q.b, "delta": q.delta, "delta_pct": q.delta_pct, "noise": q.noise,
+            "within_noise": q.within_noise}))
+    rt, rn = diff.quantities.get("round_trip_bytes"), diff.quantities.get("round_trip_tensors")
+    if rt is not None and rt.delta != 0:
+        gone = diff.tensors_fused_away
+        quantities: dict[str, Value] = {"bytes_delta": rt.delta, "tensors_delta": rn.delta if rn else 0}
+        subjects: tuple[Subject, ...] = ()
+        if rt.delta < 0 and gone:
+            subjects = (Subject("producer", gone[0]["producer_op"]), Subject("consumer", gone[0]["consumer_op"]))
+            quantities.update(shape=gone[0]["shape"], more_tensors=len(gone) - 1)
+        out.append(Finding("round_trip_bytes", subjects, quantities))
+    tax = diff.quantities.get("preop_tax")
+    if tax is not None and tax.delta != 0 and (tax.a == 0 or tax.b == 0 or not tax.within_noise):
+        out.append(Finding("preop_tax", quantities={"a": tax.a, "b": tax.b}))
+    if _outside_noise(diff, "cpu_time"):
+        cpu = diff.quantities["cpu_time"]
+        out.append(Finding("cpu_time", quantities={"a": cpu.a, "b": cpu.b}))
+    quiet = [o for o in diff.cpu_ops_removed if not o.launches_gpu]
+    if quiet:
+        out.append(Finding("quiet_ops_gone", tuple(Subject("cpu_op", o.name) for o in quiet[:MAX_QUIET_OPS_NAMED]),
+                           {"ops": len(quiet)}))
+    for key in ("memsets", "memcpys"):
+        if _outside_noise(diff, key):
+            hq = diff.quantities[key]
+            out.append(Finding(key, quantities={"a": hq.a, "b": hq.b, "delta": hq.delta}))
+    if _outside_noise(diff, "launches"):
+        launches = diff.quantities["launches"]
+        out.append(Finding("launches", quantities={"a": launches.a, "b": launches.b}))
+    return out
