@@ -15,12 +15,15 @@ from factory import make_kernel, make_launch, make_op, make_step, write_trace
 from tracekit import execution_trace
 from tracekit import report as report_mod
 from tracekit.cli import main
-from tracekit.diff import align, compare, gates, profile
+from tracekit.diff import align, compare, findings, gates, profile
 from tracekit.diff.profile import KernelRef
 from tracekit.errors import UsageError
 from tracekit.load import load
-from tracekit.render import diff_json, diff_markdown, diff_term
-from tracekit.render.diff_markdown import md_code
+from tracekit.render import FORMATS, renderer_for
+from tracekit.render.json import diff_data
+from tracekit.render.diff_sections import plain, verdict_parts
+from tracekit.render.markdown import md_code
+from tracekit.render.text import md_escape
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 RT_BYTES = 8192 * 3072 * 2  # one bf16 [8192, 3072] intermediate
@@ -183,7 +186,6 @@ def test_a_trace_against_itself_reports_no_change(name):
 
 
 def diff_markdown_verdict(d) -> str:
-    from tracekit.render.diff_sections import plain, verdict_parts
     return plain(verdict_parts(d))
 
 
@@ -213,7 +215,7 @@ def test_missing_analyses_are_reported_unavailable_not_zero():
     d = compare.compare(prof("mlp_eager", complete=False), prof("mlp_compile", complete=False))
     assert "round_trip_bytes" not in d.quantities and "cpu_time" not in d.quantities
     assert "not computed" in d.unavailable["round_trip_bytes"]
-    data = diff_json.to_data(d)
+    data = diff_data(d)
     assert data["round_trip_bytes_per_step"] is None and data["cpu_ns_per_step"] is None
     with pytest.raises(UsageError, match="not available"):
         gates.evaluate([gates.parse("round_trip_bytes>+0")], d)
@@ -222,7 +224,7 @@ def test_missing_analyses_are_reported_unavailable_not_zero():
 # --- JSON contract ----------------------------------------------------------------------------
 
 def test_json_contract():
-    data = json.loads(_render(diff_json.render, diff("mlp_eager", "mlp_compile")))
+    data = json.loads(_render(renderer_for("json").diff, diff("mlp_eager", "mlp_compile")))
     assert data["schema"] == "tracekit.diff/1"
     assert data["fusions"][0]["after"] == "triton_poi_fused__unsafe_view_gelu_mul_0"
     assert len(data["fusions"][0]["before"]) == 2
@@ -233,8 +235,8 @@ def test_json_contract():
     assert rt["a"] - rt["b"] == RT_BYTES
     assert sum(u["count"] for u in data["kernels"]["unchanged"] if u["class"] == "gemm") == 3
     assert data["a"]["trace"] == "mlp_eager.json.gz"  # basenames only
-    again = _render(diff_json.render, diff("mlp_eager", "mlp_compile"))
-    assert again == _render(diff_json.render, diff("mlp_eager", "mlp_compile"))
+    again = _render(renderer_for("json").diff, diff("mlp_eager", "mlp_compile"))
+    assert again == _render(renderer_for("json").diff, diff("mlp_eager", "mlp_compile"))
 
 
 def _render(fn, d, *args) -> str:
@@ -335,18 +337,132 @@ def _tiny(tmp_path, name, kernels):
     return write_trace(tmp_path / name, events, gpu=bool(kernels))
 
 
-@pytest.mark.parametrize("render", [diff_json.render, diff_markdown.render, diff_term.render])
-def test_every_renderer_on_empty_cpu_only_and_hostile_names(tmp_path, render):
+HOSTILE = "k|<b>`x`</b>*_"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_renderer_on_empty_cpu_only_and_hostile_names(tmp_path, fmt):
+    render = renderer_for(fmt).diff
     empty = write_trace(tmp_path / "empty.json", [], gpu=False)
     cpu = _tiny(tmp_path, "cpu.json", [])
-    hostile = _tiny(tmp_path, "hostile.json", ["k|<b>`x`</b>*_"])
-    for a, b in ((empty, empty), (empty, cpu), (cpu, hostile), (hostile, cpu)):
+    hostile = _tiny(tmp_path, "hostile.json", [HOSTILE])
+    verdicts = ("No change: the same kernels", "No change: the same kernels", f"{HOSTILE} added; GPU time per step "
+                "0.0 µs → 3.0 µs", f"{HOSTILE} removed; GPU time per step 3.0 µs → 0.0 µs (-100.0%")
+    for (a, b), verdict in zip(((empty, empty), (empty, cpu), (cpu, hostile), (hostile, cpu)), verdicts):
         pa = profile.build(load(a), report_mod.build(load(a)))
         pb = profile.build(load(b), report_mod.build(load(b)))
         text = _render(render, compare.compare(pa, pb), [])
         assert text.strip()
-        if render is diff_markdown.render:
+        if fmt == "md":
             assert "<b>" not in text  # HTML in names never reaches GitHub raw
+        if fmt == "json":
+            data = json.loads(text)
+            assert data["verdict"].startswith(verdict)
+            assert [s["name"] for f in data["findings"] for s in f["subjects"]] == ([HOSTILE] if HOSTILE in verdict else [])
+        elif fmt == "md":
+            assert f"**Verdict:** {md_escape(verdict)}" in text
+        else:
+            assert f"Verdict: {verdict}" in text
+
+
+# --- findings: the verdict as data ------------------------------------------------------------
+
+def test_eager_to_compile_findings_name_the_fusion_and_the_gpu_time():
+    d = diff("mlp_eager", "mlp_compile")
+    assert [f.kind for f in d.findings] == ["fusion", "gemms_unchanged", "gpu_time", "round_trip_bytes",
+                                            "preop_tax", "cpu_time", "quiet_ops_gone", "launches"]
+    fusion = d.findings[0]
+    assert [s.name for s in fusion.of("after")] == ["triton_poi_fused__unsafe_view_gelu_mul_0"]
+    assert [s.decoded["functor"] for s in fusion.of("before")] == ["GeluCUDAKernelImpl", "MulFunctor"]
+    assert [s.name for s in fusion.of("op")] == ["gelu", "mul"]
+    assert dict(fusion.quantities) == {"kernels": 2, "evidence": "inductor fused_ops"}
+    # GPU busy per step from the core report's step table, not from the diff's own profile
+    busy_a = report_mod.build(load(SAMPLES / "mlp_eager.json.gz")).steps["gpu_busy_ns"].to_list()
+    busy_b = report_mod.build(load(SAMPLES / "mlp_compile.json.gz")).steps["gpu_busy_ns"].to_list()
+    assert busy_a == [232_320, 231_104, 230_464] and busy_b == [202_464, 205_440, 206_849]
+    (gpu,) = [f for f in d.findings if f.kind == "gpu_time"]
+    assert dict(gpu.quantities) == {"a": 231_104, "b": 205_440, "delta": 205_440 - 231_104,
+                                    "delta_pct": -11.1, "noise": 206_849 - 202_464, "within_noise": False}
+    (rt,) = [f for f in d.findings if f.kind == "round_trip_bytes"]
+    assert [(s.role, s.name) for s in rt.subjects] == [("producer", "aten::gelu"), ("consumer", "aten::mul")]
+    assert (rt.quantities["bytes_delta"], rt.quantities["tensors_delta"]) == (-RT_BYTES, -1)
+    (quiet,) = [f for f in d.findings if f.kind == "quiet_ops_gone"]
+    assert len(quiet.subjects) == 4 and quiet.quantities["ops"] == 6
+    # The renderer only words them; the JSON carries both.
+    verdict = plain(verdict_parts(d))
+    assert verdict.startswith("Fused gelu + mul (2 kernels) into one Inductor Triton kernel "
+                              "triton_poi_fused__unsafe_view_gelu_mul_0; the three GEMMs unchanged; "
+                              "GPU time per step 231.1 µs → 205.4 µs (-11.1%, outside the step-to-step noise of ±4.4 µs)")
+    assert "aten::as_strided and 2 more (ops that launch no GPU work) is gone" in verdict
+    data = diff_data(d)
+    assert data["verdict"] == verdict
+    assert data["findings"][0]["subjects"][2] == {"role": "after", "name": "triton_poi_fused__unsafe_view_gelu_mul_0",
+                                                  "class": "triton_fused", "changes": []}
+    assert data["findings"][2] == {"kind": "gpu_time", "subjects": [], "quantities": dict(gpu.quantities)}
+
+
+def test_findings_name_a_few_and_count_the_rest():
+    ADD = k("add_kernel", cpu_op="aten::add", functor="CUDAFunctor_add")
+    sums = [k(f"sum{i}_kernel", "reduction", f"aten::sum{i}") for i in range(3)]
+    base = diff("mlp_eager", "mlp_eager")
+    replaced = align.align((G1, GELU, G1, MUL, G1, ADD, G2), (G1, sums[0], G1, sums[1], G1, sums[2], G2))
+    kinds = [(f.kind, [s.name for s in f.subjects], dict(f.quantities))
+             for f in findings.find(dataclasses.replace(base, alignment=replaced))]
+    assert kinds[:4] == [("replaced", ["gelu_kernel", "sum0_kernel"], {}),
+                         ("replaced", ["mul_kernel", "sum1_kernel"], {}),
+                         ("more_replaced", [], {"kernels": 1}), ("gemms_unchanged", [], {"kernels": 4})]
+    removed = align.align((G1, GELU, MUL, ADD, G2), (G1, G2))
+    d = dataclasses.replace(base, alignment=removed)
+    d = dataclasses.replace(d, findings=findings.find(d))
+    assert [(f.kind, f.subjects, dict(f.quantities)) for f in d.findings][0] == ("removed", (), {"kernels": 3})
+    assert plain(verdict_parts(d)).startswith("3 kernels removed; the two GEMMs unchanged; GPU time per step unchanged")
+    two = dataclasses.replace(base, alignment=align.align((G1, GELU, MUL, G2), (G1, G2)))
+    (first, *_) = findings.find(two)
+    assert (first.kind, [s.name for s in first.subjects]) == ("removed", ["gelu_kernel", "mul_kernel"])
+
+
+# --- check items carry numbers ----------------------------------------------------------------
+
+def test_check_items_carry_numbers_and_the_renderers_word_them():
+    from tracekit.diff import expect
+    from tracekit.render.diff_sections import expected_text, observed_text
+
+    result = expect.check(prof("mlp_eager"), expect.load(SAMPLES.parent / "expectations" / "mlp_eager.toml"))
+    items = {(i.key, str(i.expected_value)): i for i in result.items}
+    kernels = items["kernels", "5"]
+    assert (kernels.unit, kernels.op, kernels.expected_value) == ("count", "==", 5)
+    assert (kernels.observed_min, kernels.observed_max, kernels.steps, kernels.steps_met) == (5, 5, 3, 3)
+    assert (expected_text(kernels), observed_text(kernels)) == ("exactly 5", "5 in every step")
+    rt = items["round_trip_bytes_max", str(4 * RT_BYTES)]
+    assert (rt.unit, rt.op, rt.observed_min, rt.observed_max) == ("bytes", "<=", 4 * RT_BYTES, 4 * RT_BYTES)
+    gelu = items["kernels_present", "*GeluCUDAKernelImpl*"]
+    assert (gelu.unit, gelu.op, gelu.steps_present, gelu.steps, gelu.met) == ("names", "present", 3, 3, True)
+    assert gelu.example == "vectorized_elementwise_kernel<…>" and gelu.observed_min is None
+    preops = items["compile_preops", "False"]
+    assert (preops.unit, preops.expected_value, preops.steps_present, preops.steps_met) == ("bool", False, 0, 3)
+    assert (expected_text(preops), observed_text(preops)) == ("absent", "absent in every step")
+    busy = expect.check(prof("mlp_eager"), expect.Expectations("t", "", None, {"gpu_busy_min_pct": 10,
+                                                                               "gpu_time_max_us": 240}))
+    pct, time = busy.items
+    assert (pct.unit, pct.expected_value, expected_text(pct)) == ("percent", 10, "≥ 10%")
+    assert (time.unit, time.expected_value, expected_text(time)) == ("ns", 240_000, "≤ 240 µs")
+    assert (time.observed_min, time.observed_max) == (230_464, 232_320)
+    assert observed_text(time) == "230.5 µs–232.3 µs across steps"
+    for fmt, line in (("md", "| kernels | `exactly 5` | 5 in every step | met |"),
+                      ("term", "exactly 5"), ("json", '"expected_value": 5')):
+        out = io.StringIO()
+        renderer_for(fmt).check(result, out)
+        assert line in out.getvalue()
+    data = json.loads(_check_json(result))
+    assert data["items"][0] == {"key": "kernels", "expected": "exactly 5", "observed": "5 in every step", "met": True,
+                                "unit": "count", "op": "==", "expected_value": 5, "steps": 3, "steps_met": 3,
+                                "observed_min": 5, "observed_max": 5, "steps_present": None, "example": None}
+
+
+def _check_json(result) -> str:
+    out = io.StringIO()
+    renderer_for("json").check(result, out)
+    return out.getvalue()
 
 
 # --- alignment accounts for every kernel exactly once (property) ------------------------------

@@ -12,6 +12,7 @@ import pytest
 from factory import GPU_PID, make_kernel, make_launch, make_op, make_step, span, write_trace
 from tracekit.analyses import attribution, launch_gaps
 from tracekit.load import load
+from tracekit.render.json import launch_gaps_data
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 
@@ -273,18 +274,18 @@ def test_empty_and_cpu_only_traces(tmp_path):
         assert list(report.per_step.schema) == list(launch_gaps.PER_STEP_SCHEMA)
         assert list(report.gaps.schema) == list(launch_gaps.GAPS_SCHEMA)
         assert list(report.distributions.schema) == list(launch_gaps.DISTRIBUTIONS_SCHEMA)
-        json.dumps(report.to_json())
+        json.dumps(launch_gaps_data(report))
     assert report.per_step["verdict"].to_list() == ["no-gpu"]
 
 
 def test_to_json_shape(tmp_path):
     report = run(tmp_path, _steps_with_walls([100, 100]))
-    data = report.to_json()
+    data = launch_gaps_data(report)
     assert set(data) == {"steps", "queue_delay_ns", "idle_by_cause_ns", "thresholds"}
     assert set(data["steps"][0]) >= {"step", "gpu_busy_ns", "gpu_idle_ns", "verdict"}
     assert set(data["idle_by_cause_ns"]) == set(launch_gaps.CAUSES)
     assert data["thresholds"]["cpu_bound_tolerance_ns"] == 2_000
-    assert json.dumps(data, sort_keys=True) == json.dumps(run(tmp_path, _steps_with_walls([100, 100]), "u.json").to_json(), sort_keys=True)
+    assert json.dumps(data, sort_keys=True) == json.dumps(launch_gaps_data(run(tmp_path, _steps_with_walls([100, 100]), "u.json")), sort_keys=True)
 
 
 # -- the H200 sample traces ------------------------------------------------------------------------

@@ -11,10 +11,14 @@ import pytest
 from factory import make_kernel, make_launch, make_op, make_step, write_trace
 from tracekit import report as report_mod
 from tracekit.cli import main
-from tracekit.classify.names import short_kernel_name
 from tracekit.load import load
-from tracekit.render import FORMATS, render_report
+from tracekit.classify.names import short_kernel_name
+from tracekit.render import FORMATS, renderer_for
 from tracekit.render.text import md_escape
+
+
+def render_report(report, fmt, out):
+    renderer_for(fmt).report(report, out)
 
 
 def _cpu_only(tmp_path):
@@ -33,6 +37,20 @@ def _gpu(tmp_path):
     return write_trace(tmp_path / "gpu.json.gz", events, gz=True)
 
 
+#: What each shape's report must show, per format: (term text, Markdown text, JSON check).
+SHAPE_CONTENT = {
+    "_empty": ("tracekit report: empty.json", "Steps: none", "## Steps\n\n_none_",
+               lambda d: d["trace"]["path"].endswith("empty.json") and d["steps"] == [] and d["kernels"] == []),
+    "_cpu_only": ("tracekit report: cpu.json", "aten::add", "| aten::add | 1 | 10.0 µs |",
+                  lambda d: [(o["name"], o["cpu_ns"]) for o in d["zero_kernel_ops"]] == [("aten::add", 10_000),
+                                                                                      ("aten::view", 2_000)]),
+    "_gpu": ("tracekit report: gpu.json.gz", "vectorized_elementwise_kernel<4, MulFunctor>",
+             "| elementwise | vectorized\\_elementwise\\_kernel&lt;4, MulFunctor&gt; | aten | 1 | 3.0 µs | 3.0 µs |",
+             lambda d: [(k["class"], k["total_ns"], k["decoded"]["functor"]) for k in d["kernels"]] == [
+                 ("elementwise", 3_000, "MulFunctor")]),
+}
+
+
 @pytest.mark.parametrize("make", [_empty, _cpu_only, _gpu])
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_renderer_on_every_shape(tmp_path, make, fmt):
@@ -41,10 +59,98 @@ def test_every_renderer_on_every_shape(tmp_path, make, fmt):
     render_report(report, fmt, out)
     text = out.getvalue()
     assert text.strip()
+    title, term_text, md_text, json_check = SHAPE_CONTENT[make.__name__]
     if fmt == "json":
         data = json.loads(text)
         assert data["schema"] == "tracekit.report/1"
         assert {"steps", "kernels", "zero_kernel_ops", "paths", "compile_preops", "trace"} <= set(data)
+        assert json_check(data)
+    elif fmt == "md":
+        assert text.startswith("# " + md_escape(title)) and md_text in text
+    else:
+        assert text.startswith(title) and term_text in text
+
+
+# --- the registry -----------------------------------------------------------------------------
+
+def test_formats_come_from_the_registry():
+    from tracekit.render import RENDERERS
+    from tracekit.render.base import Renderer
+
+    assert FORMATS == tuple(RENDERERS) == ("term", "md", "json")
+    for name, renderer in RENDERERS.items():
+        assert isinstance(renderer, Renderer) and renderer.name == name and renderer_for(name) is renderer
+
+
+@pytest.mark.parametrize("path, explicit, fmt", [
+    ("r.md", None, "md"), ("R.MARKDOWN", None, "md"), ("out/r.json", None, "json"), ("r.txt", None, "term"),
+    ("r.html", None, "term"), (None, None, "term"), ("r.md", "json", "json"), (None, "md", "md"),
+])
+def test_format_for_path(path, explicit, fmt):
+    from tracekit.render import format_for_path
+
+    assert format_for_path(path, explicit) == fmt
+
+
+def test_unknown_format_is_a_usage_error():
+    from tracekit.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown format 'html' \\(choose from term, md, json\\)"):
+        renderer_for("html")
+
+
+def test_a_new_format_plugs_in_with_one_registry_entry(monkeypatch):
+    from tracekit import render
+    from tracekit.render.markdown import MarkdownRenderer
+
+    class Html(MarkdownRenderer):  # a stand-in: any Renderer with a name and extensions
+        name = "html"
+        extensions = (".html", ".htm")
+
+    monkeypatch.setitem(render.RENDERERS, "html", Html())
+    assert render.format_for_path("page.HTM", None) == "html"
+    assert render.renderer_for("html").name == "html"
+
+
+def test_a_renderer_must_cover_every_result_kind():
+    from tracekit.render.base import Renderer
+
+    class ReportOnly(Renderer):
+        name, extensions = "partial", (".p",)
+
+        def report(self, report, out, *, color=False, width=None):
+            out.write("x")
+
+    with pytest.raises(TypeError, match="abstract"):
+        ReportOnly()  # type: ignore[abstract]
+
+
+def test_idle_by_cause_is_data_the_renderers_only_word():
+    from pathlib import Path
+
+    from tracekit.analyses.launch_gaps import CAUSES
+
+    sample = Path(__file__).resolve().parent.parent / "sample_traces" / "mlp_eager.json.gz"
+    report = report_mod.build(load(sample))
+    frame = report.launch_gaps.idle_by_cause
+    gaps = report.launch_gaps.gaps
+    assert sorted(frame["cause"].to_list()) == sorted(CAUSES)
+    assert frame["dur_ns"].sum() == gaps["dur_ns"].sum() and frame["gaps"].sum() == gaps.height
+    occurred = frame.filter(frame["gaps"] > 0)
+    assert 2 <= occurred.height < len(CAUSES)  # the table shows some causes, the JSON every one
+    assert occurred["dur_ns"].to_list() == sorted(occurred["dur_ns"].to_list(), reverse=True)
+    md, js = io.StringIO(), io.StringIO()
+    render_report(report, "md", md)
+    render_report(report, "json", js)
+    from tracekit.render.text import us
+
+    table = md.getvalue().split("## GPU idle gaps by cause\n\n")[1].split("\n\n")[0].splitlines()[2:]
+    assert table == [f"| {md_escape(r['cause'])} | {r['gaps']} | {us(r['dur_ns'])} |"
+                     for r in occurred.iter_rows(named=True)]
+    data = json.loads(js.getvalue())["launch_gaps"]
+    assert data["idle_by_cause_ns"] == dict(zip(frame["cause"], frame["dur_ns"]))
+    assert set(data["idle_by_cause_ns"]) == set(CAUSES)
+    assert data["idle_by_cause"] == frame.to_dicts()
 
 
 def test_cpu_only_trace_lists_zero_kernel_ops(tmp_path):

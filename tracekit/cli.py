@@ -15,7 +15,7 @@ from tracekit import __version__
 from tracekit import boundary
 from tracekit.errors import UsageError
 from tracekit.output import open_output
-from tracekit.render import FORMATS, format_for_path, render_report
+from tracekit.render import FORMATS, format_for_path, renderer_for
 
 
 @click.group()
@@ -71,7 +71,7 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
         result = report_mod.build(trace, step=step, execution_trace=execution_trace.load(et) if et else None,
                                   ceilings_override=overrides, hta=hta)
     with open_output(output) as out:
-        render_report(result, fmt, out, color=(output is None and sys.stdout.isatty()))
+        renderer_for(fmt).report(result, out, color=(output is None and sys.stdout.isatty()))
 
 
 def _parse_ceilings(items: tuple[str, ...]) -> dict[str, float] | None:
@@ -94,13 +94,12 @@ def _parse_ceilings(items: tuple[str, ...]) -> dict[str, float] | None:
 def _report_directory(directory: str, fmt: str, output: str | None, step: int | None) -> None:
     """``tracekit report DIR``: one summary per rank trace, computed in parallel processes."""
     from tracekit import ranks
-    from tracekit.render import render_ranks
 
     if step is not None:
         raise UsageError("--step applies to one trace, not to a directory of ranks")
     result = ranks.analyze(directory)
     with open_output(output) as out:
-        render_ranks(result, fmt, out, color=(output is None and sys.stdout.isatty()))
+        renderer_for(fmt).ranks(result, out, color=(output is None and sys.stdout.isatty()))
 
 
 @cli.command()

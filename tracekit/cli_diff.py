@@ -13,7 +13,7 @@ import click
 
 from tracekit.errors import GateFailed
 from tracekit.output import open_output
-from tracekit.render import FORMATS, format_for_path
+from tracekit.render import FORMATS, format_for_path, renderer_for
 
 
 def _profile(path: str, unit: str | None, use_et: bool = True, workers: int | None = None):
@@ -81,15 +81,7 @@ def diff_command(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str,
     results = gates.evaluate(parsed, result)
     fmt = format_for_path(output, fmt)
     with open_output(output) as out:
-        if fmt == "json":
-            from tracekit.render import diff_json
-            diff_json.render(result, out, results)
-        elif fmt == "md":
-            from tracekit.render import diff_markdown
-            diff_markdown.render(result, out, results)
-        else:
-            from tracekit.render import diff_term
-            diff_term.render(result, out, results, color=(output is None and sys.stdout.isatty()))
+        renderer_for(fmt).diff(result, out, results, color=(output is None and sys.stdout.isatty()))
     failed = [r for r in results if r.failed]
     if failed:
         raise GateFailed(f"{len(failed)} of {len(results)} gates failed: "
@@ -113,15 +105,7 @@ def check_command(trace_path: str, expect_path: str, unit: str | None, no_et: bo
     result = expect.check(_profile(trace_path, unit or expectations.unit, not no_et), expectations)
     fmt = format_for_path(output, fmt)
     with open_output(output) as out:
-        if fmt == "json":
-            from tracekit.render import diff_json
-            diff_json.render_check(result, out)
-        elif fmt == "md":
-            from tracekit.render import diff_markdown
-            diff_markdown.render_check(result, out)
-        else:
-            from tracekit.render import diff_term
-            diff_term.render_check(result, out, color=(output is None and sys.stdout.isatty()))
+        renderer_for(fmt).check(result, out, color=(output is None and sys.stdout.isatty()))
     broken = [i for i in result.items if not i.met]
     if broken:
         from tracekit.render.diff_sections import expected_text

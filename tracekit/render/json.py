@@ -1,6 +1,10 @@
-"""JSON renderer: the versioned ``tracekit.report/1`` contract, sorted keys, byte-for-byte stable.
+"""JSON: the versioned contracts, sorted keys, byte-for-byte stable for the same input.
 
-Top-level keys (all always present):
+Four documents, each named by its ``schema`` (:mod:`tracekit.schemas`). Additive keys may appear
+within a version; a breaking change bumps it (``tracekit.report/2``…). Times are integer
+nanoseconds.
+
+``tracekit.report/1`` (``tracekit report TRACE``). Top-level keys (all always present):
 
 * ``schema`` — ``"tracekit.report/1"``
 * ``trace`` — ``{path, size_bytes, event_count, vendor, time_format, devices: [{id, name,
@@ -14,8 +18,9 @@ Top-level keys (all always present):
 * ``zero_kernel_ops`` — ``[{name, count, cpu_ns}]``
 * ``compile_preops`` — ``[{step, name, kind, count, cpu_ns, graph_hash}]``
 * ``launch_gaps`` — ``{steps: [{step, gpu_busy_ns, gpu_idle_ns, verdict, wall_ns, cpu_dispatch_ns,
-  cold}], queue_delay_ns: {p50, p90, p99, max}, idle_by_cause_ns: {cause: ns}, thresholds: {…},
-  distributions: [{group, key, count, launch_dur_p50_ns … queue_delay_max_ns}]}``
+  cold}], queue_delay_ns: {p50, p90, p99, max}, idle_by_cause_ns: {cause: ns} (every cause, 0 when
+  it caused no gap), idle_by_cause: [{cause, gaps, dur_ns}] (every cause, longest idle first),
+  thresholds: {…}, distributions: [{group, key, count, launch_dur_p50_ns … queue_delay_max_ns}]}``
 * ``round_trips`` — ``{method ("execution_trace" | "shape_inference"), notes, tensors: [{step,
   producer, producer_op, consumer, consumer_op, shape, dtype, bytes}], bytes_per_step: [{step,
   round_trip_bytes, tensor_count, unknown_kernels}], unknown_ops: [{op, count}]}``
@@ -24,20 +29,79 @@ Top-level keys (all always present):
   frac_bw, frac_flops, intensity, ridge, bound, headline, …}]}``
 * ``hta`` — only with ``--hta``: per rank/step/stream busy and idle from tracekit and HTA
 
-Times are integer nanoseconds. Additive keys may appear in later minor revisions; a breaking
-change bumps the schema to ``tracekit.report/2``.
+``tracekit.diff/1`` top-level keys (sorted on output, always present):
+
+* ``schema``; ``a``, ``b`` — ``{trace (basename), unit_kind, units: [labels]}``
+* ``verdict`` — the one-sentence summary (plain text), worded from ``findings``
+* ``findings`` — the verdict as data, in verdict order: ``[{kind, subjects: [{role, name, class,
+  changes: [[field, before, after]]}], quantities: {name: number | text | bool | null}}]``; the
+  kinds, their subjects and quantities are listed in :mod:`tracekit.diff.findings` (empty: no change)
+* ``fusions`` — ``[{before: [kernel names in A], after: name in B, ops: [op names], evidence,
+  after_class, after_cpu_op}]``; ``evidence`` is ``inductor fused_ops`` | ``launching CPU op`` |
+  ``position`` | ``GEMM epilogue``; ``splits`` — the reverse, ``[{before: name, after: [names], …}]``
+* ``kernels`` — ``{added: [{name, class}], removed: [{name, class}], changed: [{before, after,
+  class, fields: {field: [a, b]}}], replaced: [{before, after, before_class, after_class}],
+  unchanged: [{a, b, class, count}]}`` for one step (``count``: launches of it in the step) (kernels in a fusion
+  or split appear only there); ``unit_pairs_agreeing`` — in how many step pairs it was the same
+* per-step quantities, each ``{a, b, delta, delta_pct, within_noise, noise, spread_a, spread_b,
+  values_a, values_b}`` (``a``/``b`` medians over steps; ``delta_pct`` null when ``a`` is 0) or null
+  when not measured: ``gpu_ns_per_step``, ``cpu_ns_per_step``, ``idle_ns_per_step``,
+  ``kernels_per_step``, ``launches_per_step``, ``round_trip_bytes_per_step``,
+  ``round_trip_tensors_per_step``, ``memsets_per_step``, ``memcpys_per_step``,
+  ``preop_tax_ns_per_step``
+* ``class_ns_per_step`` — ``{class: quantity}``; ``kernel_ns_per_step`` — ``[{a_name, b_name,
+  class, …quantity}]`` for unchanged kernels
+* ``cpu_ops`` — ``{removed: [{name, count, cpu_ns, launches_gpu}], added: […]}`` (per step)
+* ``compile_preops_ns_per_step``, ``hidden_per_step`` — ``{a: {key: value}, b: {…}}``
+* ``round_trip_tensors`` — ``{a: [{producer_op, consumer_op, shape, dtype, bytes}], b: […],
+  fused_away: [… + fused_into]}`` for each trace's last step (empty when not measured)
+* ``unavailable`` — ``{metric: reason}``; ``noise_rule``; ``notes``
+* ``gates`` — ``[{expr, metric, op, value, relative, observed, exceeded, within_noise, failed}]``
+
+``tracekit.check/1``: ``{schema, trace, description, passed, items: [{key, expected, observed, met,
+unit, op, expected_value, steps, steps_met, observed_min, observed_max, steps_present, example}],
+notes}``. ``expected``/``observed`` are the words the other formats show; the rest are the numbers
+behind them (:class:`tracekit.diff.expect.Item`): ``unit`` count | bytes | ns | percent | bool |
+names, ``op`` == | >= | <= | present | absent, ``expected_value`` (time limits in ns; the pattern for
+names), ``steps``/``steps_met`` (units measured / meeting it), ``observed_min``/``observed_max``
+(bounds; null without steps), ``steps_present`` and ``example`` (bool and names; else null).
+
+``tracekit.ranks/1`` (``tracekit report DIR``): ``{schema, directory, slowest, ranks: [{file, rank,
+steps, mean_step_ns, max_step_ns, gpu_busy_ns, kernel_count, error}]}``.
 """
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
-import msgspec
+from tracekit import schemas
+from tracekit.render.base import Renderer
 
-from tracekit.classify.names import decoded_fields
+if TYPE_CHECKING:
+    import polars as pl
+
+    from tracekit.analyses.launch_gaps import LaunchGapsReport
+    from tracekit.analyses.round_trips import RoundTripReport
+    from tracekit.analyses.throughput import ThroughputReport
+    from tracekit.diff.compare import Diff, Quantity
+    from tracekit.diff.expect import CheckResult
+    from tracekit.diff.findings import Finding
+    from tracekit.diff.gates import GateResult
+    from tracekit.ranks import RankReport
+    from tracekit.report import Report
 
 
-def _rows(frame, rename: dict[str, str] | None = None, drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def encode(data: Any) -> bytes:
+    """Deterministic JSON: sorted keys, two-space indent, trailing newline."""
+    import msgspec
+
+    return msgspec.json.format(msgspec.json.encode(data, order="sorted"), indent=2) + b"\n"
+
+
+def _rows(frame: pl.DataFrame, rename: dict[str, str] | None = None,
+          drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     rename = rename or {}
     return [
         {rename.get(k, k): v for k, v in row.items() if k not in drop}
@@ -45,14 +109,18 @@ def _rows(frame, rename: dict[str, str] | None = None, drop: tuple[str, ...] = (
     ]
 
 
-def to_data(report) -> dict[str, Any]:
+# -- tracekit.report/1 ----------------------------------------------------------------------------
+
+def report_data(report: Report) -> dict[str, Any]:
     """The report as plain data following the ``tracekit.report/1`` contract."""
+    from tracekit.classify.names import decoded_fields
+
     facts = report.facts
     kernels = _rows(report.kernels, rename={"kernel_class": "class"})
     for row in kernels:
         row["decoded"] = decoded_fields(row["decoded"])
     return {
-        "schema": "tracekit.report/1",
+        "schema": schemas.REPORT,
         "trace": {
             "path": facts.path, "size_bytes": facts.size_bytes, "event_count": facts.event_count,
             "vendor": facts.vendor, "time_format": facts.time_format, "devices": facts.devices,
@@ -76,15 +144,30 @@ def to_data(report) -> dict[str, Any]:
     }
 
 
-def _launch_gaps(gaps) -> dict[str, Any] | None:
+def launch_gaps_data(gaps: LaunchGapsReport) -> dict[str, Any]:
+    """The launch-gap summary: per-step verdicts, queue delay, idle time by cause, thresholds."""
+    return {
+        "steps": [
+            {"step": r["step"], "gpu_busy_ns": r["gpu_busy_ns"], "gpu_idle_ns": r["gpu_idle_ns"],
+             "verdict": r["verdict"], "wall_ns": r["wall_ns"],
+             "cpu_dispatch_ns": r["cpu_dispatch_ns"], "cold": r["cold"]}
+            for r in gaps.per_step.iter_rows(named=True)
+        ],
+        "queue_delay_ns": dict(gaps.queue_delay_ns),
+        "idle_by_cause_ns": dict(zip(gaps.idle_by_cause["cause"].to_list(), gaps.idle_by_cause["dur_ns"].to_list())),
+        "thresholds": dict(gaps.thresholds),
+    }
+
+
+def _launch_gaps(gaps: LaunchGapsReport | None) -> dict[str, Any] | None:
+    """The ``launch_gaps`` object of ``tracekit.report/1``: the summary and two of the frames."""
     if gaps is None:
         return None
-    data = gaps.to_json()
-    data["distributions"] = _rows(gaps.distributions)
-    return data
+    return {**launch_gaps_data(gaps), "idle_by_cause": _rows(gaps.idle_by_cause),
+            "distributions": _rows(gaps.distributions)}
 
 
-def _round_trips(trips) -> dict[str, Any] | None:
+def _round_trips(trips: RoundTripReport | None) -> dict[str, Any] | None:
     if trips is None:
         return None
     return {
@@ -96,7 +179,7 @@ def _round_trips(trips) -> dict[str, Any] | None:
     }
 
 
-def _throughput(rates) -> dict[str, Any] | None:
+def _throughput(rates: ThroughputReport | None) -> dict[str, Any] | None:
     if rates is None:
         return None
     ceilings = dict(rates.ceilings) if rates.ceilings else None
@@ -104,11 +187,121 @@ def _throughput(rates) -> dict[str, Any] | None:
             "kernels": _rows(rates.kernels, rename={"kernel_class": "class"})}
 
 
-def encode(data: Any) -> bytes:
-    """Deterministic JSON: sorted keys, two-space indent, trailing newline."""
-    return msgspec.json.format(msgspec.json.encode(data, order="sorted"), indent=2) + b"\n"
+# -- tracekit.diff/1 ------------------------------------------------------------------------------
+
+_PER_STEP_KEYS = {
+    "gpu_time": "gpu_ns_per_step", "cpu_time": "cpu_ns_per_step", "idle_time": "idle_ns_per_step",
+    "kernels": "kernels_per_step", "launches": "launches_per_step",
+    "round_trip_bytes": "round_trip_bytes_per_step", "round_trip_tensors": "round_trip_tensors_per_step",
+    "memsets": "memsets_per_step", "memcpys": "memcpys_per_step", "preop_tax": "preop_tax_ns_per_step",
+}
 
 
-def render(report, out: TextIO) -> None:
-    """Write the report's JSON to ``out``."""
-    out.write(encode(to_data(report)).decode())
+def _q(q: Quantity) -> dict[str, Any]:
+    return {"a": q.a, "b": q.b, "delta": q.delta, "delta_pct": q.delta_pct, "within_noise": q.within_noise,
+            "noise": q.noise, "spread_a": q.spread_a, "spread_b": q.spread_b,
+            "values_a": list(q.values_a), "values_b": list(q.values_b)}
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is None or math.isfinite(x) else None
+
+
+def _finding(f: Finding) -> dict[str, Any]:
+    return {"kind": f.kind, "quantities": dict(f.quantities),
+            "subjects": [{"role": s.role, "name": s.name, "class": s.kernel_class,
+                          "changes": [list(c) for c in s.changes]} for s in f.subjects]}
+
+
+def diff_data(diff: Diff, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:
+    """The diff (and its gates) as plain data following the ``tracekit.diff/1`` contract."""
+    from tracekit.diff.compare import NOISE_RULE, fusion_record
+    from tracekit.render import diff_sections as S
+
+    al = diff.alignment
+    side = lambda p: {"trace": p.label, "unit_kind": p.unit_kind,  # noqa: E731
+                      "units": [p.unit_labels[u] for u in p.units]}
+    data: dict[str, Any] = {
+        "schema": schemas.DIFF, "a": side(diff.a), "b": side(diff.b),
+        "verdict": S.plain(S.verdict_parts(diff)),
+        "findings": [_finding(f) for f in diff.findings],
+        "fusions": [fusion_record(f) for f in al.fusions],
+        "splits": [{"before": s.before.name, "after": [k.name for k in s.after], "ops": list(s.ops),
+                    "evidence": s.evidence} for s in al.splits],
+        "kernels": {
+            "added": [{"name": k.name, "class": k.kernel_class} for k in al.added],
+            "removed": [{"name": k.name, "class": k.kernel_class} for k in al.removed],
+            "changed": [{"before": c.before.name, "after": c.after.name, "class": c.after.kernel_class,
+                         "fields": {k: [va, vb] for k, va, vb in c.fields}} for c in al.changed],
+            "replaced": [{"before": x.name, "after": y.name, "before_class": x.kernel_class,
+                          "after_class": y.kernel_class} for x, y in al.replaced],
+            "unchanged": [{"a": ka.name, "b": kb.name, "class": ka.kernel_class, "count": n}
+                          for ka, kb, n in al.unchanged_once()],
+        },
+        "unit_pairs_agreeing": diff.pairs_agreeing,
+        "unit_pairs": [list(p) for p in diff.unit_pairs],
+        "class_ns_per_step": {q.label: _q(q) for q in diff.classes},
+        "kernel_ns_per_step": [{"a_name": k.name_a, "b_name": k.name_b, "class": k.kernel_class,
+                                **_q(k.quantity)} for k in diff.kernel_times],
+        "cpu_ops": {
+            "removed": [vars(o) for o in diff.cpu_ops_removed],
+            "added": [vars(o) for o in diff.cpu_ops_added],
+        },
+        "compile_preops_ns_per_step": {"a": diff.preops_a, "b": diff.preops_b},
+        "hidden_per_step": {"a": diff.hidden_a, "b": diff.hidden_b},
+        "round_trip_tensors": {"a": list(diff.tensors_a), "b": list(diff.tensors_b),
+                               "fused_away": list(diff.tensors_fused_away)},
+        "unavailable": diff.unavailable,
+        "noise_rule": NOISE_RULE,
+        "notes": list(diff.notes),
+        "gates": [{"expr": r.gate.text, "metric": r.gate.metric, "op": r.gate.op, "value": r.gate.value,
+                   "relative": r.gate.relative, "observed": _finite(r.observed), "exceeded": r.exceeded,
+                   "within_noise": r.within_noise, "failed": r.failed} for r in gate_results],
+    }
+    for key, name in _PER_STEP_KEYS.items():
+        q = diff.quantities.get(key)
+        data[name] = _q(q) if q is not None else None
+    return data
+
+
+# -- tracekit.check/1 and tracekit.ranks/1 --------------------------------------------------------
+
+def check_data(result: CheckResult) -> dict[str, Any]:
+    """A check result as plain data following the ``tracekit.check/1`` contract."""
+    from tracekit.render.diff_sections import expected_text, observed_text
+
+    return {"schema": schemas.CHECK, "trace": result.trace, "description": result.description,
+            "passed": result.passed,
+            "items": [{"key": r.key, "expected": expected_text(r), "observed": observed_text(r), "met": r.met,
+                       "unit": r.unit, "op": r.op, "expected_value": r.expected_value, "steps": r.steps,
+                       "steps_met": r.steps_met, "observed_min": r.observed_min, "observed_max": r.observed_max,
+                       "steps_present": r.steps_present, "example": r.example}
+                      for r in result.items],
+            "notes": list(result.notes)}
+
+
+def ranks_data(rank_report: RankReport) -> dict[str, Any]:
+    """A directory's per-rank summary following the ``tracekit.ranks/1`` contract."""
+    return {"schema": schemas.RANKS, "directory": rank_report.directory, "slowest": rank_report.slowest,
+            "ranks": rank_report.ranks.to_dicts()}
+
+
+class JsonRenderer(Renderer):
+    """The JSON contracts above (``color`` and ``width`` do not apply)."""
+
+    name = "json"
+    extensions = (".json",)
+
+    def report(self, report: Report, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
+        out.write(encode(report_data(report)).decode())
+
+    def diff(self, diff: Diff, out: TextIO, gate_results: Sequence[GateResult] = (), *, color: bool = False,
+             width: int | None = None) -> None:
+        out.write(encode(diff_data(diff, gate_results)).decode())
+
+    def check(self, result: CheckResult, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
+        out.write(encode(check_data(result)).decode())
+
+    def ranks(self, rank_report: RankReport, out: TextIO, *, color: bool = False,
+              width: int | None = None) -> None:
+        out.write(encode(ranks_data(rank_report)).decode())

@@ -7,16 +7,19 @@ content here means the two renderers show the same facts and differ only in mark
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from tracekit.classify.names import describe_decoded, short_kernel_name
-from tracekit.render.text import pct, us
+from tracekit.render.text import Table, pct, us
 
-Table = tuple[str, list[str], list[list[str]]]
+if TYPE_CHECKING:
+    from tracekit.ranks import RankReport
+    from tracekit.report import Report
 
 
-def facts_lines(report) -> list[tuple[str, str]]:
+def facts_lines(report: Report) -> list[tuple[str, str]]:
     """(label, value) pairs describing the trace."""
     f = report.facts
     devices = "; ".join(
@@ -42,7 +45,7 @@ def facts_lines(report) -> list[tuple[str, str]]:
     return lines
 
 
-def steps_table(report) -> Table:
+def steps_table(report: Report) -> Table:
     rows = [
         [r["name"], us(r["dur_ns"]), us(r["gpu_busy_ns"]), pct(r["gpu_busy_ns"], r["dur_ns"]),
          str(r["kernel_count"]), str(r["gpu_activity_count"])]
@@ -52,7 +55,7 @@ def steps_table(report) -> Table:
                       "GPU activities"], rows)
 
 
-def paths_table(report) -> Table:
+def paths_table(report: Report) -> Table:
     title = "Launch paths"
     if report.path_step is not None:
         title += f" (ProfilerStep#{report.path_step})"
@@ -68,12 +71,12 @@ def paths_table(report) -> Table:
     return (title, ["scope", "op", "CPU op", "kernel", "class", "launch", "GPU time"], rows)
 
 
-def _decoded_by_name(report) -> dict[str, str]:
+def _decoded_by_name(report: Report) -> dict[str, str]:
     """Kernel name -> its decoded fields (JSON text), so short names can show the functor."""
     return dict(zip(report.kernels["name"].to_list(), report.kernels["decoded"].to_list()))
 
 
-def kernels_table(report) -> Table:
+def kernels_table(report: Report) -> Table:
     """Kernels grouped by class; classes ordered by their total time."""
     k = report.kernels
     order = (k.group_by("kernel_class").agg(pl.col("total_ns").sum())
@@ -87,20 +90,20 @@ def kernels_table(report) -> Table:
     return ("Kernels by class", ["class", "kernel", "library", "count", "total", "mean", "decoded"], rows)
 
 
-def zero_kernel_table(report) -> Table:
+def zero_kernel_table(report: Report) -> Table:
     rows = [[r["name"], str(r["count"]), us(r["cpu_ns"])]
             for r in report.zero_kernel_ops.iter_rows(named=True)]
     return ("Ops that launch no GPU work", ["op", "count", "CPU time (inclusive)"], rows)
 
 
-def preops_table(report) -> Table:
+def preops_table(report: Report) -> Table:
     rows = [[str(r["step"]) if r["step"] is not None else "", r["name"], r["kind"], str(r["count"]),
              us(r["cpu_ns"])]
             for r in report.compile_preops.iter_rows(named=True)]
     return ("torch.compile pre-ops", ["step", "op", "kind", "count", "CPU time"], rows)
 
 
-def launch_gaps_table(report) -> Table:
+def launch_gaps_table(report: Report) -> Table:
     """Per-step wall, dispatch, busy, idle and verdict; the rule is stated in :func:`notes`."""
     gaps = report.launch_gaps
     rows = []
@@ -113,7 +116,7 @@ def launch_gaps_table(report) -> Table:
             ["step", "wall", "CPU dispatch", "GPU busy", "busy/wall", "GPU idle", "verdict"], rows)
 
 
-def idle_causes_table(report) -> Table:
+def idle_causes_table(report: Report) -> Table:
     """Idle time between GPU activities by cause, and queue-delay percentiles."""
     gaps = report.launch_gaps
     rows = []
@@ -123,7 +126,7 @@ def idle_causes_table(report) -> Table:
     return ("GPU idle gaps by cause", ["cause", "gaps", "idle time"], rows)
 
 
-def round_trips_table(report) -> Table:
+def round_trips_table(report: Report) -> Table:
     trips = report.round_trips
     rows = []
     title = "Memory round trips (tensors written to HBM and read back in the same step)"
@@ -148,7 +151,7 @@ def _kernel_and_op(kernel: str, op: str | None, decoded: dict[str, str]) -> str:
     return name if not op or op == kernel else f"{name} ({op})"
 
 
-def round_trip_steps_table(report) -> Table:
+def round_trip_steps_table(report: Report) -> Table:
     trips = report.round_trips
     rows = []
     if trips is not None:
@@ -158,7 +161,7 @@ def round_trip_steps_table(report) -> Table:
     return ("Round-trip bytes per step", ["step", "tensors", "bytes", "kernels without a traffic model"], rows)
 
 
-def throughput_table(report) -> Table:
+def throughput_table(report: Report) -> Table:
     rates = report.throughput
     rows = []
     title = "Achieved throughput"
@@ -190,7 +193,7 @@ def _frac(value: float | None) -> str:
     return "" if value is None else f"{100 * value:.0f}%"
 
 
-def hta_table(report) -> Table | None:
+def hta_table(report: Report) -> Table | None:
     """Our busy/idle beside HolisticTraceAnalysis' (only with ``--hta``)."""
     hta = report.extra.get("hta")
     if hta is None:
@@ -204,7 +207,7 @@ def hta_table(report) -> Table | None:
             rows)
 
 
-def notes(report) -> list[str]:
+def notes(report: Report) -> list[str]:
     """Sentences stating the rules behind the figures (shown under the tables)."""
     out = []
     if report.launch_gaps is not None:
@@ -236,7 +239,7 @@ def _capped(table: Table) -> Table:
     return (title + note, headers, rows[:MAX_TABLE_ROWS])
 
 
-def all_tables(report) -> list[Table]:
+def all_tables(report: Report) -> list[Table]:
     """Every table in display order, each cut to :data:`MAX_TABLE_ROWS` rows."""
     tables = [steps_table(report), launch_gaps_table(report), idle_causes_table(report),
               paths_table(report), kernels_table(report), throughput_table(report),
@@ -248,7 +251,7 @@ def all_tables(report) -> list[Table]:
     return [_capped(t) for t in tables]
 
 
-def ranks_table(rank_report) -> Table:
+def ranks_table(rank_report: RankReport) -> Table:
     """One row per rank trace of a directory, the slowest marked."""
     rows = []
     for r in rank_report.ranks.iter_rows(named=True):

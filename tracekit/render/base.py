@@ -1,0 +1,52 @@
+"""The renderer contract: one object per output format, one method per kind of result.
+
+A renderer words and draws results it is given; it never computes a figure nor decides what
+counts (the analyses and :mod:`tracekit.diff` do). Every method writes one complete document to
+``out`` (a text stream). ``color`` asks for terminal colour and ``width`` for a line width; a
+format without either ignores them.
+
+Adding a format (HTML, SVG, …) is one module defining a :class:`Renderer` subclass and one line
+in :data:`tracekit.render.RENDERERS`; ``--format`` and the ``-o`` extension mapping follow from the
+registry. A subclass that leaves a method out cannot be instantiated (``abc``), so a format covers
+every result kind or fails at import.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, TextIO
+
+if TYPE_CHECKING:
+    from tracekit.diff.compare import Diff
+    from tracekit.diff.expect import CheckResult
+    from tracekit.diff.gates import GateResult
+    from tracekit.ranks import RankReport
+    from tracekit.report import Report
+
+
+class Renderer(abc.ABC):
+    """One output format (see module docstring)."""
+
+    #: The ``--format`` name.
+    name: ClassVar[str]
+    #: Lower-case file extensions (with the dot) that select this format for ``-o FILE``.
+    extensions: ClassVar[tuple[str, ...]]
+
+    @abc.abstractmethod
+    def report(self, report: Report, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
+        """``tracekit report TRACE``."""
+
+    @abc.abstractmethod
+    def diff(self, diff: Diff, out: TextIO, gate_results: Sequence[GateResult] = (), *, color: bool = False,
+             width: int | None = None) -> None:
+        """``tracekit diff A B``, with the results of its ``--fail-if`` gates (if any)."""
+
+    @abc.abstractmethod
+    def check(self, result: CheckResult, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
+        """``tracekit check TRACE --expect FILE``."""
+
+    @abc.abstractmethod
+    def ranks(self, rank_report: RankReport, out: TextIO, *, color: bool = False,
+              width: int | None = None) -> None:
+        """``tracekit report DIR``: one summary row per rank trace."""
