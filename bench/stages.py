@@ -107,7 +107,7 @@ def main(argv: list[str]) -> None:
 
     from tracekit import report as report_mod
     from tracekit.load import open_trace
-    from tracekit.render import render_report
+    from tracekit.render import renderer_for
 
     modules = {m: importlib.import_module(f"tracekit.analyses.{m}") for _, ms in STAGES for m in ms}
     clock.tick("imports")
@@ -126,7 +126,7 @@ def main(argv: list[str]) -> None:
     clock.mark = time.perf_counter()
     result = report_mod.build(trace)
     clock.tick("(whole build() again, for reference)")
-    render_report(result, "md", io.StringIO(), color=False)
+    renderer_for("md").report(result, io.StringIO())
     clock.tick("render md")
     if len(argv) > 1:  # the Parquet cache of the same trace: its load alone
         clock.mark = time.perf_counter()
