@@ -158,7 +158,7 @@ def tracekit_cmd(*args: str) -> list[str]:
     script = Path(sys.executable).parent / "tracekit"
     if script.exists():
         return [str(script), *args]
-    return [sys.executable, "-c", "from tracekit.cli import main; main()", *args]
+    return [sys.executable, "-c", "from tracekit.commands import main; main()", *args]
 
 
 def make_trace(src: Path, out: Path, size_mb: float, gz: bool) -> dict:

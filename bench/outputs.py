@@ -10,8 +10,9 @@ the outputs before the change (from a checkout of the old commit), one after, an
 Each case is one ``tracekit`` invocation (report / report DIR / convert + report of the Parquet /
 diff with gates / check, each in term, md and json); its stdout, stderr and exit status are stored.
 Paths in the outputs are the sample paths as given (relative), so two checkouts compare equal.
-``--tracekit`` names the command to run (default: ``python -m tracekit.cli`` of this checkout, or
-of ``--root``), so the same script measures an old commit: ``--root /path/to/old/checkout``.
+``--tracekit`` names the command to run (default: the ``tracekit`` command of the checkout at
+``--root``, this one unless given), so the same script measures an old commit:
+``--root /path/to/old/checkout``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from tracekit.parallel import cores
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ("linear_compile", "linear_eager", "matmul_add_compile-4096", "matmul_add_compile-64",
@@ -120,7 +123,7 @@ def snapshot(out_dir: Path, root: Path, cmd: list[str]) -> None:
         for s in SAMPLES:
             subprocess.run([*cmd, "convert", f"sample_traces/{s}.json.gz", "-o", str(tmp / f"{s}.parquet")],
                            cwd=root, check=True, capture_output=True)
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        with ThreadPoolExecutor(max_workers=cores()) as pool:
             jobs = [pool.submit(_run, cmd, root, n, a, out_dir) for n, a in cases(tmp)]
             jobs += [pool.submit(_run, cmd, root, n, a, out_dir) for n, a in parquet_cases(tmp)]
             for j in jobs:
@@ -178,20 +181,24 @@ def compare(old: Path, new: Path) -> int:
     return 1 if differ or missing else 0
 
 
+_MAIN = ("try:\n    from tracekit.commands import main\nexcept ImportError:\n"
+         "    from tracekit.cli import main\nmain()")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
     snap = sub.add_parser("snapshot")
     snap.add_argument("out_dir", type=Path)
     snap.add_argument("--root", type=Path, default=ROOT, help="checkout whose tracekit runs")
-    snap.add_argument("--tracekit", default=None, help="command to run (default: python -m tracekit.cli)")
+    snap.add_argument("--tracekit", default=None, help="command to run (default: the tracekit command of --root)")
     cmp_ = sub.add_parser("compare")
     cmp_.add_argument("old", type=Path)
     cmp_.add_argument("new", type=Path)
     args = parser.parse_args()
     if args.what == "snapshot":
-        cmd = args.tracekit.split() if args.tracekit else [sys.executable, "-c",
-                                                           "import tracekit.cli as c; c.main()"]
+        # Older checkouts have tracekit.cli, newer tracekit.commands: import whichever exists.
+        cmd = args.tracekit.split() if args.tracekit else [sys.executable, "-c", _MAIN]
         snapshot(args.out_dir.resolve(), args.root.resolve(), cmd)
         return 0
     return compare(args.old, args.new)

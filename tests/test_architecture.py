@@ -74,11 +74,12 @@ def test_analyses_render_nothing():
 
 def _modules_after(code: str) -> set[str]:
     """Module names loaded by a fresh interpreter after running ``code``."""
+    # The module list goes to stderr after a marker: the command's own output is on stdout.
     probe = (f"import sys\n{code}\n"
-             "print('\\n'.join(sorted(sys.modules)))")
+             "sys.stderr.write('MODULES\\n' + '\\n'.join(sorted(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
                           cwd=PACKAGE.parent)
-    return set(done.stdout.split())
+    return set(done.stderr.split("MODULES\n", 1)[1].split())
 
 
 RUN = ("from tracekit.commands import main\n"

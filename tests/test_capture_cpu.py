@@ -128,7 +128,7 @@ def test_failing_variant_keeps_the_others(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def _run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
-    from tracekit.cli import main
+    from tracekit.commands import main
 
     with pytest.raises(SystemExit) as exc:
         main(args)

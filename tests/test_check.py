@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tracekit import report as report_mod
-from tracekit.cli import main
+from tracekit.commands import main
 from tracekit.diff import expect, profile
 from tracekit.errors import UsageError
 from tracekit.load import load

@@ -14,7 +14,7 @@ import pytest
 from factory import make_kernel, make_launch, make_op, make_step, write_trace
 from tracekit import execution_trace
 from tracekit import report as report_mod
-from tracekit.cli import main
+from tracekit.commands import main
 from tracekit.diff import align, compare, findings, gates, profile
 from tracekit.diff.profile import KernelRef
 from tracekit.errors import UsageError

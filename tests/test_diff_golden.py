@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tracekit.cli import main
+from tracekit.commands import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tracekit import cli_diff
-from tracekit.cli import main
+from tracekit.commands import diff as diff_command  # the module, not the click command
+from tracekit.commands import main
 from tracekit.errors import TraceError
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
@@ -24,7 +24,7 @@ def _diff(argv, capsys):
 def test_parallel_profiles_give_the_same_diff(monkeypatch, capsys):
     args = [str(SAMPLES / "mlp_eager.json.gz"), str(SAMPLES / "mlp_compile.json.gz"), "--format", "json"]
     sequential = _diff(args, capsys)
-    monkeypatch.setattr(cli_diff, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(diff_command, "PARALLEL_MIN_BYTES", 0)
     parallel = _diff(args, capsys)
     assert sequential[0] == parallel[0] == 0
     assert parallel[1] == sequential[1]
@@ -33,7 +33,7 @@ def test_parallel_profiles_give_the_same_diff(monkeypatch, capsys):
 def test_error_in_a_child_process_is_one_line(monkeypatch, tmp_path, capsys):
     bad = tmp_path / "cut.json"
     bad.write_text('{"traceEvents": [')
-    monkeypatch.setattr(cli_diff, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(diff_command, "PARALLEL_MIN_BYTES", 0)
     code, _, err = _diff([str(SAMPLES / "mlp_eager.json.gz"), str(bad)], capsys)
     assert code == 2
     assert err.count("\n") == 1 and "cut.json" in err and "Traceback" not in err

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from tracekit import report_store
-from tracekit.cli import main
+from tracekit.commands import main
 from tracekit.errors import TraceError
 from tracekit.load import load, open_trace, parquet
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tracekit import ranks
-from tracekit.cli import main
+from tracekit.commands import main
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 

@@ -10,7 +10,7 @@ import pytest
 
 from factory import make_kernel, make_launch, make_op, make_step, write_trace
 from tracekit import report as report_mod
-from tracekit.cli import main
+from tracekit.commands import main
 from tracekit.load import load
 from tracekit.classify.names import short_kernel_name
 from tracekit.render import FORMATS, renderer_for

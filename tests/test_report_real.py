@@ -116,7 +116,7 @@ def test_every_sample_trace_reports(path):
 def _json_report(argv: list[str], capsys) -> dict:
     import json
 
-    from tracekit.cli import main
+    from tracekit.commands import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["report", *argv, "--format", "json"])

@@ -122,21 +122,10 @@ def find_beside(trace_path: str | Path) -> Path | None:
     return None
 
 
-def locate(trace_path: str | Path, original_path: str | Path | None = None, *,
-           explicit: str | Path | None = None) -> Path | None:
-    """The execution trace file to use for a trace: ``explicit`` if given, else one beside
-    ``trace_path``, else one beside ``original_path`` (the JSON a Parquet cache was converted from),
-    else None."""
-    if explicit:
-        return Path(explicit)
+def locate(trace_path: str | Path, original_path: str | Path | None = None) -> Path | None:
+    """The execution trace beside ``trace_path``, else beside ``original_path`` (the JSON a Parquet
+    file was converted from), else None — the "auto" rule of :mod:`tracekit.session`."""
     return find_beside(trace_path) or (find_beside(original_path) if original_path else None)
-
-
-def for_trace(trace_path: str | Path, original_path: str | Path | None = None, *,
-              explicit: str | Path | None = None) -> ExecutionTrace | None:
-    """The loaded execution trace :func:`locate` names, or None."""
-    path = locate(trace_path, original_path, explicit=explicit)
-    return load(path) if path else None
 
 
 def load(path: str | Path) -> ExecutionTrace:

@@ -14,10 +14,7 @@ import importlib
 import click
 
 from tracekit import __version__, boundary
-from tracekit.commands.check import check
-from tracekit.commands.convert import convert
-from tracekit.commands.diff import diff
-from tracekit.commands.report import report
+from tracekit.commands import check, convert, diff, report
 
 #: Commands imported only when run: name -> (module, attribute, the help line ``--help`` lists).
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -57,7 +54,7 @@ def cli() -> None:
     """Turn PyTorch profiler (Kineto) traces into answers."""
 
 
-for _command in (report, convert, diff, check):
+for _command in (report.report, convert.convert, diff.diff, check.check):
     cli.add_command(_command)
 
 
