@@ -1,0 +1,49 @@
+"""The README's Python API session runs as written: every line of its output is real."""
+
+from __future__ import annotations
+
+import doctest
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _readme_session() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("<!-- README-API-START -->", 1)[1].split("<!-- README-API-END -->", 1)[0]
+    return block.split("```pycon\n", 1)[1].split("```", 1)[0]
+
+
+def test_readme_python_session_runs_as_written(monkeypatch):
+    monkeypatch.chdir(ROOT)  # the session names sample traces relative to the repository
+    source = _readme_session()
+    assert source.count(">>> ") >= 10
+    test = doctest.DocTestParser().get_doctest(source, {}, "README.md", "README.md", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    result = runner.run(test)
+    assert result.attempted >= 10
+    assert result.failed == 0, "the README's Python session no longer prints what it shows"
+
+
+def test_open_names_a_missing_file_in_one_line(tmp_path):
+    import tracekit
+    from tracekit.errors import TraceError
+
+    with pytest.raises(TraceError, match="no such file"):
+        tracekit.open(tmp_path / "nope.json.gz").report()
+
+
+def test_session_uses_the_stored_report_of_a_parquet_file(tmp_path):
+    import tracekit
+
+    out = tmp_path / "mlp_eager.parquet"
+    tracekit.open(ROOT / "sample_traces" / "mlp_eager.json.gz").save(out)
+    parquet = tracekit.open(out)
+    assert parquet.stored_report() is not None
+    report = parquet.report()
+    assert report.attribution is None  # the stored report (a fresh analysis carries its attribution)
+    assert "trace" not in vars(parquet)  # ... so the trace's frames were never loaded
+    assert report.steps["kernel_count"].to_list() == [5, 5, 5]
+    assert parquet.report(step=4).attribution is not None  # --step analyses afresh
