@@ -7,7 +7,8 @@ memcpy and memset of the trace (annotations and syncs excluded) with:
     launch_idx u32?, launch_api str?, launch_ts i64?, launch_end i64?, launch_tid str?,
     link str? ("correlation" | "flow" | null when no launch was found),
     op_idx u32?, cpu_op str?, top_op str?, annotation str?, module str?,
-    step i64? (the ProfilerStep#N whose span contains the launch call, else the activity itself),
+    step i64? (the ProfilerStep#N whose span contains the launch call; null when the launch call is
+               not in the trace — see :func:`orphans`),
     kernel_class str, library str, decoded str (JSON object), rule str,
     aux_before str? ("+"-joined non-kernel calls issued just before this launch in the same op:
                      cudaMemsetAsync, cudaMemcpyAsync, cudaOccupancy…; null when none),
@@ -17,6 +18,12 @@ Linking: equal ``correlation`` first (one launch may own many activities: ``cuda
 replays a whole graph under one correlation, so every kernel of a replay is attributed to the
 graph launch and its op). Activities whose correlation matches no launch fall back to ``ac2g``
 flows: the flow finish sits on the activity (same pid/tid/ts), its start on the launch call.
+
+Orphans: an activity whose launch call is not in the trace (no launch with its correlation, no
+flow) belongs to no step — never to the step its own timestamp falls in. Those are kernels launched
+before profiling began (the profiler's first buffer holds their completion, not their launch: their
+correlation ids are lower than every launch call's in the trace) or, rarely, whose launch record was
+lost; :func:`orphans` counts them by that reason so the report can state them on their own.
 
 ``launches`` is the op tree's launch frame plus ``gpu_kinds`` (list of kinds it launched),
 ``aux_before`` and ``occupancy_query`` as above.
@@ -28,7 +35,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from tracekit.analyses import op_tree
+from tracekit.analyses import intervals, op_tree
 from tracekit.analyses import steps as steps_analysis
 from tracekit.classify import classify_frame
 from tracekit.trace import GPU_WORK_KINDS, Trace
@@ -96,9 +103,46 @@ def _link_by_flows(linked: pl.DataFrame, flows: pl.DataFrame, launch_cols: pl.Da
 
 
 def _assign_steps(gpu: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
-    """The step of an activity is the ProfilerStep span containing its launch (else itself)."""
-    tagged = steps_analysis.tag_steps(gpu.with_columns(_when=pl.coalesce("launch_ts", "ts")), steps, "_when")
-    return tagged.drop("_when")
+    """The step of an activity is the ProfilerStep span containing its launch call (null without one)."""
+    return steps_analysis.tag_steps(gpu, steps, "launch_ts")
+
+
+#: Why an activity has no launch call in the trace (the ``reason`` of :func:`orphans`).
+ORPHAN_REASONS = {
+    "before_trace": "launched before the trace began",
+    "launch_missing": "launch call missing from the trace",
+}
+ORPHANS_SCHEMA: dict[str, pl.DataType] = {
+    "reason": pl.String, "kind": pl.String, "count": pl.UInt32, "dur_ns": pl.Int64, "busy_ns": pl.Int64,
+    "first_ns": pl.Int64, "last_end_ns": pl.Int64,
+}
+
+
+def orphans(gpu: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
+    """GPU work without a launch call in the trace, by reason and kind (:data:`ORPHANS_SCHEMA`).
+
+    ``gpu`` is :class:`Attribution`'s frame, ``launches`` its launch frame. ``reason`` is
+    ``before_trace`` when the activity's correlation id is lower than that of every launch call of
+    the trace (CUPTI numbers launches in order, so it was issued before the first recorded one), or
+    when it has no correlation id or the trace records no launch call at all; else
+    ``launch_missing``. ``dur_ns`` sums durations, ``busy_ns`` is the union of their intervals,
+    ``first_ns``/``last_end_ns`` the first start and last end. Sorted by reason, then kind.
+    """
+    lost = gpu.filter(pl.col("launch_idx").is_null())
+    if lost.height == 0:
+        return pl.DataFrame(schema=ORPHANS_SCHEMA)
+    lowest = launches["correlation"].drop_nulls().min() if launches.height else None
+    before = (pl.lit(True) if lowest is None
+              else pl.col("correlation").is_null() | (pl.col("correlation") < lowest))
+    lost = lost.with_columns(reason=pl.when(before).then(pl.lit("before_trace"))
+                             .otherwise(pl.lit("launch_missing")))
+    busy = intervals.union_ns(lost.select("reason", "kind", "ts", "end"), by=["reason", "kind"])
+    return (lost.group_by("reason", "kind")
+            .agg(count=pl.len(), dur_ns=pl.col("dur").sum(), first_ns=pl.col("ts").min(),
+                 last_end_ns=pl.col("end").max())
+            .join(busy, on=["reason", "kind"], how="left")
+            .select(list(ORPHANS_SCHEMA)).cast(ORPHANS_SCHEMA)  # type: ignore[arg-type]
+            .sort(["reason", "kind"]))
 
 
 def _annotate_launches(launches: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
