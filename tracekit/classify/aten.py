@@ -52,9 +52,21 @@ _SCALARS = (
 )
 
 def _template_name(name: str) -> str | None:
-    body = name[5:] if name.startswith("void ") else name
-    m = re.match(r"\s*((?:[\w]+|\(anonymous namespace\)|<unnamed>)::)*(\w+)", body)
-    return m.group(2) if m else None
+    # `void at::native::(anonymous namespace)::reduce_kernel<...>(...)` -> `reduce_kernel`: the last
+    # qualified segment before the template or parameter list (string operations, linear in the name).
+    body = (name[5:] if name.startswith("void ") else name).lstrip()
+    body = body.replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
+    end = len(body)
+    for stop in ("<", "(", " "):
+        pos = body.find(stop)
+        if pos >= 0:
+            end = min(end, pos)
+    segment = body[:end].rsplit("::", 1)[-1]
+    m = _IDENT.match(segment)
+    return m.group(0) if m else None
+
+
+_IDENT = re.compile(r"\w+")
 
 
 def _functor(name: str, template: str | None) -> str | None:
@@ -77,17 +89,37 @@ def _functor(name: str, template: str | None) -> str | None:
     return None
 
 
+_NSYS_LITERAL = re.compile(r"\((?:unsigned )?(?:int|long|bool|char)\)")
+_UNSIGNED = re.compile(r"unsigned (?:long|char)")
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _first_standalone(text: str, needle: str) -> int:
+    """Index of the first ``needle`` in ``text`` not glued to a word or a ``::`` qualifier, else -1."""
+    pos = text.find(needle)
+    while pos >= 0:
+        before = text[pos - 1] if pos else " "
+        after = text[pos + len(needle)] if pos + len(needle) < len(text) else " "
+        if not (_is_word_char(before) or before == ":") and not _is_word_char(after):
+            return pos
+        pos = text.find(needle, pos + 1)
+    return -1
+
+
 def _dtype(name: str) -> str | None:
     start = name.find("<")
     if start < 0:
         return None
-    args = re.sub(r"\((?:unsigned )?(?:int|long|bool|char)\)", "", name[start:])  # nsys `(int)4` literals
-    args = re.sub(r"unsigned (long|char)", "", args)
+    args = _NSYS_LITERAL.sub("", name[start:])  # nsys `(int)4` literals
+    args = _UNSIGNED.sub("", args)
     best: tuple[int, str] | None = None
     for needle, dt in _SCALARS:
-        pos = re.search(rf"(?<![\w:]){re.escape(needle)}(?![\w])", args)
-        if pos and (best is None or pos.start() < best[0]):
-            best = (pos.start(), dt)
+        pos = _first_standalone(args, needle)
+        if pos >= 0 and (best is None or pos < best[0]):
+            best = (pos, dt)
     return best[1] if best else None
 
 

@@ -338,6 +338,8 @@ def decode_cublas_aux(name: str) -> dict:
         if dt:
             out["dtype"] = dt
         return out
+    if "reduce_1Block" in name:  # second stage of cuBLAS dot / nrm2 / asum
+        return {"op": "dot_reduce"}
     if "gemmk1" in name:
         return {"op": "gemm", "variant": "k1"}
     if "dot_kernel" in name:
@@ -372,4 +374,49 @@ def decode_generic(name: str) -> dict:
     dt = _first_dtype(name) or _template_dtype(name)
     if dt:
         out["dtype"] = dt
+    return out
+
+
+_TRTLLM_DTYPES = {"E4m3": "fp8", "E5m2": "fp8", "E2m1": "fp4", "MxE4m3": "fp8", "MxE2m1": "fp4", "Bfloat16": "bf16",
+                  "Fp16": "fp16", "Fp32": "fp32", "Int8": "int8", "Int4": "int4", "MxInt4": "int4"}
+
+
+def decode_trtllm_gen(name: str) -> dict:
+    """TensorRT-LLM generated GEMMs: ``bmm_E4m3_E4m3E4m3_Fp32_t128x8x128u2_s8_…_sm100f`` -> op (bmm/gemm),
+    out_dtype (first token: the output type), tile ``MxN``, k_tile, stages, arch."""
+    tokens = name.split("_")
+    out: dict[str, object] = {"op": "batched_gemm" if tokens[0] == "bmm" else "gemm"}
+    if len(tokens) > 1 and tokens[1] in _TRTLLM_DTYPES:
+        out["out_dtype"] = _TRTLLM_DTYPES[tokens[1]]
+    if len(tokens) > 2:
+        first = re.match(r"(Mx)?(E\dm\d|Bfloat16|Fp16|Fp32|Int8|Int4)", tokens[2])
+        if first:
+            out["dtype"] = _TRTLLM_DTYPES.get((first.group(1) or "") + first.group(2), first.group(2))
+    tile = re.search(r"_t(\d+)x(\d+)x(\d+)", name)
+    if tile:
+        out["tile"] = f"{tile.group(1)}x{tile.group(2)}"
+        out["k_tile"] = int(tile.group(3))
+    stages = re.search(r"_s(\d+)_", name)
+    if stages:
+        out["stages"] = int(stages.group(1))
+    arch = re.search(r"_sm(\d{2,3})[a-z]?$", name)
+    if arch:
+        out["arch"] = f"sm{arch.group(1)}"
+    return out
+
+
+def decode_ck(name: str) -> dict:
+    """Composable Kernel (demangled): op (conv / gemm / moe_gemm), the kernel ``template``, and whether the
+    kernel is an XDL (MFMA) or WMMA one."""
+    head = name[5:] if name.startswith("void ") else name
+    head = head.replace("(anonymous namespace)::", "")
+    end = min((p for p in (head.find("<"), head.find("(")) if p >= 0), default=len(head))
+    template = head[:end].rsplit("::", 1)[-1]
+    out: dict[str, object] = {"template": template}
+    low = template.lower()
+    out["op"] = "conv" if "conv" in low else "moe_gemm" if "moe" in low else "gemm"
+    if "xdl" in low:
+        out["instruction"] = "xdl"
+    elif "wmma" in low:
+        out["instruction"] = "wmma"
     return out

@@ -62,7 +62,7 @@ _NAME = re.compile(
 )
 # Triton < 3.0 appended the argument specialisation (`0d1d2de`: divisible-by-16 pointers, `c` constants)
 # to kernel names; it says nothing about what was fused.
-_SPECIALIZATION = re.compile(r"_(?:\d+(?:d|de|c|e))+$")
+_SPECIALIZATION = re.compile(r"_[0-9][0-9cde]*[cde]$")
 
 
 def split_fused_ops(body: str) -> list[str]:

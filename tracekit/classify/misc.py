@@ -9,7 +9,8 @@ Contract: each ``decode_*(name) -> dict`` returns only fields read from the name
   ``reduce_op`` (Sum...), ``dtype``, ``algorithm`` (RING, TREE, NVLS ...), ``protocol`` (LL, LL128, SIMPLE);
 - attention: ``direction`` (fwd/bwd), ``impl``, and ``arch``/``dtype``/``tile`` where written
   (cuDNN's ``f16`` is ``precision: 16bit``, since bf16 runs use the same kernels);
-- triton_custom: ``function`` (the Python function name), ``direction`` when it says forward/backward.
+- triton_custom: ``function`` (the Python function name), ``direction`` when it says forward/backward;
+- collective (non-NCCL): ``collective`` and ``algorithm`` (see :func:`decode_collective`).
 """
 
 from __future__ import annotations
@@ -117,11 +118,32 @@ def decode_attention(name: str) -> dict:
 
 def decode_triton_custom(name: str) -> dict:
     """Hand-written Triton: the Python function name, with a forward/backward hint if it has one."""
-    base = re.sub(r"_(?:\d+(?:d|de|c|e))+$", "", name.strip())
+    base = re.sub(r"_[0-9][0-9cde]*[cde]$", "", name.strip())
     out: dict[str, object] = {"function": base}
     low = base.lower()
     if re.search(r"backward|bwd", low):
         out["direction"] = "bwd"
     elif re.search(r"forward|fwd", low):
         out["direction"] = "fwd"
+    return out
+
+
+def decode_collective(name: str) -> dict:
+    """Collectives outside NCCL: ``collective`` (all_reduce, all_gather, reduce_scatter, all_to_all) and
+    ``algorithm`` (multimem, one_shot, two_shot, two_stage) where the name says it."""
+    low = name.lower()
+    out: dict[str, object] = {}
+    for words, collective in ((("all_reduce", "allreduce", "cross_device_reduce"), "all_reduce"),
+                              (("all_gather", "allgather"), "all_gather"),
+                              (("reduce_scatter", "reducescatter"), "reduce_scatter"),
+                              (("alltoall", "all_to_all", "intranode", "internode"), "all_to_all")):
+        if any(w in low for w in words):
+            out["collective"] = collective
+            break
+    for word, algorithm in (("multimem", "multimem"), ("one_shot", "one_shot"), ("oneshot", "one_shot"),
+                            ("two_shot", "two_shot"), ("twoshot", "two_shot"), ("1stage", "one_stage"),
+                            ("2stage", "two_stage"), ("lamport", "lamport")):
+        if word in low:
+            out["algorithm"] = algorithm
+            break
     return out
