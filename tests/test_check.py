@@ -95,9 +95,11 @@ def test_malformed_files_are_one_line_usage_errors(tmp_path, content, message, c
     assert err.count("\n") == 1 and err.startswith("tracekit: error: bad.toml:")
 
 
-def test_missing_file_and_unavailable_figure_are_usage_errors(tmp_path, capsys):
+def test_missing_file_is_a_usage_error_and_round_trips_are_measured_per_unit(tmp_path, capsys):
     assert _exit(["check", str(SAMPLES / "mlp_eager.json.gz"), "--expect", str(tmp_path / "no.toml")]) == 2
     f = tmp_path / "rt.toml"
     f.write_text('[per_step]\nround_trip_bytes_max = 0\n')
-    assert _exit(["check", str(SAMPLES / "mlp_eager.json.gz"), "--expect", str(f), "--unit", "mlp_fwd"]) == 2
-    assert "per ProfilerStep" in capsys.readouterr().err
+    # Round trips are measured per --unit span too: each mlp_fwd holds the step's four
+    # 50,331,648-byte intermediates (the same as ProfilerStep, see test_report_real).
+    assert _exit(["check", str(SAMPLES / "mlp_eager.json.gz"), "--expect", str(f), "--unit", "mlp_fwd"]) == 1
+    assert "201,326,592 in every step" in capsys.readouterr().out

@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from tracekit.analyses import (attribution, dispatch, kernels, launch_gaps, round_trips,
-                               steps as steps_analysis, throughput)
+                               steps as steps_analysis, throughput, units as units_mod)
 from tracekit.errors import UsageError
 from tracekit.trace import Trace
 
@@ -36,6 +36,7 @@ class Facts:
     devices: list[dict[str, Any]]
     versions: dict[str, str]
     distributed: dict[str, Any] | None
+    #: The numbers of the trace's units (its ProfilerSteps, else the units found: ``Report.units``).
     step_numbers: list[int]
     graph_hashes: list[str]
 
@@ -51,13 +52,24 @@ class Report:
     facts : Facts
         The file, its device(s), versions, vendor and step numbers.
     selected_step : int or None
-        The ``--step`` the tables are restricted to.
+        The ``--step`` the tables are restricted to (a unit number).
     path_step : int or None
         The step ``paths`` shows (the selected one, else the last).
+    units : tracekit.analyses.units.Units or None
+        What the trace's steps are: its ``ProfilerStep#N`` spans, or the iteration units found
+        without them (``kind``, ``name``, ``source``, ``rule``, ``windows``). Every table "per step"
+        is per unit; ``steps`` rows are named after the units (``mlp_fwd#3``, ``iteration#2``,
+        ``whole trace``).
     steps : DataFrame
-        One row per ``ProfilerStep#N``: ``name str, number i64, start_ns i64, dur_ns i64`` (the
-        step's CPU span), ``gpu_busy_ns i64`` (union of the GPU work it launched),
-        ``kernel_count u32, gpu_activity_count u32`` (kernels; kernels + memcpys + memsets).
+        One row per unit: ``name str, number i64, start_ns i64, dur_ns i64`` (its CPU span),
+        ``gpu_busy_ns i64`` (union of the GPU work launched in it), ``kernel_count u32,
+        gpu_activity_count u32`` (kernels; kernels + memcpys + memsets). Work whose launch call is
+        not in the trace is in no step (``orphans``).
+    orphans : DataFrame
+        GPU work whose launch call is not in the trace, by reason and kind:
+        :data:`tracekit.analyses.attribution.ORPHANS_SCHEMA` (``reason str`` — ``before_trace`` |
+        ``launch_missing``, ``kind str, count u32, dur_ns i64, busy_ns i64, first_ns i64,
+        last_end_ns i64``); whole trace, also with ``--step``.
     kernels : DataFrame
         GPU activity by name: ``name str, kernel_class str, library str, kind str, count u32,
         total_ns i64, mean_ns i64, launch_api str?, cpu_op str?, decoded str`` (JSON object of the
@@ -91,6 +103,9 @@ class Report:
     paths: pl.DataFrame
     zero_kernel_ops: pl.DataFrame
     compile_preops: pl.DataFrame
+    #: :class:`tracekit.analyses.units.Units` (None in reports made before units existed).
+    units: Any = None
+    orphans: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=attribution.ORPHANS_SCHEMA))
     #: :class:`tracekit.analyses.launch_gaps.LaunchGapsReport` (None when not computed).
     launch_gaps: Any = None
     #: :class:`tracekit.analyses.round_trips.RoundTripReport` (None when not computed).
@@ -108,24 +123,32 @@ class TraceAnalyses:
     """The whole-trace analyses every table starts from (all that ``diff`` needs of a report)."""
 
     attribution: attribution.Attribution
+    #: The trace's iteration units; ``attribution.gpu``'s ``step`` is the unit holding the launch.
+    units: units_mod.Units
     #: The per-step summary (:data:`tracekit.analyses.steps.SUMMARY_SCHEMA`), computed once.
     steps: pl.DataFrame
     launch_gaps: launch_gaps.LaunchGapsReport
     round_trips: round_trips.RoundTripReport
 
 
-def analyse(trace: Trace, *, execution_trace: Any = None) -> TraceAnalyses:
-    """Attribute ``trace``, summarise its steps and run the launch-gap and round-trip analyses."""
+def analyse(trace: Trace, *, execution_trace: Any = None, unit: str | None = None) -> TraceAnalyses:
+    """Attribute ``trace``, find its units (``unit``: a span name to use, as ``--unit``), summarise
+    them and run the launch-gap and round-trip analyses per unit."""
     attributed = attribution.analyze(trace)
-    summary = steps_analysis.summarize(trace, attributed.gpu)
+    found = units_mod.detect(trace, attributed.gpu, unit)
+    if found.kind != "ProfilerStep":
+        attributed = replace(attributed, gpu=found.tag(attributed.gpu))
+    scoped = found.apply(trace)
+    summary = steps_analysis.summarize(scoped, attributed.gpu, partial=found.partial)
     return TraceAnalyses(
-        attribution=attributed, steps=summary,
-        launch_gaps=launch_gaps.analyze(trace, attributed, summary=summary),
-        round_trips=round_trips.analyze(trace, attributed, execution_trace=execution_trace))
+        attribution=attributed, units=found, steps=summary,
+        launch_gaps=launch_gaps.analyze(scoped, attributed, summary=summary),
+        round_trips=round_trips.analyze(scoped, attributed, execution_trace=execution_trace))
 
 
 def check_step(trace: Trace, step: int | None) -> None:
-    """Raise :class:`UsageError` naming the trace's steps when ``step`` is not one of them."""
+    """Raise :class:`UsageError` naming the trace's steps when ``step`` is not one of them
+    (``trace.steps``: its ProfilerSteps, or its units after :meth:`~tracekit.analyses.units.Units.apply`)."""
     numbers = trace.steps["number"].to_list()
     if step is not None and step not in numbers:
         available = ", ".join(str(n) for n in numbers) or "none"
@@ -134,8 +157,9 @@ def check_step(trace: Trace, step: int | None) -> None:
 
 def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
           ceilings_override: dict[str, Any] | None = None, hta: bool = False,
-          analyses: TraceAnalyses | None = None) -> Report:
-    """Analyse ``trace``; ``step`` restricts every table to ``ProfilerStep#step``.
+          analyses: TraceAnalyses | None = None, unit: str | None = None) -> Report:
+    """Analyse ``trace``; ``step`` restricts every table to that unit (``ProfilerStep#step``, or the
+    unit numbered ``step`` of a trace without steps); ``unit`` names the span to use as units.
 
     ``execution_trace`` (a :class:`tracekit.execution_trace.ExecutionTrace`) makes round-trip links
     exact; ``ceilings_override`` (``{"hbm_gbps": …, "bf16_tflops": …}``) replaces the device table's
@@ -143,9 +167,10 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
     ``analyses``: the trace's :func:`analyse` result when the caller already has it (then
     ``execution_trace`` is not read again).
     """
+    whole = analyses if analyses is not None else analyse(trace, execution_trace=execution_trace, unit=unit)
+    trace = whole.units.apply(trace)
     check_step(trace, step)
     numbers = trace.steps["number"].to_list()
-    whole = analyses if analyses is not None else analyse(trace, execution_trace=execution_trace)
     attributed, gaps, trips = whole.attribution, whole.launch_gaps, whole.round_trips
     try:
         rates = throughput.analyze(trace, attributed, _in_step(trips.traffic, step),
@@ -186,7 +211,8 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
     return Report(
         facts=facts, selected_step=step, path_step=path_step, paths_truncated=truncated,
         steps=step_table, kernels=kernels.analyze(gpu), paths=paths,
-        zero_kernel_ops=dispatch.zero_kernel_ops(ops), compile_preops=preops,
+        zero_kernel_ops=dispatch.zero_kernel_ops(ops), compile_preops=preops, units=whole.units,
+        orphans=attribution.orphans(attributed.gpu, attributed.launches),
         launch_gaps=_gaps_in_step(gaps, step), round_trips=_trips_in_step(trips, step),
         throughput=rates, attribution=attributed, extra=extra,
     )

@@ -109,6 +109,7 @@ class Session:
         else:
             self.execution_trace_path = Path(execution_trace)
         self._reports: dict[tuple, Report] = {}
+        self._analyses: dict[str | None, TraceAnalyses] = {}
 
     def __repr__(self) -> str:
         et = self.execution_trace_path.name if self.execution_trace_path else None
@@ -145,24 +146,26 @@ class Session:
             return None  # a named execution trace that is missing: analysing again says so
         return report_store.load_report(self.path, report_store.cache_key(et), kv=self._footer)
 
-    def analyses(self) -> TraceAnalyses:
-        """The whole-trace analyses (attribution, launch gaps, round trips), computed once."""
-        return self._analyses
+    def analyses(self, unit: str | None = None) -> TraceAnalyses:
+        """The whole-trace analyses (attribution, units, launch gaps, round trips), computed once per
+        ``unit`` (a span name to use as units, as ``--unit``; None: the trace's own rule)."""
+        if unit not in self._analyses:
+            from tracekit import report as report_mod
 
-    @cached_property
-    def _analyses(self) -> TraceAnalyses:
-        from tracekit import report as report_mod
-
-        return report_mod.analyse(self.trace, execution_trace=self.execution_trace)
+            self._analyses[unit] = report_mod.analyse(self.trace, execution_trace=self.execution_trace, unit=unit)
+        return self._analyses[unit]
 
     def report(self, *, step: int | None = None, ceilings: dict[str, float] | None = None,
-               hta: bool = False) -> Report:
+               hta: bool = False, unit: str | None = None) -> Report:
         """The report ``tracekit report`` renders.
 
         Parameters
         ----------
         step
-            Restrict every table to ``ProfilerStep#step``.
+            Restrict every table to ``ProfilerStep#step`` (or to the unit numbered ``step``).
+        unit
+            Use the spans of this name as the trace's units instead of its ProfilerSteps or the
+            units found automatically (:mod:`tracekit.analyses.units`).
         ceilings
             Replace device ceilings, e.g. ``{"hbm_gbps": 4256, "bf16_tflops": 704}``.
         hta
@@ -175,24 +178,25 @@ class Session:
             ``compile_preops`` (columns in :mod:`tracekit.report`), plus ``launch_gaps``,
             ``round_trips`` and ``throughput`` reports.
         """
-        key = (step, tuple(sorted((ceilings or {}).items())), hta)
+        key = (step, tuple(sorted((ceilings or {}).items())), hta, unit)
         if key not in self._reports:
-            stored = self.stored_report() if key == (None, (), False) else None
+            stored = self.stored_report() if key == (None, (), False, None) else None
             if stored is not None:
                 self._reports[key] = stored
             else:
                 from tracekit import report as report_mod
 
-                report_mod.check_step(self.trace, step)  # before the analyses, which take longest
+                if unit is None and self.trace.steps.height:
+                    report_mod.check_step(self.trace, step)  # before the analyses, which take longest
                 self._reports[key] = report_mod.build(
-                    self.trace, step=step, analyses=self.analyses(), ceilings_override=ceilings, hta=hta)
+                    self.trace, step=step, analyses=self.analyses(unit), ceilings_override=ceilings, hta=hta)
         return self._reports[key]
 
     def profile(self, unit: str | None = None) -> Profile:
-        """Per-unit figures (``ProfilerStep`` units, or spans named ``unit``) that diff and check compare."""
+        """Per-unit figures (the trace's units, or spans named ``unit``) that diff and check compare."""
         from tracekit.diff import profile
 
-        return profile.build(self.trace, self.analyses(), unit=unit)
+        return profile.build(self.trace, self.analyses(unit), unit=unit)
 
     def diff(self, other: Session | str | os.PathLike[str], *, unit: str | None = None) -> Diff:
         """Compare this trace (A, before) with ``other`` (B, after): fusions, kernels, per-step deltas.

@@ -107,7 +107,8 @@ PER_STEP_SCHEMA: dict[str, pl.DataType] = {
     "step": pl.Int64, "cpu_start_ns": pl.Int64, "cpu_span_ns": pl.Int64, "gpu_start_ns": pl.Int64,
     "gpu_window_ns": pl.Int64, "wall_ns": pl.Int64, "cpu_dispatch_ns": pl.Int64,
     "gpu_busy_ns": pl.Int64, "gpu_idle_ns": pl.Int64, "gpu_busy_frac": pl.Float64,
-    "activity_count": pl.UInt32, "verdict": pl.String, "cold": pl.Boolean,
+    "activity_count": pl.UInt32, "verdict": pl.String, "cold": pl.Boolean, "warmup": pl.Boolean,
+    "compile": pl.Boolean, "partial": pl.Boolean, "steady": pl.Boolean,
 }
 IDLE_BY_CAUSE_SCHEMA: dict[str, pl.DataType] = {"cause": pl.String, "gaps": pl.UInt32, "dur_ns": pl.Int64}
 PER_DEVICE_SCHEMA: dict[str, pl.DataType] = {

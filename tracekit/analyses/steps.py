@@ -38,7 +38,19 @@ returns :data:`SUMMARY_SCHEMA`, sorted by ``cpu_start_ns`` then ``step``:
   GEMM outlasts its dispatch still shows only 56–74 % busy. The verdict describes the profiled run:
   the profiler (``record_shapes``) inflates CPU time;
 * ``cold bool`` — the first step's ``wall_ns`` exceeds 2 × the median ``wall_ns`` of the other
-  steps (needs at least two steps).
+  steps (needs at least two steps);
+* ``warmup bool`` — after a cold first step, each following step of the leading run whose
+  ``wall_ns`` still exceeds 2 × the median ``wall_ns`` of all steps (cuDNN autotuning, allocator
+  growth and lazy initialisation spread over the first iterations of an unscheduled trace);
+* ``compile bool`` — the step's CPU span holds torch.compile or CUDA-graph recording work
+  (:data:`tracekit.analyses.compile_ops.COMPILATION_MARKS`);
+* ``partial bool`` — the trace may have cut the step short (``partial`` units, see
+  :mod:`tracekit.analyses.units`);
+* ``steady bool`` — none of the four: the steps medians are taken over (all steps when none is
+  steady).
+
+"Step" here is any iteration unit (:mod:`tracekit.analyses.units`): the trace's ``steps`` frame
+holds the unit windows.
 
 :func:`table` projects the summary onto the report's Steps table (``STEP_COLUMNS``).
 """
@@ -48,6 +60,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracekit.analyses import intervals
+from tracekit.analyses.compile_ops import COMPILATION_PATTERN
 from tracekit.trace import Trace
 
 COMPUTE_BOUND_MIN_BUSY_FRAC = 0.80
@@ -62,7 +75,10 @@ SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "gpu_start_ns": pl.Int64, "gpu_window_ns": pl.Int64, "wall_ns": pl.Int64, "cpu_dispatch_ns": pl.Int64,
     "gpu_busy_ns": pl.Int64, "gpu_idle_ns": pl.Int64, "gpu_busy_frac": pl.Float64,
     "activity_count": pl.UInt32, "kernel_count": pl.UInt32, "verdict": pl.String, "cold": pl.Boolean,
+    "warmup": pl.Boolean, "compile": pl.Boolean, "partial": pl.Boolean, "steady": pl.Boolean,
 }
+#: The non-steady flags, in the order they are worded.
+FLAGS = ("cold", "warmup", "compile", "partial")
 #: The report's Steps table: ``start_ns``/``dur_ns`` are the CPU span, ``gpu_activity_count`` the
 #: summary's ``activity_count`` (names kept for the ``tracekit.report/1`` JSON contract).
 STEP_COLUMNS = {
@@ -87,9 +103,10 @@ def tag_steps(frame: pl.DataFrame, steps: pl.DataFrame, time_col: str = "ts") ->
     return frame.with_columns(step.alias("step"))
 
 
-def summarize(trace: Trace, gpu: pl.DataFrame) -> pl.DataFrame:
+def summarize(trace: Trace, gpu: pl.DataFrame, *, partial: tuple[int, ...] = ()) -> pl.DataFrame:
     """The per-step summary (module docstring) of ``trace`` from its attributed GPU work ``gpu``
-    (columns ``step i64?, kind str, ts i64, end i64``)."""
+    (columns ``step i64?, kind str, ts i64, end i64``); ``partial``: numbers of steps the trace may
+    have cut short."""
     steps = trace.steps
     if steps.height == 0:
         return pl.DataFrame(schema=SUMMARY_SCHEMA)
@@ -121,8 +138,20 @@ def summarize(trace: Trace, gpu: pl.DataFrame) -> pl.DataFrame:
         .with_columns(verdict=verdict_expr())
         .sort(["cpu_start_ns", "step"])
     )
-    return table.with_columns(cold=_cold(table["wall_ns"])).select(list(SUMMARY_SCHEMA)).cast(
-        SUMMARY_SCHEMA)  # type: ignore[arg-type]
+    compiling = _compiling(trace)
+    cold = _cold(table["wall_ns"])
+    table = (table.with_columns(cold=cold, warmup=_warmup(table["wall_ns"], cold))
+             .with_columns(
+                           compile=pl.col("step").is_in(compiling),
+                           partial=pl.col("step").is_in(list(partial)))
+             .with_columns(steady=~pl.any_horizontal(*FLAGS)))
+    return table.select(list(SUMMARY_SCHEMA)).cast(SUMMARY_SCHEMA)  # type: ignore[arg-type]
+
+
+def steady_steps(summary: pl.DataFrame) -> list[int]:
+    """The steps medians are taken over: the steady ones, or all when none is steady."""
+    steady = summary.filter(pl.col("steady"))
+    return (steady if steady.height else summary)["step"].to_list()
 
 
 def table(summary: pl.DataFrame) -> pl.DataFrame:
@@ -168,6 +197,27 @@ def verdict_expr() -> pl.Expr:
         .then(pl.lit("overhead-bound"))
         .otherwise(pl.lit("mixed"))
     )
+
+
+def _compiling(trace: Trace) -> list[int]:
+    """Steps whose CPU span holds compilation or CUDA-graph recording (ops or launch calls)."""
+    marks = pl.concat([trace.ops.select("name", "ts"), trace.launches.select("name", "ts")])
+    marks = marks.filter(pl.col("name").str.contains(COMPILATION_PATTERN))
+    if marks.height == 0:
+        return []
+    return tag_steps(marks, trace.steps, "ts")["step"].drop_nulls().unique().to_list()
+
+
+def _warmup(walls: pl.Series, cold: pl.Series) -> pl.Series:
+    """The leading run after a cold first step of steps still slower than 2 × the median step."""
+    flags = [False] * walls.len()
+    if walls.len() and cold[0]:
+        median = walls.median()
+        i = 1
+        while i < walls.len() and walls[i] > COLD_STEP_FACTOR * median:  # type: ignore[operator]
+            flags[i] = True
+            i += 1
+    return pl.Series("warmup", flags, dtype=pl.Boolean)
 
 
 def _cold(walls: pl.Series) -> pl.Series:

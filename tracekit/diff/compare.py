@@ -199,7 +199,11 @@ def compare(a: Profile, b: Profile) -> Diff:
     n = min(len(a.units), len(b.units))
     if len(a.units) != len(b.units):
         notes.append(f"A has {len(a.units)} units and B {len(b.units)}; the first {n} are paired for "
-                     "kernel alignment, every unit counts in the medians")
+                     "kernel alignment, every steady unit counts in the medians")
+    for side, p in (("A", a), ("B", b)):
+        if p.excluded:
+            left = ", ".join(f"{p.unit_labels[u]} ({why})" for u, why in sorted(p.excluded.items()))
+            notes.append(f"{side}: {left} left out as not steady state")
     pairs = tuple(zip(a.units[:n], b.units[:n]))
     alignments = _align_pairs(a, b, pairs)
     if alignments:

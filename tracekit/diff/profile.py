@@ -1,15 +1,22 @@
 """Per-unit figures of one trace, the input the diff and the expectation checks compare.
 
 Contract: :func:`build` takes a :class:`~tracekit.trace.Trace` and its :class:`~tracekit.report.Report`
-and returns a frozen :class:`Profile`. A *unit* is one ``ProfilerStep#N`` (default), one span of a
-chosen annotation (``unit="mlp_fwd"``: its spans numbered 1, 2, … in time order), or the whole trace
-when it has no steps. GPU activity belongs to the unit whose CPU span holds its launch call (the
-rule of :mod:`tracekit.analyses.attribution`); CPU ops to the unit holding their start.
+and returns a frozen :class:`Profile`. A *unit* is what :mod:`tracekit.analyses.units` finds — one
+``ProfilerStep#N``, one span of a chosen annotation (``unit="mlp_fwd"``: its spans numbered 1, 2, …
+in time order), the iteration units found in a trace without steps, or the whole trace. GPU
+activity belongs to the unit whose CPU span holds its launch call (the rule of
+:mod:`tracekit.analyses.attribution`; work launched before the trace began is in no unit); CPU ops
+to the unit holding their start.
 
 Why this needs the Trace and not only the Report: the Report keeps launch paths for one step and
 kernel totals for the whole trace, while the diff needs every unit's kernel sequence and per-unit
 sums to measure the step-to-step spread. Round-trip bytes, CPU dispatch and idle time come from the
-Report's ``round_trips`` / ``launch_gaps`` (ProfilerStep units only; ``unavailable`` says why not).
+Report's ``round_trips`` / ``launch_gaps`` when they were computed on the same units (else they are
+measured here, or with ``complete=False`` listed in ``unavailable``).
+
+Units that are not steady state (the per-step summary's ``cold``/``warmup``/``compile``/``partial``
+flags) are left out of ``units`` and of every frame, so medians describe the steady state; they are
+listed in ``excluded`` (all units stay when none is steady).
 
 Frames (one row per unit and key; units without a key are absent, read them as 0):
 
@@ -30,16 +37,16 @@ round trip (empty when round trips are unavailable).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
 
 from tracekit.analyses import attribution, intervals
 from tracekit.analyses import steps as steps_analysis
+from tracekit.analyses import units as units_mod
 from tracekit.analyses.compile_ops import preop_kind
 from tracekit.classify.names import decoded_fields
-from tracekit.errors import UsageError
 from tracekit.trace import Trace
 
 #: Compile wrappers counted as CPU "tax" per call: they run before the compiled graph and contain
@@ -82,6 +89,9 @@ class Profile:
     preops: pl.DataFrame
     tensors: pl.DataFrame
     unavailable: dict[str, str] = field(default_factory=dict)
+    #: Units left out of ``units`` (and of every frame's medians) because they are not steady
+    #: state, with why (``{unit: "cold"}``); ``unit_labels`` still names them.
+    excluded: dict[int, str] = field(default_factory=dict)
 
 
 def kernel_identity(name: str, kernel_class: str, decoded: dict[str, Any]) -> str:
@@ -91,30 +101,6 @@ def kernel_identity(name: str, kernel_class: str, decoded: dict[str, Any]) -> st
     return name
 
 
-def _units(trace: Trace, unit: str | None) -> tuple[str, pl.DataFrame]:
-    """(unit kind, windows frame ``number i64, name str, ts i64, end i64``)."""
-    if unit is not None:
-        spans = trace.ops.filter(pl.col("name") == unit).sort(["ts", "idx"])
-        if spans.height == 0:
-            raise UsageError(f"{os.path.basename(trace.meta.path)}: no span named {unit!r} to use as --unit")
-        return unit, spans.select(
-            pl.int_range(1, spans.height + 1, dtype=pl.Int64).alias("number"),
-            (pl.lit(f"{unit}#") + pl.int_range(1, spans.height + 1).cast(pl.String)).alias("name"),
-            "ts", "end")
-    if trace.steps.height:
-        return "ProfilerStep", trace.steps.select("number", "name", "ts", "end")
-    return "trace", pl.DataFrame({"number": [0], "name": ["whole trace"], "ts": [None], "end": [None]},
-                                 schema={"number": pl.Int64, "name": pl.String, "ts": pl.Int64,
-                                         "end": pl.Int64})
-
-
-def _tag(frame: pl.DataFrame, windows: pl.DataFrame, unit_kind: str, time_col: str) -> pl.DataFrame:
-    if unit_kind == "trace":
-        return frame.with_columns(unit=pl.lit(0, pl.Int64))
-    tagged = steps_analysis.tag_steps(frame, windows, time_col)
-    return tagged.rename({"step": "unit"}).filter(pl.col("unit").is_not_null())
-
-
 def build(trace: Trace, report, *, unit: str | None = None, complete: bool = True) -> Profile:
     """Per-unit figures of ``trace`` (``report`` is ``tracekit.report.analyse(trace)`` or
     ``tracekit.report.build(trace)``: its attribution, launch gaps and round trips are used).
@@ -122,22 +108,27 @@ def build(trace: Trace, report, *, unit: str | None = None, complete: bool = Tru
     ``complete``: run the launch-gaps and round-trip analyses here when the report lacks them
     (``report.launch_gaps`` / ``report.round_trips`` is None); with False they stay unavailable.
     """
-    unit_kind, windows = _units(trace, unit)
-    numbers = windows["number"].to_list()
-    labels = dict(zip(numbers, windows["name"].to_list()))
     # report.build already attributed the whole trace; reuse it (attribution is the costliest pass).
     attributed = getattr(report, "attribution", None) or attribution.analyze(trace)
+    found = getattr(report, "units", None)
+    if found is None or not units_mod.same_choice(found, unit):
+        found = units_mod.detect(trace, attributed.gpu, unit)
+        # The report's per-step figures are per other units: measure these afresh (or not at all).
+        report = replace(report, launch_gaps=None, round_trips=None)
+    if found.kind != "ProfilerStep":
+        attributed = replace(attributed, gpu=found.tag(attributed.gpu))
+    scoped = found.apply(trace)
     if complete:
-        report = _complete(trace, report, attributed)
+        report = _complete(scoped, report, attributed)
+    unit_kind, windows = found.label, found.windows
+    numbers = windows["number"].to_list()
+    labels = dict(zip(numbers, windows["name"].to_list()))
     gpu = attributed.gpu
     if "unit" in gpu.columns:
         gpu = gpu.drop("unit")
-    if unit_kind == "ProfilerStep":
-        gpu = gpu.rename({"step": "unit"}).filter(pl.col("unit").is_not_null())
-    else:
-        gpu = _tag(gpu.drop("step").with_columns(_when=pl.coalesce("launch_ts", "ts")), windows,
-                   unit_kind, "_when").drop("_when")
-    ops = _tag(attributed.tree.ops, windows, unit_kind, "ts")
+    gpu = gpu.rename({"step": "unit"}).filter(pl.col("unit").is_not_null())
+    ops = (steps_analysis.tag_steps(attributed.tree.ops, windows, "ts").rename({"step": "unit"})
+           .filter(pl.col("unit").is_not_null()))
 
     kernels = gpu.filter(pl.col("kind") == "kernel").sort([pl.coalesce("launch_ts", "ts"), "ts", "idx"])
     kernels, sequences = _sequences(kernels, numbers)
@@ -166,7 +157,7 @@ def build(trace: Trace, report, *, unit: str | None = None, complete: bool = Tru
 
     base = windows.select(pl.col("number").alias("unit"), pl.col("name").alias("label"),
                           (pl.col("end") - pl.col("ts")).fill_null(0).alias("span_ns"))
-    busy = _busy(gpu, report, unit_kind)
+    busy = _busy(gpu, report)
     counts = gpu.group_by("unit").agg(
         kernels=(pl.col("kind") == "kernel").sum().cast(pl.Int64),
         launches=pl.col("launch_idx").drop_nulls().n_unique().cast(pl.Int64),
@@ -180,26 +171,43 @@ def build(trace: Trace, report, *, unit: str | None = None, complete: bool = Tru
                 .with_columns(pl.col(c).fill_null(0).cast(pl.Int64) for c in
                               ("gpu_ns", "kernels", "launches", "memsets", "memcpys", "preop_tax_ns")))
     unavailable: dict[str, str] = {}
-    per_unit = _attach_launch_gaps(per_unit, report, unit_kind, unavailable)
-    per_unit = _attach_round_trips(per_unit, report, unit_kind, unavailable)
+    per_unit = _attach_launch_gaps(per_unit, report, unavailable)
+    per_unit = _attach_round_trips(per_unit, report, unavailable)
     if "busy_frac" not in per_unit.columns:
         per_unit = per_unit.with_columns(busy_frac=pl.when(pl.col("span_ns") > 0)
                                          .then(pl.col("gpu_ns") / pl.col("span_ns")).otherwise(0.0))
+    excluded = _unsteady(report, numbers)
+    kept = [n for n in numbers if n not in excluded]
+    only = lambda frame: frame.filter(pl.col("unit").is_in(kept)) if excluded else frame  # noqa: E731
     return Profile(
-        label=os.path.basename(trace.meta.path), unit_kind=unit_kind, units=numbers,
-        unit_labels=labels, sequences=sequences,
-        per_unit=per_unit.sort("unit"), kernel_ns=kernel_ns, class_ns=class_ns, cpu_ops=cpu_ops,
-        hidden=hidden, preops=preops, tensors=_tensors(report, unit_kind, numbers),
-        unavailable=unavailable,
+        label=os.path.basename(trace.meta.path), unit_kind=unit_kind, units=kept,
+        unit_labels=labels, sequences={n: sequences[n] for n in kept},
+        per_unit=only(per_unit).sort("unit"), kernel_ns=only(kernel_ns), class_ns=only(class_ns),
+        cpu_ops=only(cpu_ops), hidden=only(hidden), preops=only(preops), tensors=_tensors(report, kept),
+        unavailable=unavailable, excluded=excluded,
     )
 
 
-def _busy(gpu: pl.DataFrame, report, unit_kind: str) -> pl.DataFrame:
-    """``unit i64, busy_ns i64``: a ProfilerStep's GPU busy time comes from the trace's per-step
-    summary (launch gaps' ``per_step``), so report and diff agree by construction; other units
-    (``--unit`` spans, the whole trace) take the union of their own activity."""
+def _unsteady(report, numbers: list[int]) -> dict[int, str]:
+    """Units kept out of the comparison, with why: those the per-step summary flags as not steady
+    state (cold, warm-up, compiling, cut short), unless no unit is steady."""
     gaps = getattr(report, "launch_gaps", None)
-    if unit_kind == "ProfilerStep" and gaps is not None:
+    if gaps is None or "steady" not in gaps.per_step.columns:
+        return {}
+    flagged = gaps.per_step.filter(pl.col("step").is_in(numbers) & ~pl.col("steady"))
+    if flagged.height == 0 or flagged.height == len(numbers):
+        return {}
+    words = {"cold": "cold", "warmup": "warm-up", "compile": "compiling", "partial": "cut short"}
+    return {row["step"]: ", ".join(w for flag, w in words.items() if row[flag])
+            for row in flagged.iter_rows(named=True)}
+
+
+def _busy(gpu: pl.DataFrame, report) -> pl.DataFrame:
+    """``unit i64, busy_ns i64``: a unit's GPU busy time comes from the trace's per-step summary
+    (launch gaps' ``per_step``), so report and diff agree by construction; without it, the union
+    of the unit's own activity."""
+    gaps = getattr(report, "launch_gaps", None)
+    if gaps is not None:
         return gaps.per_step.select(pl.col("step").alias("unit"), pl.col("gpu_busy_ns").alias("busy_ns"))
     return intervals.union_ns(gpu.select("unit", "ts", "end"), by=["unit"])
 
@@ -238,8 +246,6 @@ def _preop_kinds(names: pl.Series) -> pl.Series:
 
 
 def _complete(trace: Trace, report, attributed):
-    from dataclasses import replace
-
     from tracekit.analyses import launch_gaps, round_trips
 
     if getattr(report, "launch_gaps", None) is None:
@@ -249,15 +255,10 @@ def _complete(trace: Trace, report, attributed):
     return report
 
 
-def _attach_launch_gaps(per_unit: pl.DataFrame, report, unit_kind: str,
-                        unavailable: dict[str, str]) -> pl.DataFrame:
+def _attach_launch_gaps(per_unit: pl.DataFrame, report, unavailable: dict[str, str]) -> pl.DataFrame:
     gaps = getattr(report, "launch_gaps", None)
-    reason = None
     if gaps is None:
         reason = "launch gaps were not computed for this report"
-    elif unit_kind != "ProfilerStep":
-        reason = "CPU dispatch and idle time are measured per ProfilerStep, not per --unit span"
-    if reason:
         unavailable["cpu_time"] = unavailable["idle_time"] = reason
         return per_unit.with_columns(cpu_dispatch_ns=pl.lit(None, pl.Int64), idle_ns=pl.lit(None, pl.Int64))
     table = gaps.per_step.select(pl.col("step").alias("unit"), pl.col("cpu_dispatch_ns").cast(pl.Int64),
@@ -266,15 +267,10 @@ def _attach_launch_gaps(per_unit: pl.DataFrame, report, unit_kind: str,
     return per_unit.join(table, on="unit", how="left")
 
 
-def _attach_round_trips(per_unit: pl.DataFrame, report, unit_kind: str,
-                        unavailable: dict[str, str]) -> pl.DataFrame:
+def _attach_round_trips(per_unit: pl.DataFrame, report, unavailable: dict[str, str]) -> pl.DataFrame:
     trips = getattr(report, "round_trips", None)
-    reason = None
     if trips is None:
         reason = "round trips were not computed for this report"
-    elif unit_kind != "ProfilerStep":
-        reason = "round-trip bytes are measured per ProfilerStep, not per --unit span"
-    if reason:
         unavailable["round_trip_bytes"] = unavailable["round_trip_tensors"] = reason
         return per_unit.with_columns(round_trip_bytes=pl.lit(None, pl.Int64),
                                      round_trip_tensors=pl.lit(None, pl.Int64),
@@ -292,9 +288,9 @@ TENSOR_SCHEMA = {"unit": pl.Int64, "producer_op": pl.String, "consumer_op": pl.S
                  "dtype": pl.String, "bytes": pl.Int64}
 
 
-def _tensors(report, unit_kind: str, numbers: list[int]) -> pl.DataFrame:
+def _tensors(report, numbers: list[int]) -> pl.DataFrame:
     trips = getattr(report, "round_trips", None)
-    if trips is None or unit_kind != "ProfilerStep":
+    if trips is None:
         return pl.DataFrame(schema=TENSOR_SCHEMA)
     return (trips.tensors.filter(pl.col("step").is_in(numbers))
             .select(pl.col("step").alias("unit"), "producer_op", "consumer_op", "shape", "dtype", "bytes")

@@ -1,0 +1,301 @@
+"""Iteration units: what a trace's "steps" are, with or without ``ProfilerStep#N``.
+
+Every per-step figure (the Steps and Launch-gaps tables, round trips per step, the per-class summary
+per unit, ``diff`` and ``check``) is computed per *unit*. A trace profiled with a schedule has
+``ProfilerStep#N`` spans and those are its units. Many real traces have none (``prof.step()``
+without a ``schedule`` writes no ``ProfilerStep``; serving engines and one-shot scripts never call
+it), so units are found by one rule, the same for ``report``, ``diff`` and ``check``:
+
+1. ``--unit NAME`` (``source = "user"``): the spans named NAME (any category), numbered 1, 2, … in
+   time order.
+2. ``ProfilerStep#N`` spans when the trace has them (``source = "profiler"``).
+3. Otherwise (``source = "auto"``), the first of these that applies:
+
+   a. **Repeating span** (``kind = "span"``): among *user annotations* (``record_function``
+      labels: ``mlp_fwd``, ``execute_context_…``, ``DistributedDataParallel.forward``) at any depth
+      and *top-level ops* (a ``cpu_op`` no other op or annotation encloses, e.g. ``Torch-Compiled
+      Region: 0/0`` around a compiled model), the span names whose outermost occurrences repeat
+      at least :data:`MIN_REPEATS` times and hold the launch calls of at least
+      :data:`MIN_COVERAGE` of the GPU activities that have a launch call in the trace. Coverage
+      counts activities, not GPU time: an iteration launches nearly all kernels, while an op that
+      merely waits on a long communication kernel (``record_param_comms``) would win on time.
+      Among those: a top-level one first, then the highest coverage, then the fewest occurrences
+      (the enclosing loop rather than a layer inside it), then the earliest, then the name.
+   b. **Iteration markers** (``kind = "period"``): PyTorch writes some annotations once per
+      training iteration without enclosing it (:data:`ITERATION_MARKERS`: the DataLoader fetch, the
+      optimizer step). With at least :data:`MIN_REPEATS` of one, unit k runs from the start of
+      occurrence k to the start of occurrence k+1; the last runs to the end of the thread's CPU
+      activity and is flagged ``partial`` (the trace may have cut it). The periods must cover
+      :data:`MIN_COVERAGE` too.
+   c. **One iteration** (``kind = "span"``): a single span of the same candidates that covers
+      :data:`MIN_COVERAGE` (a trace of one ``Model_Forward`` or ``training_step``).
+   d. **The whole trace** (``kind = "trace"``, unit number 0): from the first CPU event to the last
+      CPU event's end (the GPU work if the trace has no CPU events).
+
+Occurrences on several threads: the thread holding the most occurrences is used (ties: the first
+in time), so units never overlap. Spans named ``ProfilerStep…`` are never candidates.
+
+Contract: :func:`detect` returns a frozen :class:`Units`; :meth:`Units.apply` gives the trace with
+its ``steps`` frame replaced by the unit windows (what every per-step analysis reads), and
+:meth:`Units.tag` the step of GPU work by its launch call.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+
+import polars as pl
+
+from tracekit.analyses import steps as steps_analysis
+from tracekit.errors import UsageError
+from tracekit.trace import STEPS_SCHEMA, Trace
+
+#: A span name must repeat this often to be a unit (rules a and b).
+MIN_REPEATS = 2
+#: Share of the launched GPU activities the units must hold (rules a, b and c).
+MIN_COVERAGE = 0.80
+STEP_PREFIX = "ProfilerStep"
+#: Annotations PyTorch writes once per training iteration, without enclosing it; the first found
+#: (in this order) delimits units. (prefix, why)
+ITERATION_MARKERS: tuple[tuple[str, str], ...] = (
+    ("enumerate(DataLoader)#", "the training loop fetching its batch: the start of each iteration"),
+    ("Optimizer.step#", "the optimizer step: once per iteration, at its end"),
+)
+CANDIDATES_SCHEMA: dict[str, pl.DataType] = {
+    "name": pl.String, "cat": pl.String, "occurrences": pl.UInt32, "top_level": pl.Boolean,
+    "coverage": pl.Float64, "first_ns": pl.Int64,
+}
+_KIND_WORDS = {"ProfilerStep": "ProfilerStep#N spans", "span": "spans of", "period": "iterations delimited by",
+               "trace": "the whole trace"}
+
+
+@dataclass(frozen=True)
+class Units:
+    """The iteration units of a trace (see module docstring).
+
+    Attributes
+    ----------
+    kind : str
+        ``"ProfilerStep"``, ``"span"`` (each occurrence of ``name`` is a unit), ``"period"`` (units
+        run from one ``name`` marker to the next), ``"trace"`` (one unit, number 0) or ``"none"``
+        (an empty trace).
+    name : str or None
+        The span or marker name (``"ProfilerStep"`` for profiler steps; None for the whole trace).
+    source : str
+        ``"profiler"``, ``"user"`` (``--unit``) or ``"auto"``.
+    rule : str
+        Why these units, in words (the detection rule that chose them).
+    windows : DataFrame
+        One row per unit with the ``Trace.steps`` schema: ``name str`` (label, e.g. ``mlp_fwd#3``),
+        ``number i64``, ``ts i64, dur i64, end i64`` (its CPU window), ``pid str, tid str``.
+    partial : tuple of int
+        Units the trace may have cut short (the last period of a marker).
+    candidates : DataFrame
+        For automatic detection, every name considered (:data:`CANDIDATES_SCHEMA`: ``name, cat,
+        occurrences u32, top_level bool, coverage f64, first_ns i64``), best first; empty otherwise.
+    """
+
+    kind: str
+    name: str | None
+    source: str
+    rule: str
+    windows: pl.DataFrame
+    partial: tuple[int, ...] = ()
+    candidates: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CANDIDATES_SCHEMA))
+
+    @property
+    def label(self) -> str:
+        """``ProfilerStep``, the span name, or ``trace`` (the ``unit_kind`` diff and check name)."""
+        return "trace" if self.kind in ("trace", "none") else (self.name or self.kind)
+
+    def describe(self) -> str:
+        """One line for the report's facts: what the units are and why."""
+        n = self.windows.height
+        if self.kind == "none":
+            return "none (no events)"
+        what = _KIND_WORDS.get(self.kind, self.kind)
+        head = what if self.kind in ("ProfilerStep", "trace") else f"{what} {self.name}"
+        return f"{head} ({n} unit{'s' if n != 1 else ''}; {self.rule})"
+
+    def apply(self, trace: Trace) -> Trace:
+        """``trace`` with its ``steps`` frame replaced by the unit windows (the same trace when the
+        units are its ProfilerSteps)."""
+        return trace if self.kind == "ProfilerStep" else replace(trace, steps=self.windows)
+
+    def tag(self, gpu: pl.DataFrame) -> pl.DataFrame:
+        """``gpu`` (attributed work with ``launch_ts``) with ``step`` = the unit holding its launch
+        call (null without a launch call in the trace, or outside every unit)."""
+        return steps_analysis.tag_steps(gpu, self.windows, "launch_ts")
+
+
+def same_choice(found: Units, unit: str | None) -> bool:
+    """Whether ``found`` are the units :func:`detect` gives for ``unit`` (a ``--unit`` name or None)."""
+    return found.source == "user" and found.name == unit if unit is not None else found.source != "user"
+
+
+def detect(trace: Trace, gpu: pl.DataFrame, unit: str | None = None) -> Units:
+    """The units of ``trace`` by the module docstring's rule.
+
+    ``gpu`` is the attributed GPU work (:class:`~tracekit.analyses.attribution.Attribution`'s
+    ``gpu``: ``launch_ts`` is read); ``unit`` a span name to use instead (``--unit``).
+    Raises :class:`~tracekit.errors.UsageError` when ``unit`` names no span of the trace.
+    """
+    if unit is not None:
+        spans = _one_thread(_outermost(trace.ops.filter(pl.col("name") == unit)))
+        if spans.height == 0:
+            raise UsageError(f"{os.path.basename(trace.meta.path)}: no span named {unit!r} to use as --unit")
+        return Units("span", unit, "user", f"--unit {unit}", _span_windows(spans, unit))
+    if trace.steps.height:
+        return Units("ProfilerStep", "ProfilerStep", "profiler", "the profiler's schedule wrote them",
+                     trace.steps.select(list(STEPS_SCHEMA)))
+    launched = gpu.filter(pl.col("launch_ts").is_not_null())["launch_ts"].sort()
+    candidates = _candidates(trace, launched)
+    repeating = candidates.filter(pl.col("occurrences") >= MIN_REPEATS)
+    if repeating.height:
+        name = repeating["name"][0]
+        spans = _one_thread(_outermost(_candidate_spans(trace).filter(pl.col("name") == name)))
+        return Units("span", name, "auto", _rule_text("repeats", repeating.row(0, named=True)),
+                     _span_windows(spans, name), candidates=candidates)
+    found = _periods(trace, launched)
+    if found is not None:
+        return replace(found, candidates=candidates)
+    single = candidates.filter(pl.col("occurrences") == 1)
+    if single.height:
+        name = single["name"][0]
+        spans = _outermost(_candidate_spans(trace).filter(pl.col("name") == name))
+        return Units("span", name, "auto", _rule_text("single", single.row(0, named=True)),
+                     _span_windows(spans, name), candidates=candidates)
+    return replace(_whole_trace(trace, gpu), candidates=candidates)
+
+
+def _rule_text(how: str, row: dict) -> str:
+    share = f"{100 * row['coverage']:.0f}%"
+    where = "a top-level op" if row["top_level"] and row["cat"] == "cpu_op" else (
+        "a top-level annotation" if row["top_level"] else "an annotation")
+    if how == "repeats":
+        return (f"auto: {where} repeating {row['occurrences']} times and holding the launches of {share} "
+                f"of the GPU activities; --unit NAME to choose another")
+    return (f"auto: one iteration — {where} holding the launches of {share} of the GPU activities, "
+            f"nothing repeats; --unit NAME to choose another")
+
+
+# -- candidates --------------------------------------------------------------------------------
+
+def _nested(by: list[str]) -> pl.Expr:
+    """Whether a span starts inside an earlier (or equal, longer) span of its ``by`` group; the
+    frame must be in :func:`_ordered` order."""
+    return (pl.col("ts") < pl.col("end").cum_max().shift(1).over(by)).fill_null(False)
+
+
+def _ordered(spans: pl.DataFrame) -> pl.DataFrame:
+    return spans.sort(["pid", "tid", "ts", "end", "idx"], descending=[False, False, False, True, False])
+
+
+def _outermost(spans: pl.DataFrame) -> pl.DataFrame:
+    """The occurrences of each name not nested in another occurrence of it (same thread)."""
+    ordered = _ordered(spans)
+    return ordered.filter(~_nested(["pid", "tid", "name"])).sort(["ts", "idx"])
+
+
+def _one_thread(spans: pl.DataFrame) -> pl.DataFrame:
+    """``spans`` of the (pid, tid) holding most of them (ties: the earliest), in time order."""
+    if spans.height == 0:
+        return spans
+    best = (spans.group_by("pid", "tid").agg(n=pl.len(), first=pl.col("ts").min())
+            .sort(["n", "first", "pid", "tid"], descending=[True, False, False, False]).row(0, named=True))
+    return spans.filter((pl.col("pid") == best["pid"]) & (pl.col("tid") == best["tid"])).sort(["ts", "idx"])
+
+
+def _candidate_spans(trace: Trace) -> pl.DataFrame:
+    """User annotations at any depth and top-level cpu_ops, ProfilerStep excluded, with ``top_level``."""
+    spans = _ordered(trace.ops.filter(pl.col("cat").is_in(["cpu_op", "user_annotation"])))
+    spans = spans.with_columns(top_level=~_nested(["pid", "tid"]))
+    return spans.filter(
+        ~pl.col("name").str.starts_with(STEP_PREFIX)
+        & ((pl.col("cat") == "user_annotation") | ((pl.col("cat") == "cpu_op") & pl.col("top_level"))))
+
+
+def _covered(windows: pl.DataFrame, launched: pl.Series) -> int:
+    """How many of the (sorted) launch times fall in one of ``windows`` (disjoint ``ts``/``end``)."""
+    if windows.height == 0 or launched.len() == 0:
+        return 0
+    inside = steps_analysis.tag_steps(pl.DataFrame({"ts": launched}),
+                                      windows.select("ts", "end", number=pl.int_range(0, pl.len())), "ts")
+    return int(inside["step"].is_not_null().sum())
+
+
+def _candidates(trace: Trace, launched: pl.Series) -> pl.DataFrame:
+    """Every candidate name with its outermost occurrences (on one thread) and coverage, best first."""
+    spans = _candidate_spans(trace)
+    if spans.height == 0:
+        return pl.DataFrame(schema=CANDIDATES_SCHEMA)
+    outer = _outermost(spans)
+    total = launched.len()
+    rows = []
+    for name, part in outer.group_by("name", maintain_order=True):
+        mine = _one_thread(part)
+        rows.append({"name": name[0], "cat": mine["cat"][0], "occurrences": mine.height,
+                     "top_level": bool(mine["top_level"].any()),
+                     "coverage": _covered(mine, launched) / total if total else 0.0,
+                     "first_ns": mine["ts"][0]})
+    frame = pl.DataFrame(rows, schema=CANDIDATES_SCHEMA)
+    return (frame.filter(pl.col("coverage") >= MIN_COVERAGE)
+            .sort(["top_level", "coverage", "occurrences", "first_ns", "name"],
+                  descending=[True, True, False, False, False]))
+
+
+def _span_windows(spans: pl.DataFrame, name: str) -> pl.DataFrame:
+    n = spans.height
+    return spans.select(
+        (pl.lit(f"{name}#") + pl.int_range(1, n + 1).cast(pl.String)).alias("name"),
+        pl.int_range(1, n + 1, dtype=pl.Int64).alias("number"),
+        "ts", (pl.col("end") - pl.col("ts")).alias("dur"), "end", "pid", "tid",
+    ).cast(STEPS_SCHEMA)  # type: ignore[arg-type]
+
+
+def _periods(trace: Trace, launched: pl.Series) -> Units | None:
+    """Rule b: units between consecutive iteration markers, or None."""
+    notes = trace.ops.filter(pl.col("cat") == "user_annotation")
+    for prefix, why in ITERATION_MARKERS:
+        marks = _one_thread(_outermost(notes.filter(pl.col("name").str.starts_with(prefix))))
+        if marks.height < MIN_REPEATS:
+            continue
+        pid = marks["pid"][0]
+        cpu = pl.concat([trace.ops.filter(pl.col("pid") == pid).select("end"),
+                         trace.launches.filter(pl.col("pid") == pid).select("end")])
+        last_end = max(int(cpu["end"].max()), int(marks["end"].max()))  # type: ignore[arg-type]
+        n = marks.height
+        windows = marks.select(
+            (pl.lit("iteration#") + pl.int_range(1, n + 1).cast(pl.String)).alias("name"),
+            pl.int_range(1, n + 1, dtype=pl.Int64).alias("number"),
+            "ts", pl.col("ts").shift(-1).fill_null(last_end).alias("end"), "pid", "tid",
+        ).with_columns(dur=pl.col("end") - pl.col("ts")).select(list(STEPS_SCHEMA)).cast(STEPS_SCHEMA)  # type: ignore[arg-type]
+        total = launched.len()
+        coverage = _covered(windows, launched) / total if total else 0.0
+        if coverage < MIN_COVERAGE:
+            continue
+        name = marks["name"][0]
+        rule = (f"auto: no span holds an iteration; {n} annotations {prefix}… ({why}) delimit them, "
+                f"holding the launches of {100 * coverage:.0f}% of the GPU activities; the last is "
+                f"open-ended; --unit NAME to choose another")
+        return Units("period", name, "auto", rule, windows, partial=(n,))
+    return None
+
+
+def _whole_trace(trace: Trace, gpu: pl.DataFrame) -> Units:
+    """Rule d: one unit, number 0, over the CPU events (or the GPU work without any)."""
+    cpu = pl.concat([trace.ops.select("pid", "tid", "ts", "end"),
+                     trace.launches.select("pid", "tid", "ts", "end")])
+    source = cpu if cpu.height else gpu.select("pid", "tid", "ts", "end")
+    if source.height == 0:
+        return Units("none", None, "auto", "no events", pl.DataFrame(schema=STEPS_SCHEMA))
+    # The process that launched most (else has most CPU events) owns the window's dispatch time.
+    owner = trace.launches if trace.launches.height else source
+    pid = owner.group_by("pid").agg(n=pl.len()).sort(["n", "pid"], descending=[True, False])["pid"][0]
+    tid = source.filter(pl.col("pid") == pid)["tid"][0] if source.filter(pl.col("pid") == pid).height else None
+    ts, end = int(source["ts"].min()), int(source["end"].max())  # type: ignore[arg-type]
+    windows = pl.DataFrame({"name": ["whole trace"], "number": [0], "ts": [ts], "dur": [end - ts],
+                            "end": [end], "pid": [pid], "tid": [tid]}, schema=STEPS_SCHEMA)
+    return Units("trace", None, "auto", "auto: no span repeats or holds an iteration; --unit NAME to choose one",
+                 windows)
