@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import tracekit.load as load_mod
 from tracekit.errors import TraceError
-from tracekit.load import events, frames, layout, load
+from tracekit.load import events, frames, layout, load, source
 from tracekit.shapes import parse_dims, parse_types, tensor_dims
 from tracekit.trace import (
     FLOWS_SCHEMA,
@@ -346,7 +346,7 @@ def test_gzip_is_found_by_magic_bytes_not_suffix(path: Path, tmp_path: Path) -> 
 
 
 def test_gzip_larger_than_one_inflate_piece(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(layout, "_INFLATE_STEP", 97)
+    monkeypatch.setattr(source, "_INFLATE_STEP", 97)
     doc = json.loads((FIXTURES / "kineto_2025_h200.json").read_text())
     doc["traceEvents"] = doc["traceEvents"] * 40
     text = json.dumps(doc).encode()
@@ -467,10 +467,10 @@ def _bad_files(tmp: Path) -> list[tuple[str, Path, str]]:
         ("empty", b"", "empty file"),
         ("whitespace", b" \n\t\r\n  ", "only whitespace"),
         ("binary", bytes(range(256)) * 4, "not JSON"),
-        ("array_of_numbers", b"[1, 2, 3]", "event 0 of traceEvents is not an object"),
-        ("array_of_objects", b'[{"name": "x"}]', "has no 'ph'"),
+        ("array_of_numbers", b"[1, 2, 3]", "none of the 3 entries of traceEvents is an event"),
+        ("array_of_objects", b'[{"name": "x"}]', "none of the 1 entries of traceEvents is an event"),
         ("object_without_events", b'{"schemaVersion": 1, "foo": []}', "no 'traceEvents'"),
-        ("events_not_a_list", b'{"traceEvents": 5}', "not a Kineto trace"),
+        ("events_not_a_list", b'{"traceEvents": 5}', "'traceEvents' is not a list"),
         ("truncated_json", good[: len(good) // 2], "truncated JSON"),
         ("text", b"hello world\n", "not JSON"),
         ("bad_json", b'{"traceEvents": [{"ph": "X",, }]}', "not valid JSON"),
@@ -478,7 +478,7 @@ def _bad_files(tmp: Path) -> list[tuple[str, Path, str]]:
         ("gzip_of_garbage", gzip.compress(bytes(range(256))), "not JSON"),
         ("gzip_of_nothing", gzip.compress(b""), "empty file"),
         ("corrupt_gzip", b"\x1f\x8b" + bytes(range(200)), "corrupt gzip"),
-        ("event_in_bad_shape", b'{"traceEvents": [{"ph": "X", "args": 5}]}', "traceEvents"),
+        ("event_of_bad_shape", b'{"traceEvents": [{"ph": 5, "name": "x"}]}', "none of the 1 entries"),
     ]
     out = []
     for name, content, problem in cases:

@@ -44,7 +44,7 @@ normalised to ``ac2g``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -131,7 +131,19 @@ class TraceMeta:
 
     ``versions`` maps the version keys found (``schemaVersion``, ``cuda_runtime_version``,
     ``cuda_driver_version``, ``cupti_version``, ``roctracer_version``, ``hip_*``...) to their text.
-    ``vendor`` is ``"nvidia"``, ``"amd"``, or ``"cpu"`` when the trace has no GPU activity at all.
+    ``vendor`` is decided from the kinds of device activity found (GPU rows through their launch
+    calls' family, :data:`tracekit.load.frames.LAUNCH_VENDORS`; else activity tracekit does not
+    analyse, :data:`tracekit.load.frames.UNANALYSED`): ``"nvidia"``, ``"amd"``, ``"intel"`` (XPU),
+    ``"mtia"``, ``"habana"`` (HPU), ``"cambricon"`` (MLU), ``"enflame"`` (GCU), ``"privateuse1"``,
+    or ``"cpu"`` when the trace has no device activity and no launch calls.
+
+    What the load could not take as it is, so that a report never passes it over in silence:
+    ``unanalysed_activity`` counts events by category of device activity tracekit does not analyse
+    (MTIA ``mtia_ccp_events``, HPU ``hpu_op``, …); ``dropped_events`` counts events left out, by
+    reason (``unusable_time``: a ``ts``/``dur`` missing, not a number, NaN/Infinity, negative or
+    out of range; ``not_an_event``: an entry of ``traceEvents`` that is not an object with a
+    ``ph``); ``partial`` is None for a whole trace, else why only the events before a cut were read
+    (``--partial`` on a truncated or corrupt input).
     """
 
     path: str
@@ -144,6 +156,9 @@ class TraceMeta:
     time_format: str  # "relative-ns3" | "absolute-us-int" | "absolute-us3" | "empty"
     event_count: int
     trace_name: str | None = None
+    unanalysed_activity: dict[str, int] = field(default_factory=dict)
+    dropped_events: dict[str, int] = field(default_factory=dict)
+    partial: str | None = None
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,19 @@ string pids/tids, ROCm launch names and string ``bytes``, CPU-only traces and tr
 The package knows no analysis: nothing under it imports the report, the analyses, diff or render.
 
 Anything that is not a readable trace raises :class:`tracekit.errors.TraceError` with one line naming
-the file and the problem. The input file is only ever opened for reading.
+the file and the problem. The input file is only ever opened for reading. What a load leaves out is
+counted in the trace's metadata, never dropped in silence (``TraceMeta.dropped_events``,
+``unanalysed_activity``, ``partial``): events whose times are no times, entries that are not
+events, device activity of kinds tracekit does not analyse, the tail of a truncated input read with
+``--partial``. NaN and Infinity literals (not JSON, written by Python's json module) are read as
+values of no use: a time that is NaN drops its event, any other field is missing.
 
 The modules, in the order a load runs them (how it stays fast is measured in ``bench/load.py``):
 
-- :mod:`~tracekit.load.layout`: the bytes (mapped, or gzip inflated once) and the chunks of events
-  in them, planned from Kineto's layout or from a top-level decode, and decoded in place.
+- :mod:`~tracekit.load.source`: the input checked (a regular file or an explicit stream) and its
+  bytes mapped, read or inflated (gzip, bz2, xz by magic bytes) under a cap.
+- :mod:`~tracekit.load.layout`: the chunks of events in those bytes, planned from Kineto's layout
+  or from a top-level decode, and decoded in place.
 - :mod:`~tracekit.load.events`: the msgspec structs and decoders, strict and lenient.
 - :mod:`~tracekit.load.frames`: events routed into columns, columns into Polars frames; metadata.
 - :mod:`~tracekit.load.decode`: the loop from chunks to frames in this process.
@@ -38,22 +45,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tracekit.errors import TraceError
-from tracekit.load import layout, shares
+from tracekit.load import layout, parquet, shares, source
 from tracekit.load.decode import decode_all, decode_spans
 from tracekit.load.events import TopLevel
-from tracekit.load.frames import steps, time_format, trace_meta
-from tracekit.load.layout import read_bytes
+from tracekit.load.frames import LoadCounts, steps, time_format, trace_meta
 from tracekit.load.parquet import is_parquet, load_parquet
+from tracekit.load.source import ReadOptions
 from tracekit.trace import Trace
 
-__all__ = ["TraceError", "is_parquet", "load", "load_parquet", "open_trace", "read_bytes"]
+__all__ = ["ReadOptions", "TraceError", "is_parquet", "load", "load_parquet", "open_trace", "read_bytes"]
 
 _NON_SPACE = re.compile(rb"[^ \t\r\n]")
 
 
 def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] | None = None,
-         workers: int | None = 1) -> Trace:
-    """Load the JSON or gzip trace at ``path``.
+         workers: int | None = 1, options: ReadOptions | None = None) -> Trace:
+    """Load the JSON or compressed trace at ``path`` (``-``: standard input).
 
     ``progress``, when given, is called as ``progress(events_done, events_total)`` after each chunk.
     ``workers``: processes that decode a big plain-JSON file in Kineto's layout (see
@@ -61,48 +68,91 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
     The default, 1, keeps everything in this process: worker processes are *spawned*, which
     imports the caller's main module again, and only a program written for that (the ``tracekit``
     command, a script with an ``if __name__ == "__main__":`` guard) should ask for them.
-    Raises :class:`TraceError` for a missing, empty, non-JSON, truncated or non-Kineto file.
+    ``options``: the cap on inflated bytes and whether a truncated input is reported in part
+    (:class:`tracekit.load.source.ReadOptions`; default :func:`tracekit.load.source.options`).
+    Raises :class:`TraceError` for an input that is not a regular file or a stream, missing,
+    empty, not JSON, truncated (unless ``options.partial``), or not a trace.
     """
-    p = Path(path)
-    data = layout.read_bytes(p)
-    size = len(data)
+    opts = source.options() if options is None else options
+    p = Path("<stdin>") if os.fspath(path) == "-" else Path(path)
+    src = source.read_input(path, opts=opts)
+    data, partial = src.data, src.partial
+    size = len(data)  # the JSON's size, whatever it was stored as
     match = _NON_SPACE.search(data)
     if match is None:
-        raise TraceError(p, "empty file" if size == 0 else "empty file (only whitespace)")
+        raise TraceError(p, "empty file" if len(data) == 0 else "empty file (only whitespace)")
     first = bytes(data[match.start():match.start() + 1])
     del match  # a match keeps the whole buffer alive
+    if src.compression is None and source.is_stream_path(path) and bytes(data[:4]) == parquet.PARQUET_MAGIC:
+        raise TraceError(p, "a Parquet file cannot be read from a stream: pass its path")
+    if partial is not None:  # the inflated JSON ends early: keep its complete events
+        data = _cut(p, data)
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        top: TopLevel | None = None
-        plan = layout.kineto_layout(data) if first == b"{" else None
-        if plan is not None:
-            top, spans, events_lo, events_hi = plan
+        for attempt in range(3):
             try:
-                count = shares.share_count(workers, data, spans)
-                extent = (events_lo, events_hi)
-                frames, fmt, total = (
-                    shares.decode_in_shares(p, data, spans, count, progress, extent)
-                    if count > 1 else decode_spans(p, data, spans, progress, extent))
-            except TraceError:
-                top = None  # the layout guess was wrong somewhere: take the exact path instead
-            del spans
-        if top is None:
-            top = layout.decode_top(p, data, first)
-            raws = top.traceEvents
-            assert raws is not None
-            top.traceEvents = None
-            builder, total = decode_all(p, layout.raw_chunks(data, raws), progress, total=len(raws))
-            del raws
-            frames = builder.finish()
-            fmt = time_format(frames, builder.times.fractional)
-            del builder
+                top, frames, fmt, total, counts = _decode(p, data, first, progress, workers)
+                break
+            except TraceError as err:
+                json_error = getattr(err, "json_error", None)
+                if attempt < 2 and json_error is not None and layout.is_non_finite_literal(data, json_error):
+                    layout.blank_non_finite_literals(data)  # the buffer is private: the file is not touched
+                elif attempt < 2 and opts.partial and partial is None and err.problem.startswith("truncated JSON"):
+                    data = _cut(p, data)
+                    partial = "truncated JSON: the file ends before the trace does"
+                else:
+                    raise
         del data
     finally:
         if gc_was_enabled:
             gc.enable()
-    meta = trace_meta(p, size, top, frames, fmt, total)
+    if total and counts.not_an_event == total:
+        raise TraceError(p, f"not a trace: none of the {total:,} entries of traceEvents is an event "
+                            "(an object with a 'ph')")
+    if partial is not None:
+        partial += "; only the events before the cut are reported"
+    meta = trace_meta(p, size, top, frames, fmt, total, counts, partial)
     return Trace(meta=meta, steps=steps(frames["ops"]), **frames)
+
+
+def _decode(p: Path, data: layout.Buffer, first: bytes, progress: Callable[[int, int], None] | None,
+            workers: int | None) -> tuple[TopLevel, dict, str, int, LoadCounts]:
+    """The frames of ``data``: planned from Kineto's layout when it has it (in shares for a big
+    mapped file), else by the exact top-level decode."""
+    plan = layout.kineto_layout(data) if first == b"{" else None
+    if plan is not None:
+        top, spans, events_lo, events_hi = plan
+        try:
+            count = shares.share_count(workers, data, spans)
+            extent = (events_lo, events_hi)
+            frames, fmt, total, counts = (
+                shares.decode_in_shares(p, data, spans, count, progress, extent)
+                if count > 1 else decode_spans(p, data, spans, progress, extent))
+            return top, frames, fmt, total, counts
+        except TraceError:
+            pass  # the layout guess was wrong somewhere: take the exact path instead
+        del spans
+    top = layout.decode_top(p, data, first)
+    raws = top.traceEvents
+    assert raws is not None
+    top.traceEvents = None
+    builder, total = decode_all(p, layout.raw_chunks(data, raws), progress, total=len(raws))
+    del raws
+    frames = builder.finish()
+    return top, frames, time_format(frames, builder.times.fractional), total, builder.counts
+
+
+def _cut(p: Path, data: layout.Buffer) -> bytearray:
+    """``data`` as a bytearray cut after its last complete event (``--partial``)."""
+    buf = data if isinstance(data, bytearray) else bytearray(data)
+    layout.cut_to_complete_events(p, buf)
+    return buf
+
+
+def read_bytes(path: str | os.PathLike[str]) -> layout.Buffer:
+    """The JSON text of ``path`` as one writable buffer (see :mod:`tracekit.load.source`)."""
+    return source.read_input(path).data
 
 
 #: A load that takes longer than this shows a progress bar (quick loads stay silent).

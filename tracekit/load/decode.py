@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from tracekit.load import events, layout
-from tracekit.load.frames import FrameBuilder, time_format
+from tracekit.load.frames import FrameBuilder, LoadCounts, time_format
 
 Progress = Callable[[int, int], None]
 
@@ -32,13 +32,14 @@ def decode_all(path: Path, chunks: layout.Chunks, progress: Progress | None, *, 
     builder = FrameBuilder()
     offset = 0
     for decode, hi in chunks:
-        chunk = events.decode_chunk(path, decode, offset)
+        chunk, skipped = events.decode_chunk(path, decode, offset)
+        builder.counts.not_an_event += skipped
         if offset == 0:
             builder.exact_times = events.needs_exact_times(chunk) if exact_times is None else exact_times
         if builder.exact_times:
             events.replace_with_exact_times(path, decode, chunk)
         builder.add_chunk(chunk, offset)
-        offset += len(chunk)
+        offset += len(chunk) + skipped  # entries of traceEvents, so that idx stays an entry's place
         del chunk
         if progress is not None:
             if total is not None:
@@ -52,11 +53,14 @@ def decode_all(path: Path, chunks: layout.Chunks, progress: Progress | None, *, 
     return builder, offset
 
 
+Decoded = tuple[dict[str, pl.DataFrame], str, int, LoadCounts]
+
+
 def decode_spans(path: Path, data: layout.Buffer, spans: layout.Spans, progress: Progress | None,
-                 extent: tuple[int, int],
-                 exact_times: bool | None = None) -> tuple[dict[str, pl.DataFrame], str, int]:
-    """(sorted frames, time format, event count) of the events in ``spans``, in this process."""
+                 extent: tuple[int, int], exact_times: bool | None = None) -> Decoded:
+    """(sorted frames, time format, event count, what was left out) of the events in ``spans``,
+    in this process."""
     builder, count = decode_all(path, layout.span_chunks(data, spans), progress, total=None, extent=extent,
                                 exact_times=exact_times)
     frames = builder.finish()
-    return frames, time_format(frames, builder.times.fractional), count
+    return frames, time_format(frames, builder.times.fractional), count, builder.counts

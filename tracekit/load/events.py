@@ -4,9 +4,10 @@ Contract: :data:`EVENTS_DECODER` decodes a JSON array of events into :class:`Eve
 fields have the types Kineto writes; :func:`decode_chunk` uses it, and when a chunk holds a value of
 an unexpected JSON type (a string where an id should be…) decodes the chunk again into
 :class:`LenientEvent` structs that accept any JSON value (the columns coerce them later), so odd
-producers load instead of failing. Only a non-object event, one without ``ph`` or text that is not
-JSON is a :class:`~tracekit.errors.TraceError`. Both struct families are generated from one field
-table (:data:`ARGS_FIELDS`, :data:`EVENT_FIELDS`): a field is added in one place.
+producers load instead of failing. An entry that is not an object or has no ``ph`` is skipped and
+counted; only text that is not JSON, or JSON nested past the decoder's limit, is a
+:class:`~tracekit.errors.TraceError`. Both struct families are generated from one field table
+(:data:`ARGS_FIELDS`, :data:`EVENT_FIELDS`): a field is added in one place.
 
 ``Input Dims`` / ``Input type`` / ``grid`` / ``block`` stay raw JSON text (``Raw``), parsed only by
 the analyses that need them. The 2024 absolute 3-decimal µs times do not fit a float64; for those
@@ -17,7 +18,6 @@ the cyclic GC never needs to look at them.
 from __future__ import annotations
 
 import decimal
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -98,6 +98,9 @@ Event = msgspec.defstruct("Event", [*_struct_fields(EVENT_FIELDS, lenient=False)
 LenientEvent = msgspec.defstruct(
     "LenientEvent", [*_struct_fields(EVENT_FIELDS, lenient=True), ("args", LenientArgs | None, None)],
     module=__name__, gc=False)
+#: An event whose ``args`` is not an object: read without them (the event is kept).
+_ArglessEvent = msgspec.defstruct(
+    "ArglessEvent", _struct_fields(EVENT_FIELDS, lenient=True), module=__name__, gc=False)
 
 
 class ExactTimes(msgspec.Struct, gc=False):
@@ -107,14 +110,8 @@ class ExactTimes(msgspec.Struct, gc=False):
     dur: Any = None
 
 
-class DeviceProps(msgspec.Struct):
-    id: Any = 0
-    name: Any = ""
-    computeMajor: Any = None
-    computeMinor: Any = None
-    numSms: Any = None
-    totalGlobalMem: Any = None
-
+#: ``deviceProperties`` fields read, by JSON name.
+DEVICE_FIELDS = ("id", "name", "computeMajor", "computeMinor", "numSms", "totalGlobalMem")
 
 VERSION_KEYS = (
     "schemaVersion", "cuda_runtime_version", "cuda_driver_version", "cupti_version",
@@ -123,27 +120,47 @@ VERSION_KEYS = (
 
 
 class TopLevel(msgspec.Struct):
-    """The trace object around the events: its metadata, and the events as ``Raw`` views."""
+    """The trace object around the events: its metadata, and the events as ``Raw`` views.
+
+    Only ``traceEvents`` has a required shape (a list, or absent); every metadata field accepts any
+    JSON value — writers differ (ROCm writes ``"roctracer_version": 4.1``, a float) and a metadata
+    field of an odd type is kept as text or dropped (:func:`tracekit.load.frames.trace_meta`),
+    never a reason to refuse a trace.
+    """
 
     traceEvents: list[msgspec.Raw] | None = None
-    deviceProperties: list[DeviceProps] | None = None
-    distributedInfo: dict[str, Any] | None = None
-    baseTimeNanoseconds: int | None = None
-    traceName: str | None = None
-    schemaVersion: int | str | None = None
-    cuda_runtime_version: int | str | None = None
-    cuda_driver_version: int | str | None = None
-    cupti_version: int | str | None = None
-    roctracer_version: int | str | None = None
-    rocprofiler_version: int | str | None = None
-    hip_runtime_version: int | str | None = None
-    hip_driver_version: int | str | None = None
+    nodes: msgspec.Raw = EMPTY_RAW  # an execution trace's node list (then it is not a Kineto trace)
+    deviceProperties: Any = None
+    distributedInfo: Any = None
+    baseTimeNanoseconds: Any = None
+    traceName: Any = None
+    schemaVersion: Any = None
+    cuda_runtime_version: Any = None
+    cuda_driver_version: Any = None
+    cupti_version: Any = None
+    roctracer_version: Any = None
+    rocprofiler_version: Any = None
+    hip_runtime_version: Any = None
+    hip_driver_version: Any = None
 
 
 TOP_DECODER = msgspec.json.Decoder(TopLevel)
 BARE_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
 EVENTS_DECODER = msgspec.json.Decoder(list[Event])
 LENIENT_DECODER = msgspec.json.Decoder(list[LenientEvent])
+_ONE_LENIENT_DECODER = msgspec.json.Decoder(LenientEvent)
+_ONE_ARGLESS_DECODER = msgspec.json.Decoder(_ArglessEvent)
+
+#: Times an event may carry, in ns (``ts`` in [MIN_TS_NS, MAX_TS_NS), ``dur`` in [0, MAX_DUR_NS]):
+#: any sum or difference of two of them fits an Int64, and absolute µs since 1970 fit until 2116.
+#: An event outside them is dropped and counted (``TraceMeta.dropped_events["unusable_time"]``).
+MAX_TS_NS = 2**62
+MIN_TS_NS = -(2**61)
+MAX_DUR_NS = 2**61
+#: The nesting msgspec decodes (it stops at Python's recursion limit, about 1,000 levels, counting
+#: the frames already on the stack): deeper JSON is refused with one line.
+NESTING_PROBLEM = ("JSON nested deeper than the decoder's limit (about 1,000 levels); "
+                   "no trace nests that deep")
 _EXACT_TIMES_DECODER = msgspec.json.Decoder(list[ExactTimes], float_hook=decimal.Decimal)
 
 #: A chunk of events, not yet decoded: called with a decoder, it returns the chunk's events.
@@ -156,49 +173,63 @@ def short(err: Exception) -> str:
     return str(err).splitlines()[0].replace("`$.traceEvents[", "`traceEvents[")
 
 
-def decode_chunk(path: Path, decode: Decode, start: int) -> list[Any]:
-    """The events of one chunk (``start``: the index of its first event, for error messages):
-    :class:`Event` structs, or :class:`LenientEvent` structs whose ``cat`` and ``name`` are text
-    when some value had an unexpected type; TraceError when the chunk is not trace events."""
+def decode_chunk(path: Path, decode: Decode, start: int) -> tuple[list[Any], int]:
+    """The events of one chunk and how many of its entries were skipped as not events (``start``:
+    the index of its first entry, unused but for symmetry with the callers' progress).
+
+    The events are :class:`Event` structs, or :class:`LenientEvent` structs whose ``cat`` and
+    ``name`` are text when some value had an unexpected type. An entry that is not an object, or
+    has no ``ph``, is not a trace event: it is skipped and counted (the chunk is then decoded entry
+    by entry, which only such chunks pay for). TraceError when the text is not JSON or nests
+    deeper than the decoder can go.
+    """
     try:
-        return decode(EVENTS_DECODER)
-    except msgspec.ValidationError:
-        pass
-    except msgspec.DecodeError as err:
-        raise TraceError(path, f"malformed event JSON ({short(err)})") from None
-    try:
-        events = decode(LENIENT_DECODER)
-    except msgspec.ValidationError as err:
-        raise TraceError(path, f"not a Kineto trace: {_event_problem(err, start)}") from None
-    except msgspec.DecodeError as err:
-        # The typed decode can stop at a wrong type before reaching the text that is not JSON.
-        raise TraceError(path, f"malformed event JSON ({short(err)})") from None
+        try:
+            return decode(EVENTS_DECODER), 0
+        except msgspec.ValidationError:
+            pass
+        except msgspec.DecodeError as err:
+            raise TraceError(path, f"malformed event JSON ({short(err)})") from None
+        skipped = 0
+        try:
+            events = decode(LENIENT_DECODER)
+        except msgspec.ValidationError:
+            events = []
+            for raw in decode(BARE_LIST_DECODER):
+                try:
+                    events.append(_ONE_LENIENT_DECODER.decode(raw))
+                    continue
+                except msgspec.ValidationError:
+                    pass
+                try:  # an event whose args are not an object keeps everything but them
+                    e = _ONE_ARGLESS_DECODER.decode(raw)
+                except msgspec.ValidationError:
+                    skipped += 1
+                else:
+                    events.append(LenientEvent(*(getattr(e, f) for f in e.__struct_fields__)))
+        except msgspec.DecodeError as err:
+            # The typed decode can stop at a wrong type before reaching the text that is not JSON.
+            raise TraceError(path, f"malformed event JSON ({short(err)})") from None
+    except RecursionError:
+        raise TraceError(path, NESTING_PROBLEM) from None
     for e in events:  # categories and names are routed and compared as text
         if not isinstance(e.cat, str):
             e.cat = "" if e.cat is None else msgspec.json.encode(e.cat).decode()
         if not isinstance(e.name, str):
             e.name = "" if e.name is None else msgspec.json.encode(e.name).decode()
-    return events
-
-
-def _event_problem(err: msgspec.ValidationError, start: int) -> str:
-    text = str(err).splitlines()[0]
-    m = re.search(r"`\$\[(\d+)\]", text)
-    where = f"event {start + int(m.group(1))} of traceEvents" if m else "traceEvents"
-    if text.startswith("Expected `object`"):
-        return f"{where} is not an object"
-    if "missing required field `ph`" in text:
-        return f"{where} has no 'ph' (not a trace event)"
-    return f"{where}: {text}"
+    return events, skipped
 
 
 def needs_exact_times(events: list[Any]) -> bool:
     """True for the 2024 form: absolute µs written with 3 decimals (beyond float64's precision)."""
     for e in events[:5000]:
         ts = e.ts
-        if isinstance(ts, float) and abs(ts) >= FLOAT_EXACT_US:
+        if isinstance(ts, float) and FLOAT_EXACT_US <= abs(ts) < _MAX_TS_US:
             return True
     return False
+
+
+_MAX_TS_US = MAX_TS_NS / 1000
 
 
 def replace_with_exact_times(path: Path, decode: Decode, events: list[Any]) -> None:
@@ -215,7 +246,13 @@ def replace_with_exact_times(path: Path, decode: Decode, events: list[Any]) -> N
 
 def _decimal_ns(value: object, thousand: decimal.Decimal) -> int | None:
     if isinstance(value, decimal.Decimal):
+        if not value.is_finite() or value.adjusted() > 18:  # far past any usable time: no huge int
+            return UNUSABLE_NS
         return int((value * thousand).to_integral_value(decimal.ROUND_HALF_EVEN))
     if isinstance(value, int):
         return value * 1000
-    return None
+    return None if value is None else UNUSABLE_NS
+
+
+#: An exact time that is no time (see :data:`MAX_TS_NS`): outside every range, so it is dropped.
+UNUSABLE_NS = 2**63

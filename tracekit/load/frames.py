@@ -18,13 +18,15 @@ rows; frames are concatenated once at the end.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import polars as pl
 
-from tracekit.load.events import NO_ARGS, VERSION_KEYS, TopLevel
+from tracekit.load.events import (MAX_DUR_NS, MAX_TS_NS, MIN_TS_NS, NO_ARGS, UNUSABLE_NS, VERSION_KEYS,
+                                  TopLevel)
 from tracekit.trace import (
     LOADED_SCHEMAS,
     STEPS_SCHEMA,
@@ -39,7 +41,7 @@ _ABSOLUTE_US = 1e14
 
 # --- category routing ---------------------------------------------------------------------------
 
-_OPS, _LAUNCHES, _GPU, _OVERHEAD, _FLOWS, _MEMORY, _OTHER = range(7)
+_OPS, _LAUNCHES, _GPU, _OVERHEAD, _FLOWS, _MEMORY, _OTHER, _UNANALYSED = range(8)
 
 #: Known categories (every era) -> (frame, normalised label).
 _ROUTES: dict[str, tuple[int, str]] = {
@@ -57,12 +59,62 @@ _ROUTES: dict[str, tuple[int, str]] = {
 }
 
 
+#: Device activity tracekit does not analyse, by category: (family named in the report, vendor).
+#: From Kineto's ActivityType names (``libkineto/src/ActivityType.cpp``) and the vendor forks that
+#: write Kineto traces (Cambricon MLU, Enflame GCU): the events are counted and named
+#: (``TraceMeta.unanalysed_activity``), never passed over in silence. XPU, MLU and GCU kernels
+#: arrive as ``kernel`` (analysed like any kernel); what is listed here is their other activity.
+UNANALYSED: dict[str, tuple[str, str]] = {
+    "mtia_ccp_events": ("MTIA", "mtia"), "mtia_insight": ("MTIA", "mtia"),
+    "mtia_counters": ("MTIA", "mtia"), "mtia_workloadd": ("MTIA", "mtia"),
+    "hpu_op": ("HPU", "habana"),
+    "xpu_scope_profiler": ("XPU", "intel"), "xpu_sync": ("XPU", "intel"),
+    "mlu_user_annotation": ("MLU", "cambricon"), "mlu_memcpy": ("MLU", "cambricon"),
+    "mlu_memset": ("MLU", "cambricon"), "mlu_notifier": ("MLU", "cambricon"),
+    "mlu_profiler_range": ("MLU", "cambricon"),
+    "GCU_USER_ANNOTATION": ("GCU", "enflame"), "GCU_MEMCPY": ("GCU", "enflame"),
+    "GCU_MEMSET": ("GCU", "enflame"), "gcu_sync": ("GCU", "enflame"),
+    "gcu_profiler_range": ("GCU", "enflame"),
+    "cuda_profiler_range": ("CUDA profiler-range", "nvidia"), "cuda_event": ("CUDA event", "nvidia"),
+}
+#: Launch-call categories by prefix -> vendor (the host side of each device family; ROCm writes
+#: ``cuda_runtime`` too and is told apart by its metadata and ``hip*`` names).
+LAUNCH_VENDORS: tuple[tuple[str, str], ...] = (
+    ("cuda_", "nvidia"), ("xpu_", "intel"), ("mtia_", "mtia"), ("hpu_", "habana"),
+    ("mlu_", "cambricon"), ("gcu_", "enflame"), ("privateuse1_", "privateuse1"),
+)
+
+
 def _route(cat: object) -> tuple[int, str]:
     """Route a category not in :data:`_ROUTES` (computed once per distinct category)."""
     text = cat if isinstance(cat, str) else str(cat)
+    if text in UNANALYSED:
+        return _UNANALYSED, text
     if text.endswith("_runtime") or text.endswith("_driver"):
         return _LAUNCHES, text
     return _OTHER, text  # Trace spans, counters, ""...: only flows, memory and metadata are kept
+
+
+@dataclass
+class LoadCounts:
+    """What a load left out or could not analyse (it crosses process boundaries from the shares):
+    rows dropped for an unusable time, ``traceEvents`` entries that are not events, and device
+    activity of :data:`UNANALYSED` categories by category."""
+
+    unusable_time: int = 0
+    not_an_event: int = 0
+    unanalysed: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: LoadCounts) -> None:
+        self.unusable_time += other.unusable_time
+        self.not_an_event += other.not_an_event
+        for cat, n in other.unanalysed.items():
+            self.unanalysed[cat] = self.unanalysed.get(cat, 0) + n
+
+    def dropped(self) -> dict[str, int]:
+        """``TraceMeta.dropped_events``: reasons with a count above zero."""
+        return {k: v for k, v in (("not_an_event", self.not_an_event),
+                                  ("unusable_time", self.unusable_time)) if v}
 
 
 # --- columns ------------------------------------------------------------------------------------
@@ -136,30 +188,89 @@ def _raw_text(name: str, values: Sequence[msgspec.Raw]) -> pl.Series:
     )
 
 
+#: What a time that is no time becomes in a column until its row is dropped (Int64's minimum,
+#: below every usable value: see :data:`tracekit.load.events.MAX_TS_NS`).
+UNUSABLE = -(2**63)
+#: Usable range of each time column, in ns (inclusive).
+_TIME_RANGE = {"ts": (MIN_TS_NS, MAX_TS_NS - 1), "dur": (0, MAX_DUR_NS)}
+
+
 class _Times:
-    """Turns µs values into Int64 ns and remembers what it saw (for ``time_format``)."""
+    """Turns µs values into Int64 ns and remembers what it saw (for ``time_format``).
+
+    A value that is no usable time — a missing ``ts``, a ``ts``/``dur`` that is not a number, NaN
+    or infinite, out of :data:`_TIME_RANGE` or a negative ``dur`` — becomes :data:`UNUSABLE` and
+    sets ``unusable``; the builder drops those rows and counts them. The checks are a few
+    vectorised reductions per column part, so whole traces pay next to nothing for them.
+    """
 
     def __init__(self) -> None:
         self.fractional = False
         self.exact = False  # values are already integer ns (see events.replace_with_exact_times)
+        self.unusable = False
 
     def ns(self, name: str, values: Sequence[object]) -> pl.Series:
+        lo, hi = _TIME_RANGE[name]
         if self.exact:
             self.fractional = True
-            return _int_series(name, values)
+            return self._checked(name, _int_series(name, [v if v != UNUSABLE_NS else UNUSABLE for v in values]
+                                                   if UNUSABLE_NS in values else values))
         first = next((v for v in values if v is not None), None)
         if not isinstance(first, float):
             try:  # integer µs (≤ 2.2, and relative traces that happen to be whole): exact
-                return pl.Series(name, values, dtype=pl.Int64) * 1000
+                whole = pl.Series(name, values, dtype=pl.Int64)
             except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
-                pass
+                whole = None
+            if whole is not None:
+                low, high = whole.min(), whole.max()
+                if low is None or (low * 1000 >= lo and high * 1000 <= hi):  # type: ignore[operator]
+                    return self._checked(name, whole * 1000)
         # 3-decimal µs. Whole µs and the fraction are converted apart: the fraction of a float
         # below 2^43 µs is within 0.5 ns of the written one, so rounding it gives the exact ns
         # (round(ts × 1000) alone can be 1 ns off past 2^42 µs, where real relative traces reach).
         self.fractional = True
-        floats = pl.Series(name, values, dtype=pl.Float64, strict=False)
+        try:
+            floats = pl.Series(name, values, dtype=pl.Float64)
+        except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+            floats = pl.Series(name, [_float_or_nan(v) for v in values], dtype=pl.Float64)
+        usable = (floats >= lo / 1000) & (floats <= hi / 1000)  # NaN: False; null: null
+        bad = None
+        if not usable.all():
+            bad = ~usable.fill_null(True)
+            floats = floats.set(bad, 0.0)
         whole = floats.floor()
-        return (whole.cast(pl.Int64) * 1000 + ((floats - whole) * 1000.0).round(0).cast(pl.Int64)).alias(name)
+        out = (whole.cast(pl.Int64) * 1000 + ((floats - whole) * 1000.0).round(0).cast(pl.Int64)).alias(name)
+        if bad is not None:
+            out = out.set(bad, UNUSABLE)
+        return self._checked(name, out)
+
+    def _checked(self, name: str, ns: pl.Series) -> pl.Series:
+        """``ns`` with values outside :data:`_TIME_RANGE` (and a missing ``ts``) as UNUSABLE."""
+        lo, hi = _TIME_RANGE[name]
+        low, high = ns.min(), ns.max()
+        missing = name == "ts" and ns.null_count() > 0
+        if not missing and (low is None or (low >= lo and high <= hi)):  # type: ignore[operator]
+            return ns
+        self.unusable = True
+        return ns.set(~ns.is_between(lo, hi).fill_null(name != "ts"), UNUSABLE)
+
+
+def _float_or_nan(value: object) -> float | None:
+    """A time value of an unexpected JSON type as a float: numbers and numeric text as they are,
+    anything else NaN (no usable time); None stays None (absent)."""
+    if value is None or isinstance(value, float):
+        return value  # type: ignore[return-value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:
+            return float("nan")
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return float("nan")
+    return float("nan")
 
 
 # Column order of each frame as the one pass fills it (``end`` is derived in finish).
@@ -205,6 +316,7 @@ class FrameBuilder:
         self.exact_times = False
         self.routes = dict(_ROUTES)
         self.pending = 0
+        self.counts = LoadCounts()
 
     def add_chunk(self, events: list[Any], offset: int) -> None:
         # Two passes over the chunk while its structs are still in cache: one routes each event
@@ -289,8 +401,13 @@ class FrameBuilder:
         vi, vn, vp, vt, vts, vd = (c.append for c in self.cols["overhead"])
         fi, fc, fph, fid, fp, ft, fts = (c.append for c in self.cols["flows"])
         hk, hp, ht, hn = (c.append for c in self.cols["threads"])
+        unanalysed = self.counts.unanalysed
         for i, frame, e in other:
             ph = e.ph
+            if frame == _UNANALYSED:
+                if ph not in ("s", "f", "t", "M"):
+                    unanalysed[e.cat] = unanalysed.get(e.cat, 0) + 1
+                    continue
             if frame == _MEMORY or (ph == "i" and e.name == "[memory]"):  # 2021: no category
                 if e.name == "[memory]":
                     a = e.args or NO_ARGS
@@ -333,7 +450,16 @@ class FrameBuilder:
                     s = _int_series(name, values)
                 series.append(s)
                 values.clear()
-            self.parts[frame].append(pl.DataFrame(series))
+            part = pl.DataFrame(series)
+            if times.unusable:  # rows with a time that is no time are dropped and counted
+                times.unusable = False
+                keep = pl.col("ts") != UNUSABLE
+                if "dur" in part.columns:
+                    keep &= pl.col("dur").fill_null(0) != UNUSABLE
+                height = part.height
+                part = part.filter(keep)
+                self.counts.unusable_time += height - part.height
+            self.parts[frame].append(part)
         self.pending = 0
 
     def finish(self, *, sort: bool = True) -> dict[str, pl.DataFrame]:
@@ -398,32 +524,71 @@ def _opt_int(value: object) -> int | None:
     return _to_int(value) if value is not None else None
 
 
-def trace_meta(path: Path, size: int, top: TopLevel, frames: dict[str, pl.DataFrame],
-               time_format: str, event_count: int) -> TraceMeta:
-    """The trace's metadata: devices, versions and vendor from ``top`` and the loaded frames."""
+def trace_meta(path: Path | str, size: int, top: TopLevel, frames: dict[str, pl.DataFrame],
+               time_format: str, event_count: int, counts: LoadCounts | None = None,
+               partial: str | None = None) -> TraceMeta:
+    """The trace's metadata: devices, versions and vendor from ``top`` and the loaded frames.
+
+    Metadata of an unexpected type is kept as text (a version written as a float, ``4.1``) or
+    dropped (a ``deviceProperties`` that is not a list, a ``distributedInfo`` that is not an
+    object), never a reason to refuse the trace. ``counts``: what the load left out
+    (:class:`LoadCounts`); ``partial``: why only part of the input was read, if it was.
+    """
+    counts = counts or LoadCounts()
     devices = []
-    for d in top.deviceProperties or []:
-        major, minor = _opt_int(d.computeMajor), _opt_int(d.computeMinor)
+    for d in top.deviceProperties if isinstance(top.deviceProperties, list) else ():
+        if not isinstance(d, dict):
+            continue
+        major, minor = _opt_int(d.get("computeMajor")), _opt_int(d.get("computeMinor"))
+        name = d.get("name")
         devices.append(DeviceInfo(
-            id=_opt_int(d.id) or 0, name=str(d.name or ""),
+            id=_opt_int(d.get("id")) or 0, name=name if isinstance(name, str) else _meta_text(name) or "",
             compute_capability=f"{major}.{minor if minor is not None else 0}" if major is not None else None,
-            num_sms=_opt_int(d.numSms), total_global_mem=_opt_int(d.totalGlobalMem),
+            num_sms=_opt_int(d.get("numSms")), total_global_mem=_opt_int(d.get("totalGlobalMem")),
         ))
-    versions = {k: str(getattr(top, k)) for k in VERSION_KEYS if getattr(top, k) is not None}
-    launch_names = frames["launches"]["name"]
-    if frames["gpu"].height == 0 and frames["launches"].height == 0:
-        vendor = "cpu"
-    elif (top.roctracer_version is not None or top.rocprofiler_version is not None
-          or top.hip_runtime_version is not None
-          or launch_names.str.starts_with("hip").any()):
-        vendor = "amd"
-    else:
-        vendor = "nvidia"
+    versions = {k: text for k in VERSION_KEYS if (text := _meta_text(getattr(top, k))) is not None}
+    distributed = top.distributedInfo if isinstance(top.distributedInfo, dict) else None
     return TraceMeta(
-        path=str(path), size_bytes=size, base_time_ns=top.baseTimeNanoseconds, devices=tuple(devices),
-        versions=versions, distributed=top.distributedInfo, vendor=vendor,
-        time_format=time_format, event_count=event_count, trace_name=top.traceName,
+        path=str(path), size_bytes=size, base_time_ns=_opt_int(top.baseTimeNanoseconds), devices=tuple(devices),
+        versions=versions, distributed=distributed, vendor=_vendor(top, frames, counts.unanalysed),
+        time_format=time_format, event_count=event_count, trace_name=_meta_text(top.traceName),
+        unanalysed_activity=dict(sorted(counts.unanalysed.items())), dropped_events=counts.dropped(),
+        partial=partial,
     )
+
+
+def _meta_text(value: object) -> str | None:
+    """A metadata value as text: strings as they are, numbers and booleans written out, anything
+    else as its JSON; None stays None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return str(value).lower() if isinstance(value, bool) else str(value)
+    return msgspec.json.encode(value).decode()
+
+
+def _vendor(top: TopLevel, frames: dict[str, pl.DataFrame], unanalysed: dict[str, int]) -> str:
+    """Whose device the trace's activity ran on (``TraceMeta.vendor``): from the device activity —
+    GPU rows speak through their launch calls' family, else the most frequent family of activity
+    tracekit does not analyse — then from launch calls alone; ``"cpu"`` when there is neither."""
+    launches = frames["launches"]
+    if frames["gpu"].height == 0 and unanalysed:
+        by_vendor: dict[str, int] = {}
+        for cat, n in unanalysed.items():
+            vendor = UNANALYSED[cat][1]
+            by_vendor[vendor] = by_vendor.get(vendor, 0) + n
+        return min(by_vendor, key=lambda v: (-by_vendor[v], v))
+    if frames["gpu"].height == 0 and launches.height == 0:
+        return "cpu"
+    if (top.roctracer_version is not None or top.rocprofiler_version is not None
+            or top.hip_runtime_version is not None or launches["name"].str.starts_with("hip").any()):
+        return "amd"
+    by_vendor = {}
+    for cat, n in launches["cat"].value_counts().iter_rows():
+        vendor = next((v for prefix, v in LAUNCH_VENDORS if cat.startswith(prefix)), None)
+        if vendor is not None:
+            by_vendor[vendor] = by_vendor.get(vendor, 0) + n
+    return min(by_vendor, key=lambda v: (-by_vendor[v], v)) if by_vendor else "nvidia"
 
 
 def steps(ops: pl.DataFrame) -> pl.DataFrame:

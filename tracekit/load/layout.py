@@ -1,8 +1,7 @@
 """A trace file's bytes, and the chunks of events in them, planned without copying.
 
-Contract: :func:`read_bytes` returns the JSON text of a file as one writable buffer — a plain file
-memory-mapped copy-on-write, gzip (found by its magic bytes, never by suffix) inflated once into one
-buffer. The chunk planners return :data:`~tracekit.load.events.Decode` callables, each decoding
+Contract: the buffer comes from :mod:`tracekit.load.source` (a file mapped copy-on-write, or
+inflated or streamed bytes). The chunk planners return :data:`~tracekit.load.events.Decode` callables, each decoding
 about a cache-sized chunk of events straight from that buffer: :func:`kineto_layout` cuts chunks by
 Kineto's layout (every event starts a line with two spaces and ``{``), checking every guess, so the
 events are parsed once, not twice; files laid out otherwise are located by :func:`decode_top`, a
@@ -10,8 +9,11 @@ top-level decode with ``traceEvents`` as ``msgspec.Raw`` views (no copy), and :f
 
 A chunk is decoded in place (:func:`decode_span`): the separator bytes just outside it are
 overwritten with ``[`` and ``]`` for the decode and restored after, so no chunk is copied or joined.
-The input file itself is only ever opened for reading. Unreadable input raises
-:class:`~tracekit.errors.TraceError` with one line naming the file and the problem.
+Text that is not a trace raises :class:`~tracekit.errors.TraceError` with one line naming the file
+and the problem (:func:`decode_top`). Two repairs run only when asked for by the loader: NaN and
+Infinity literals (not JSON, but written by Python's json module) are blanked in place
+(:func:`blank_non_finite_literals`), and JSON that ends early is cut after its last complete event
+(:func:`cut_to_complete_events`, for ``--partial``).
 """
 
 from __future__ import annotations
@@ -19,9 +21,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import mmap
-import os
 import re
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,9 +29,8 @@ from typing import Any
 import msgspec
 
 from tracekit.errors import TraceError
-from tracekit.load.events import BARE_LIST_DECODER, TOP_DECODER, Decode, TopLevel, short
+from tracekit.load.events import BARE_LIST_DECODER, NESTING_PROBLEM, TOP_DECODER, Decode, TopLevel, short
 
-GZIP_MAGIC = b"\x1f\x8b"
 #: Events decoded at a time: small, so the pass over them finds them still in the CPU cache.
 CHUNK_EVENTS = 2_000
 #: The same in bytes, when chunks are cut from Kineto's layout (about 2000 events of 300 bytes).
@@ -42,68 +41,6 @@ Buffer = bytearray | mmap.mmap
 Spans = list[tuple[int, int]]
 #: A chunk to decode, with the offset of its last byte when known (for byte-based progress).
 Chunks = Iterator[tuple[Decode, int | None]]
-
-
-def read_bytes(path: str | os.PathLike[str]) -> Buffer:
-    """The JSON bytes of ``path`` as a writable buffer, decompressing gzip found by its magic bytes.
-
-    A plain file is mapped copy-on-write (``ACCESS_COPY``): nothing is copied up front, the page
-    cache backs the pages, and the loader's few temporary writes stay private to this process.
-    """
-    p = Path(path)
-    try:
-        if p.is_dir():
-            raise TraceError(p, "is a directory, not a trace file")
-        with open(p, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size == 0:
-                return bytearray()
-            try:
-                buf: Buffer = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
-            except (OSError, ValueError):  # not mappable (a pipe, an odd filesystem): read it
-                buf = bytearray(fh.read())
-    except TraceError:
-        raise
-    except FileNotFoundError:
-        raise TraceError(p, "no such file") from None
-    except PermissionError:
-        raise TraceError(p, "permission denied") from None
-    except OSError as err:
-        raise TraceError(p, f"cannot read: {err.strerror or err}") from None
-    if buf[:2] == GZIP_MAGIC:
-        try:
-            return _gunzip(p, buf)
-        finally:
-            if isinstance(buf, mmap.mmap):
-                buf.close()
-    return buf
-
-
-#: Compressed bytes fed to zlib per call.
-_INFLATE_STEP = 1 << 20
-
-
-def _gunzip(path: Path, raw: Buffer) -> bytearray:
-    """Inflate into one growing buffer, feeding the compressed bytes 1 MiB at a time, so the peak is
-    the compressed file plus the JSON plus one piece, never two copies of the JSON. (Growing a large
-    bytearray is a ``realloc`` that Linux serves with ``mremap``: no copying. Bounding the *output*
-    with ``max_length`` instead would copy the unconsumed input on every call: 1.6x slower at 64 MiB
-    pieces, 30x at 256 KiB. The trailer's size field is not trusted: a truncated file has garbage.)"""
-    out = bytearray()
-    try:
-        # wbits=31: gzip container only; decompressobj lets us notice a missing end.
-        inflater = zlib.decompressobj(wbits=31)
-        with memoryview(raw) as view:
-            for start in range(0, len(view), _INFLATE_STEP):
-                out += inflater.decompress(view[start:start + _INFLATE_STEP])
-                if inflater.eof:
-                    break
-        out += inflater.flush()
-    except zlib.error as err:
-        raise TraceError(path, f"corrupt gzip stream ({err})") from None
-    if not inflater.eof:
-        raise TraceError(path, "truncated gzip stream (the file ends before the data does)")
-    return out
 
 
 def decode_top(path: Path, data: Buffer, first: bytes) -> TopLevel:
@@ -117,15 +54,107 @@ def decode_top(path: Path, data: Buffer, first: bytes) -> TopLevel:
             return TopLevel(traceEvents=BARE_LIST_DECODER.decode(data))
         top = TOP_DECODER.decode(data)
     except msgspec.ValidationError as err:
-        raise TraceError(path, f"not a Kineto trace ({short(err)})") from None
+        if "$.traceEvents" in str(err):
+            raise TraceError(path, "not a trace: 'traceEvents' is not a list") from None
+        raise TraceError(path, f"not a trace ({short(err)})") from None
     except msgspec.DecodeError as err:
-        text = str(err)
-        if "truncated" in text.lower():
-            raise TraceError(path, "truncated JSON (the file ends before the trace does)") from None
-        raise TraceError(path, f"not valid JSON ({text})") from None
+        error = TraceError(path, json_problem(err))
+        error.json_error = err  # type: ignore[attr-defined]  # the loader may repair and retry
+        raise error from None
+    except RecursionError:
+        raise TraceError(path, NESTING_PROBLEM) from None
     if top.traceEvents is None:
-        raise TraceError(path, "not a Kineto trace: no 'traceEvents' list")
+        if top.nodes:
+            raise TraceError(path, "a PyTorch execution trace, not a Kineto trace: "
+                                   "pass it with --execution-trace beside the Kineto trace")
+        raise TraceError(path, "not a trace: no 'traceEvents' list")
     return top
+
+
+def json_problem(err: msgspec.DecodeError) -> str:
+    """msgspec's complaint about text that is not JSON, as the one line a user reads."""
+    text = str(err)
+    if "truncated" in text.lower():
+        return "truncated JSON (the file ends before the trace does; --partial reports the events read)"
+    m = re.search(r"trailing characters \(byte (\d+)\)", text)
+    if m:
+        return f"trailing data after the JSON (from byte {int(m.group(1)):,})"
+    return f"not valid JSON ({text})"
+
+
+# --- NaN and Infinity -----------------------------------------------------------------------------
+
+# Python's json module writes NaN, Infinity and -Infinity; C++ formatting writes nan and inf. None is
+# JSON, so msgspec stops at them. In a value position (after ':', ',' or '[', before ',', ']' or
+# '}') they are overwritten with "[]" and spaces, the same length: the value is then of the wrong
+# type — a time that is no time (its event is dropped and counted), any other field missing.
+_NON_FINITE = re.compile(
+    rb"(?<=[:,\[])(\s*)(-?(?:NaN|nan|Infinity|infinity|inf|Inf))(?=\s*[,\]}])")
+_NON_FINITE_AT = re.compile(rb"-?(?:NaN|nan|Infinity|infinity|inf|Inf)")
+
+
+def is_non_finite_literal(data: Buffer, err: msgspec.DecodeError, offset: int = 0) -> bool:
+    """Whether msgspec stopped at a NaN/Infinity literal (its message names the byte)."""
+    m = re.search(r"invalid character \(byte (\d+)\)", str(err))
+    if m is None:
+        return False
+    at = offset + int(m.group(1))
+    for start in (at, at - 1):  # the byte named may be the sign
+        if 0 <= start and _NON_FINITE_AT.match(data, start):
+            return True
+    return False
+
+
+def blank_non_finite_literals(data: Buffer) -> int:
+    """Overwrite every NaN/Infinity literal in a value position (see above); returns how many."""
+    count = 0
+    for m in _NON_FINITE.finditer(data):
+        lo, hi = m.span(2)
+        data[lo:hi] = b"[]" + b" " * (hi - lo - 2)
+        count += 1
+    return count
+
+
+# --- a cut short input ------------------------------------------------------------------------------
+
+#: How far back from the end a complete event is looked for, and how many candidate ends tried.
+_CUT_SEARCH_BYTES = 16 << 20
+_CUT_ATTEMPTS = 64
+
+
+def cut_to_complete_events(path: Path, data: bytearray) -> int:
+    """Cut ``data`` (JSON that ends early) after its last complete event and close the event array
+    and the object around it, in place; returns how many bytes were cut. Each candidate end (a
+    ``}`` from the end backwards) is tried by decoding the top level with the array closed there.
+    TraceError when no complete event is found near the end."""
+    start = _NON_SPACE.search(data)
+    if start is None:
+        raise TraceError(path, "empty file")
+    bare = data[start.start()] == 0x5B
+    closing, decoder = (b"]", BARE_LIST_DECODER) if bare else (b"]}", TOP_DECODER)
+    size = len(data)
+    floor = max(0, size - _CUT_SEARCH_BYTES)
+    tail = bytes(data[floor:])
+    hi = size
+    for _ in range(_CUT_ATTEMPTS):
+        end = data.rfind(b"}", floor, hi)
+        if end < 0:
+            break
+        del data[end + 1:]
+        data += closing
+        try:
+            decoded = decoder.decode(data)
+            if decoded if bare else decoded.traceEvents:
+                return size - (end + 1)
+        except (msgspec.MsgspecError, RecursionError):
+            pass
+        del data[end + 1:]
+        data += tail[end + 1 - floor:]
+        hi = end
+    raise TraceError(path, "truncated JSON, and no complete event found before the cut")
+
+
+_NON_SPACE = re.compile(rb"[^ \t\r\n]")
 
 
 class _PyBuffer(ctypes.Structure):
@@ -213,7 +242,7 @@ def kineto_layout(data: Buffer) -> tuple[TopLevel, Spans, int, int] | None:
     start = key.end() - 1
     try:
         top = TOP_DECODER.decode(bytes(data[:start]) + b"[]" + bytes(data[end + 1:]))
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, RecursionError):
         return None
     if top.traceEvents != []:
         return None

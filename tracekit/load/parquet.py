@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -38,11 +39,14 @@ FRAMES = FRAME_SCHEMAS
 
 
 def is_parquet(path: str | os.PathLike[str]) -> bool:
-    """True when ``path`` starts with Parquet's magic bytes."""
+    """True when ``path`` is a regular file that starts with Parquet's magic bytes (a pipe or a
+    device is never opened here: the loader refuses or streams it)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with open(path, "rb") as fh:
             return fh.read(4) == PARQUET_MAGIC
-    except OSError:
+    except (OSError, ValueError):
         return False
 
 

@@ -32,8 +32,8 @@ import polars as pl
 from tracekit import parallel
 from tracekit.errors import TraceError
 from tracekit.load import events, layout
-from tracekit.load.decode import Progress, decode_all, decode_spans
-from tracekit.load.frames import sort_frames, time_format
+from tracekit.load.decode import Decoded, Progress, decode_all, decode_spans
+from tracekit.load.frames import LoadCounts, sort_frames, time_format
 from tracekit.load.layout import Spans
 
 #: Each process gets at least this many bytes of events: below it, starting a process (an
@@ -78,43 +78,45 @@ def split(spans: Spans, shares: int) -> list[Spans]:
 
 
 Frames = dict[str, pl.DataFrame]
-#: What a worker returns: (frame name -> IPC file, event count, times had decimals).
-ShareResult = tuple[dict[str, str], int, bool]
+#: What a worker returns: (frame name -> IPC file, event count, times had decimals, left out).
+ShareResult = tuple[dict[str, str], int, bool, LoadCounts]
 
 
 def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int, progress: Progress | None,
-                     extent: tuple[int, int]) -> tuple[Frames, str, int]:
-    """(frames, time format, event count) of the events in ``spans`` (see the module docstring)."""
+                     extent: tuple[int, int]) -> Decoded:
+    """(frames, time format, event count, what was left out) of the events in ``spans`` (see the
+    module docstring)."""
     runs = split(spans, shares)
     if len(runs) < 2:
         return decode_spans(path, data, spans, progress, extent)
     # The one-process path decides the time form from the first chunk; every share must agree.
-    first = events.decode_chunk(path, functools.partial(layout.decode_span, data, *runs[0][0]), 0)
+    first, _ = events.decode_chunk(path, functools.partial(layout.decode_span, data, *runs[0][0]), 0)
     exact = events.needs_exact_times(first)
     del first
     worker_bytes = sum(run[-1][1] - run[0][0] for run in runs[1:])
     scratch = tempfile.mkdtemp(prefix="tracekit-load-", dir=_shared_memory_dir(worker_bytes))
     try:
         try:
-            frames, count, fractional, others = _run_shares(path, data, runs, exact, scratch, progress,
-                                                            extent)
+            frames, count, fractional, counts, others = _run_shares(path, data, runs, exact, scratch,
+                                                                    progress, extent)
         except TraceError:
             raise
         except Exception:  # a worker could not run or write its share: do it all here
             return decode_spans(path, data, spans, progress, extent, exact_times=exact)
-        frames, count, fractional = _join(frames, count, fractional, others)
+        frames, count, fractional = _join(frames, count, fractional, counts, others)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if progress is not None:
         progress(count, count)
-    return frames, time_format(frames, fractional), count
+    return frames, time_format(frames, fractional), count, counts
 
 
 def _run_shares(path: Path, data: mmap.mmap, runs: list[Spans], exact: bool, scratch: str,
                 progress: Progress | None,
-                extent: tuple[int, int]) -> tuple[Frames, int, bool, list[ShareResult]]:
+                extent: tuple[int, int]) -> tuple[Frames, int, bool, LoadCounts, list[ShareResult]]:
     """Decode ``runs[0]`` here while spawned workers decode the others; returns this share's frames
-    (event order), its event count and decimals flag, and the workers' results in run order."""
+    (event order), its event count, decimals flag and left-out counts, and the workers' results in
+    run order."""
     with parallel.spawn_pool(len(runs) - 1) as pool:
         futures = [pool.submit(_decode_share, str(path), run, exact, os.path.join(scratch, str(k)))
                    for k, run in enumerate(runs[1:], start=1)]
@@ -124,17 +126,19 @@ def _run_shares(path: Path, data: mmap.mmap, runs: list[Spans], exact: bool, scr
         builder, count = decode_all(path, layout.span_chunks(data, runs[0]), share_progress,
                                     total=None, extent=mine, exact_times=exact)
         frames = builder.finish(sort=False)
-        fractional = builder.times.fractional
+        fractional, counts = builder.times.fractional, builder.counts
         del builder
-        return frames, count, fractional, [f.result() for f in futures]
+        return frames, count, fractional, counts, [f.result() for f in futures]
 
 
-def _join(frames: Frames, count: int, fractional: bool,
+def _join(frames: Frames, count: int, fractional: bool, counts: LoadCounts,
           others: list[ShareResult]) -> tuple[Frames, int, bool]:
     """This share's frames joined with the workers' (indices shifted past the shares before), in
-    (ts, idx) order; returns (frames, total event count, any times had decimals)."""
+    (ts, idx) order; returns (frames, total event count, any times had decimals). The workers'
+    left-out counts are added to ``counts``."""
     parts = {name: [frame] for name, frame in frames.items()}
-    for files, n, share_fractional in others:
+    for files, n, share_fractional, share_counts in others:
+        counts.add(share_counts)
         for name, file in files.items():
             part = pl.read_ipc(file)
             if "idx" in part.columns:
@@ -159,7 +163,7 @@ def _decode_share(path: str, spans: Spans, exact: bool, out_dir: str) -> ShareRe
     try:
         builder, count = decode_all(p, layout.span_chunks(data, spans), None, total=None, exact_times=exact)
         frames = builder.finish(sort=False)
-        fractional = builder.times.fractional
+        fractional, counts = builder.times.fractional, builder.counts
         del builder
     finally:
         data.close()
@@ -168,7 +172,7 @@ def _decode_share(path: str, spans: Spans, exact: bool, out_dir: str) -> ShareRe
     for name, frame in frames.items():
         files[name] = os.path.join(out_dir, f"{name}.arrow")
         frame.write_ipc(files[name], compression="uncompressed")
-    return files, count, fractional
+    return files, count, fractional, counts
 
 
 def _scaled(progress: Progress, fraction: float) -> Progress:

@@ -1,0 +1,415 @@
+"""Where an input's bytes come from: the one place that opens a trace, execution trace or
+expectations file for reading.
+
+Contract: :func:`check_input` refuses, with one line and before reading a byte, every input that
+is not a regular file — a directory, a named pipe (which would wait forever for a writer), a
+device such as ``/dev/zero`` (endless), a socket, a path the OS cannot take — except the explicit
+stream forms ``-`` (standard input), ``/dev/stdin`` and ``/dev/fd/N`` (a shell's ``<(…)``), which
+are read to their end. :func:`read_input` returns the input's text as one writable buffer: a
+regular file memory-mapped copy-on-write (nothing copied up front, the file never written), a
+stream read into memory; compressed data found by its magic bytes (never by suffix) is inflated
+once — gzip (every member of a concatenated file), bz2 and xz with the standard library; zstd
+(only where the standard library has it), lz4, zip, 7z and tar are refused by name.
+
+Inflating and reading streams stop at a cap (:class:`ReadOptions`, ``--max-inflated-size``; by
+default a quarter of the memory this process can still have, see :func:`default_max_inflated`), so
+a gzip bomb is one line, not an exhausted machine or an allocator abort. A truncated or corrupt
+compressed stream is an error, unless ``partial`` is set: then the bytes that inflated are kept
+and :attr:`Source.partial` says why they end early.
+
+The options travel to worker processes (diff's two profiles, ``report DIR``'s ranks) through the
+environment (:data:`MAX_INFLATED_ENV`, :data:`PARTIAL_ENV`), set by :func:`configure`.
+"""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+import re
+import resource
+import stat
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tracekit.errors import TraceError
+
+Buffer = bytearray | mmap.mmap
+
+GZIP_MAGIC = b"\x1f\x8b"
+#: Compressed forms recognised by their first bytes: magic -> name.
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (GZIP_MAGIC, "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"\x04\x22\x4d\x18", "lz4"), (b"PK\x03\x04", "zip"), (b"7z\xbc\xaf\x27\x1c", "7z"),
+)
+#: Forms recognised and refused, with what to do instead.
+_REFUSED = {
+    "zstd": "zstd-compressed: decompress it first (zstd -d FILE); this Python has no zstd module",
+    "lz4": "lz4-compressed: decompress it first (lz4 -d FILE)",
+    "zip": "a zip archive: extract the trace from it first",
+    "7z": "a 7z archive: extract the trace from it first",
+    "tar": "a tar archive: extract the trace from it first",
+}
+
+#: Compressed bytes fed to the inflater per call.
+_INFLATE_STEP = 1 << 20
+#: Deflate never inflates one byte into more than 1032 (RFC 1951's longest match per bit pair):
+#: near the cap, pieces shrink so that one call cannot overshoot it by much.
+_DEFLATE_MAX_RATIO = 1032
+_MIN_STEP = 4096
+#: Bytes read from a stream per call.
+_READ_STEP = 1 << 20
+
+MAX_INFLATED_ENV = "TRACEKIT_MAX_INFLATED_SIZE"
+PARTIAL_ENV = "TRACEKIT_PARTIAL"
+#: The smallest default cap, whatever the memory says (small traces always load).
+MIN_DEFAULT_CAP = 64 << 20
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """``max_inflated_size``: most bytes of JSON a compressed input or a stream may give (None: no
+    cap); ``partial``: keep what a truncated or corrupt input gave instead of refusing it."""
+
+    max_inflated_size: int | None
+    partial: bool = False
+
+
+@dataclass
+class Source:
+    """An input's JSON text: ``data``, the ``compression`` it was read through (None, ``"gzip"``,
+    ``"bz2"``, ``"xz"``, ``"zstd"``), its size on disk or in the stream (``stored_size``), and
+    ``partial``: None, or why the data ends before the input's own end."""
+
+    data: Buffer
+    compression: str | None
+    stored_size: int
+    partial: str | None = None
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int | None:
+    """``"8G"``, ``"500MiB"``, ``"1048576"`` -> bytes (binary units); ``"0"`` or ``"none"`` -> None
+    (no cap). ValueError for anything else."""
+    if text.strip().lower() in ("none", "unlimited"):
+        return None
+    m = _SIZE.match(text)
+    if m is None:
+        raise ValueError(f"not a size: {text!r} (e.g. 8G, 500M, 1048576)")
+    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    return value or None
+
+
+def available_memory() -> int | None:
+    """Bytes this process can still allocate: the least of the machine's available memory, the
+    cgroup's remaining limit and the address-space limit less what is mapped (None: unknown)."""
+    found: list[int] = []
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError):
+        try:
+            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (OSError, ValueError, AttributeError):
+            pass
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as fh:
+            limit = fh.read().strip()
+        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as fh:
+            used = int(fh.read().strip())
+        if limit != "max":
+            found.append(max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        found.append(max(soft - _mapped_bytes(), 0))
+    return min(found) if found else None
+
+
+def _mapped_bytes() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def default_max_inflated() -> int:
+    """A quarter of :func:`available_memory` (the load holds the JSON and about twice as much in
+    structs and frames), at least :data:`MIN_DEFAULT_CAP`; 16 GiB when memory is unknown."""
+    available = available_memory()
+    if available is None:
+        return 16 << 30
+    return max(available // 4, MIN_DEFAULT_CAP)
+
+
+def configure(*, max_inflated_size: str | None = None, partial: bool = False) -> None:
+    """Set the read options of this process and of the workers it starts (through the
+    environment). ``max_inflated_size`` as :func:`parse_size` reads it; ValueError if malformed."""
+    if max_inflated_size is not None:
+        parse_size(max_inflated_size)
+        os.environ[MAX_INFLATED_ENV] = max_inflated_size
+    if partial:
+        os.environ[PARTIAL_ENV] = "1"
+
+
+def options() -> ReadOptions:
+    """The read options in force: from :func:`configure` (the environment), else the defaults."""
+    text = os.environ.get(MAX_INFLATED_ENV)
+    try:
+        cap = parse_size(text) if text else default_max_inflated()
+    except ValueError:
+        cap = default_max_inflated()
+    return ReadOptions(max_inflated_size=cap, partial=os.environ.get(PARTIAL_ENV, "") not in ("", "0"))
+
+
+# --- what an input is ---------------------------------------------------------------------------
+
+
+def is_stream_path(path: str | os.PathLike[str]) -> bool:
+    """``-``, ``/dev/stdin`` or a ``/dev/fd/N`` / ``/proc/self/fd/N`` path: read as a stream."""
+    text = os.fspath(path)
+    return (text in ("-", "/dev/stdin") or text.startswith(("/dev/fd/", "/proc/self/fd/")))
+
+
+def check_input(path: str | os.PathLike[str], what: str = "trace") -> str:
+    """``"file"`` for a regular file, ``"stream"`` for an explicit stream (see the module
+    docstring); anything else raises :class:`TraceError` with one line, before any read."""
+    text = os.fspath(path)
+    if text == "-":
+        st = _fstat(0, text)
+    else:
+        try:
+            st = os.stat(text)
+        except FileNotFoundError:
+            raise TraceError(text, "no such file") from None
+        except OSError as err:
+            raise TraceError(text, _os_problem(err)) from None
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        raise TraceError(text, f"is a directory, not a {what} file")
+    stream = is_stream_path(text)
+    if stream and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return "stream"
+    if stream and stat.S_ISCHR(mode) and os.isatty(0) and text in ("-", "/dev/stdin"):
+        raise TraceError(text, "standard input is a terminal: pipe a trace into it or name a file")
+    kind = ("a named pipe" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+    hint = " (to read a stream, pipe it into '-')" if stat.S_ISFIFO(mode) else ""
+    raise TraceError(text, f"is {kind}, not a regular {what} file{hint}")
+
+
+def _fstat(fd: int, text: str) -> os.stat_result:
+    try:
+        return os.fstat(fd)
+    except OSError as err:
+        raise TraceError(text, f"cannot read standard input ({err.strerror or err})") from None
+
+
+def _os_problem(err: OSError) -> str:
+    if err.errno == errno.ENAMETOOLONG:
+        return "path too long for the operating system"
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if err.errno == errno.ELOOP:
+        return "too many levels of symbolic links"
+    if err.errno == errno.ENOTDIR:
+        return "a part of the path is not a directory"
+    return f"cannot read ({err.strerror or err})"
+
+
+# --- reading --------------------------------------------------------------------------------------
+
+
+def read_input(path: str | os.PathLike[str], *, what: str = "trace",
+               opts: ReadOptions | None = None) -> Source:
+    """The text of ``path`` (see the module docstring); TraceError with one line otherwise."""
+    opts = options() if opts is None else opts
+    text = os.fspath(path)
+    kind = check_input(text, what)
+    raw = _read_stream(text, opts.max_inflated_size) if kind == "stream" else _map_file(text)
+    stored = len(raw)
+    compression = compression_of(raw)
+    if compression is None:
+        return Source(raw, None, stored)
+    if compression in ("gzip", "bz2", "xz") or (compression == "zstd" and _zstd() is not None):
+        try:
+            data, partial = _inflate(text, raw, compression, opts)
+        finally:
+            if isinstance(raw, mmap.mmap):
+                raw.close()
+        return Source(data, compression, stored, partial)
+    raise TraceError(text, _REFUSED[compression])
+
+
+def compression_of(head: Buffer | bytes) -> str | None:
+    """The compressed form ``head`` starts with (:data:`_MAGIC`, or a tar header), or None."""
+    first = bytes(head[:8])
+    for magic, name in _MAGIC:
+        if first.startswith(magic):
+            return name
+    if len(head) > 262 and bytes(head[257:262]) == b"ustar":
+        return "tar"
+    return None
+
+
+def _map_file(text: str) -> Buffer:
+    try:
+        with open(text, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # replaced since the check
+                raise TraceError(text, "is not a regular file")
+            if os.fstat(fh.fileno()).st_size == 0:
+                return bytearray()
+            try:
+                return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+            except (OSError, ValueError):  # an odd filesystem: read it
+                return bytearray(fh.read())
+    except TraceError:
+        raise
+    except FileNotFoundError:
+        raise TraceError(text, "no such file") from None
+    except OSError as err:
+        raise TraceError(text, _os_problem(err)) from None
+
+
+def _read_stream(text: str, cap: int | None) -> bytearray:
+    """A pipe read to its end, refused once it passes ``cap`` bytes."""
+    out = bytearray()
+    try:
+        fd = 0 if text == "-" else os.open(text, os.O_RDONLY)
+    except OSError as err:
+        raise TraceError(text, _os_problem(err)) from None
+    try:
+        while True:
+            piece = os.read(fd, _READ_STEP)
+            if not piece:
+                return out
+            out += piece
+            if cap is not None and len(out) > cap:
+                raise TraceError(text, f"the stream passes {cap:,} bytes ({_cap_hint()})")
+    except OSError as err:
+        raise TraceError(text, f"cannot read the stream ({err.strerror or err})") from None
+    finally:
+        if fd != 0:
+            os.close(fd)
+
+
+def _cap_hint() -> str:
+    return "the limit --max-inflated-size sets; the default is a quarter of the free memory"
+
+
+def _zstd():  # pragma: no cover - Python >= 3.14 only
+    try:
+        from compression import zstd  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return zstd
+
+
+def _decompressor(compression: str) -> Callable[[], object]:
+    if compression == "gzip":
+        return lambda: zlib.decompressobj(wbits=31)  # the gzip container; one member per object
+    if compression == "bz2":
+        import bz2
+
+        return bz2.BZ2Decompressor
+    if compression == "xz":
+        import lzma
+
+        return lzma.LZMADecompressor
+    return _zstd().ZstdDecompressor  # type: ignore[union-attr]  # pragma: no cover
+
+
+def _inflate(text: str, raw: Buffer, compression: str, opts: ReadOptions) -> tuple[bytearray, str | None]:
+    """Every member (stream) of ``raw`` inflated into one growing buffer, under the cap; returns
+    (the JSON, None) or, with ``opts.partial``, (what inflated, why it ends early).
+
+    Growing a large bytearray is a ``realloc`` that Linux serves with ``mremap``: no copying, and
+    the peak is the compressed input plus the JSON plus one piece. For gzip the input is fed 1 MiB
+    at a time (bounding the *output* with ``max_length`` would copy the unconsumed input on every
+    call: 1.6x slower at 64 MiB pieces, 30x at 256 KiB), in smaller pieces near the cap; bz2 and
+    xz can inflate far more per byte, so their output is bounded with ``max_length``. Trailing
+    zero bytes after the last member (padding) are ignored; other trailing bytes are an error.
+    """
+    with memoryview(raw) as view:
+        out, problem, fatal = _inflate_members(view, compression, opts.max_inflated_size)
+    if fatal:
+        raise TraceError(text, problem)
+    if problem is None or opts.partial:
+        return out, problem
+    raise TraceError(text, f"{problem} (--partial reports the events read)")
+
+
+def _inflate_members(view: memoryview, compression: str,
+                     cap: int | None) -> tuple[bytearray, str | None, bool]:
+    """(JSON, problem or None, whether the problem is fatal even with --partial); see
+    :func:`_inflate`. Raises nothing, so no traceback keeps a view of the mapped file alive."""
+    new = _decompressor(compression)
+    bounded = compression != "gzip"
+    errors: tuple[type[BaseException], ...] = (zlib.error, OSError, EOFError, ValueError)
+    if compression == "xz":
+        import lzma
+
+        errors += (lzma.LZMAError,)
+    out = bytearray()
+    total = len(view)
+    pos = 0
+    while True:
+        inflater = new()
+        try:
+            while not inflater.eof:  # type: ignore[attr-defined]
+                room = None if cap is None else cap - len(out)
+                step = _INFLATE_STEP
+                if room is not None and not bounded:
+                    step = max(_MIN_STEP, min(_INFLATE_STEP, room // _DEFLATE_MAX_RATIO))
+                piece = view[pos:pos + step]
+                if not piece and (not bounded or inflater.needs_input):  # type: ignore[attr-defined]
+                    break
+                pos += len(piece)
+                if bounded:
+                    limit = -1 if room is None else room + 1
+                    out += inflater.decompress(piece, max_length=limit)  # type: ignore[attr-defined]
+                else:
+                    out += inflater.decompress(piece)  # type: ignore[attr-defined]
+                del piece
+                if cap is not None and len(out) > cap:
+                    return out, (f"{compression} data inflates past {cap:,} bytes; refused as a possible "
+                                 f"decompression bomb ({_cap_hint()})"), True
+        except errors as err:
+            return out, (f"corrupt {compression} data ({_one_line(err)}); {len(out):,} bytes of JSON "
+                         f"inflate before the damage"), False
+        if not inflater.eof:  # type: ignore[attr-defined]
+            return out, (f"truncated {compression}: the stream ends early; its {total:,} bytes inflate "
+                         f"to {len(out):,} bytes of incomplete JSON"), False
+        if compression == "gzip":
+            out += inflater.flush()  # type: ignore[attr-defined]
+        pos -= len(inflater.unused_data)  # type: ignore[attr-defined]
+        rest = view[pos:]
+        if not rest or not any(rest):
+            return out, None, False  # the end, or zero padding after it
+        if compression_of(rest) != compression:
+            return out, f"{total - pos:,} bytes of trailing data after the {compression} data", True
+        del rest
+
+
+def _one_line(err: BaseException) -> str:
+    return (str(err).splitlines() or [type(err).__name__])[0]
+
+
+__all__ = ["Buffer", "ReadOptions", "Source", "check_input", "compression_of", "configure",
+           "default_max_inflated", "is_stream_path", "options", "parse_size", "read_input"]
