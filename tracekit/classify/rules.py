@@ -296,6 +296,10 @@ _LIBRARY_NEEDLES: tuple[tuple[str, str], ...] = (
     ("vllm::", "vllm"),
     ("fbgemm", "fbgemm"),
     ("cudnn", "cudnn"),
+    ("bn_fw_", "cudnn"),
+    ("bn_bw_", "cudnn"),
+    ("nchwToNhwc", "cudnn"),
+    ("nhwcToNchw", "cudnn"),
     ("cub::", "cub"),
     ("thrust::", "thrust"),
     ("magma", "magma"),
@@ -331,9 +335,14 @@ def _ns_or(default: str) -> Callable[[Context], str]:
 
 
 def _triton_or_ns(ctx: Context) -> str:
-    """Bare identifiers are Triton's unless the runtime API launched them; C++ names by namespace."""
+    """``triton`` only with Triton evidence: a bare identifier launched by Triton's launcher API, or a
+    Python-private bare name (``_attn_fwd``) not launched by the runtime API. C++ names by namespace."""
     if _bare(ctx):
-        return "unknown" if _launched_by_runtime(ctx) else "triton"
+        if ctx.launch_api in TRITON_LAUNCH_APIS:
+            return "triton"
+        if ctx.name.startswith("_") and not _launched_by_runtime(ctx):
+            return "triton"
+        return "unknown"
     return library_from_namespace(ctx.name)
 
 
@@ -430,6 +439,7 @@ RULES: tuple[Rule, ...] = (
          "attention", "sageattention", misc.decode_attention,
          "SageAttention's quantised attention kernels (`qk_int8_sv_f8_attn_kernel`, Triton `sageattn` variants)."),
     Rule("attention.other", _any(_w("fmha", "paged_attention", "unified_attention", "merge_attn_states",
+                                    "mergestates", "merge_states",
                                     "mha_fwd", "mha_bwd", "attn_fwd", "attn_bwd", "flash_decoding",
                                     "decode_attention", "prefill_attention", "context_attention",
                                     "attention_fwd", "attention_bwd", "attention_forward", "attention_backward"),
@@ -451,11 +461,12 @@ RULES: tuple[Rule, ...] = (
          "TensorRT-LLM's generated (trtllm-gen) batched GEMM cubins, e.g. MoE expert GEMMs "
          "`bmm_E4m3_E4m3E4m3_Fp32_t128x8x128u2_s8_…_sm100f` (also shipped through FlashInfer). Bare names launched "
          "with cuLaunchKernelEx, so this rule precedes the Triton rules."),
-    Rule("gemm.xmma", _all(Words(("_xmma_",), fold=False), _r(r"sm\d+_xmma_(?:gemm|fprop|dgrad|wgrad)")), "gemm",
-         lambda ctx: "cudnn" if re.search(r"xmma_(?:fprop|dgrad|wgrad)", ctx.name) or ctx.name.endswith("cudnn")
-         else "cublas", gemm.decode_xmma,
+    Rule("gemm.xmma", _all(Words(("_xmma_",), fold=False), _r(r"sm\d+_xmma_(?:gemm|fprop|dgrad|wgrad|sparse_gemm)")),
+         "gemm", lambda ctx: "cudnn" if re.search(r"xmma_(?:fprop|dgrad|wgrad)", ctx.name) or ctx.name.endswith("cudnn")
+         else "cusparselt" if "xmma_sparse_gemm" in ctx.name else "cublas", gemm.decode_xmma,
          "cuBLAS/cuDNN xmma kernels (`sm80_xmma_gemm_*`, `sm90_xmma_gemm_*_cublas`, `sm100_xmma_*`); "
-         "`fprop/dgrad/wgrad` are cuDNN implicit-GEMM convolutions, kept in class gemm with op=conv."),
+         "`fprop/dgrad/wgrad` are cuDNN implicit-GEMM convolutions, kept in class gemm with op=conv; "
+         "`xmma_sparse_gemm` (2:4 structured sparsity) is cuSPARSELt's."),
     Rule("gemm.miopen_conv", _r(r"^(?:naive_conv_|igemm_(?:fwd|bwd|wrw)|gridwise_convolution|MIOpenConv|MIOpenCvD|"
                                 r"miopenSp3As|SubSample|Im2Col|Im2d2Col|Im3d2Col|Col2Im|MIOpenGroupConv|"
                                 r"gcnAsmConv|conv1x1[uv]|conv3x3|sp3AsmConv|MIOpenWinograd|MIOpenIm2d2Col|"
@@ -489,10 +500,12 @@ RULES: tuple[Rule, ...] = (
          "gemm", "cublas", gemm.decode_cublas_legacy,
          "cuBLAS's pre-nvjet kernels named by architecture (`ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn`, "
          "`volta_sgemm_128x64_nn`)."),
-    Rule("gemm.cutlass", _any(_all(_w("cutlass"), _w("gemm")), _w("cutlass3x_")), "gemm", "cutlass",
+    Rule("gemm.cutlass", _any(_all(_w("cutlass"), _w("gemm", "fprop", "dgrad", "wgrad")), _w("cutlass3x_")),
+         "gemm", "cutlass",
          gemm.decode_cutlass,
          "CUTLASS GEMMs, as instantiated by cuBLAS (`cutlass_80_tensorop_*`) or templated (`cutlass::Kernel2<...>`, "
-         "`cutlass::device_kernel<...GemmUniversal...>`)."),
+         "`cutlass::device_kernel<...GemmUniversal...>`) and CUTLASS implicit-GEMM convolutions "
+         "(`cutlass_tensorop_*fprop*`, `ImplicitGemmConvolution`)."),
     Rule("gemm.tensile", _r(r"Cijk_A[a-z]{3}_B[a-z]{3}"), "gemm",
          lambda ctx: "hipblaslt" if re.search(r"UserArgs|_SAV|_Bias|Custom_", ctx.name) else "rocblas",
          gemm.decode_tensile,
@@ -635,10 +648,12 @@ RULES: tuple[Rule, ...] = (
                          "devicesegmentedreduce", "devicescan", "scan_kernel", "tensor_kernel_scan", "embedding_backward",
                          "compute_grad_weight", "sum_and_scatter", "krn_partial", "partial_segments", "renorm_kernel",
                          "_norm_kernel", "cross_entropy", "reduce_1block", "kernelreduce", "aminmax", "topk", "argmax",
-                         "argmin", "cumsum", "logsumexp", "gatingsoftmax", "moe_sum"),
+                         "argmin", "cumsum", "logsumexp", "gatingsoftmax", "moe_sum", "samplingfromprob", "sampling::",
+                         "renormprob", "renorm_prob"),
          "reduction", _ns, aten.decode_aten,
          "Reductions: ATen `reduce_kernel<...ReduceOp<...>>`, softmax (`softmax_warp_forward`, "
-         "`cunn_SoftMaxForward`), losses, scans, top-k. Judgement call: embedding *backward* (`embedding_backward_*`, "
+         "`cunn_SoftMaxForward`), losses, scans, top-k and token sampling from probabilities (FlashInfer "
+         "`TopPSamplingFromProbKernel`: scans and reductions over the vocabulary). Judgement call: embedding *backward* (`embedding_backward_*`, "
          "`compute_grad_weight`) is a reduction — it sums gradient rows per index."),
     Rule("copy", _w("copy_kernel", "_copy_", "catarraybatchedcopy", "copy_device_to_device", "batched_copy",
                     "direct_copy", "transpose_kernel", "transpose_readwrite", "permute_kernel", "permute_2d", "permute",
@@ -661,9 +676,11 @@ RULES: tuple[Rule, ...] = (
          "scatters and fused activations (`act_and_mul_kernel`). Judgement call: embedding *forward* "
          "(`indexSelectLargeIndex`) is elementwise — a gather, one read and one write per element, nothing "
          "accumulated."),
-    Rule("gemm.generic", _all(_w("gemm", "gemv", "matmul", "_mm_", "bmm", "marlin"),
-                              _ri(r"(?<!fb)gemm|gemv|matmul|_mm_|bmm|marlin")), "gemm", _ns, gemm.decode_generic,
-         "Anything else that says it multiplies matrices (custom CUDA, DeepGEMM, Marlin, unknown vendors). "
+    Rule("gemm.generic", _all(_w("gemm", "gemv", "matmul", "_mm_", "bmm", "marlin", "mul_mat", "moe_q"),
+                              _ri(r"(?<!fb)gemm|gemv|matmul|_mm_|bmm|marlin|mul_mat|(?<![a-z])moe_q\d")),
+         "gemm", _ns, gemm.decode_generic,
+         "Anything else that says it multiplies matrices (custom CUDA, DeepGEMM, Marlin, ggml-style quantised "
+         "`mul_mat_q*` / `moe_q*`, unknown vendors). "
          "FBGEMM's kernels do not count: `fbgemm` names the library, not the work."),
     # ---- everything else ------------------------------------------------------------------------
     Rule("other.aten", Words(("at::", "c10::"), fold=False), "other", _ns, aten.decode_aten,
