@@ -22,8 +22,7 @@ from tracekit.load import load
 from tracekit.render import FORMATS, renderer_for
 from tracekit.render.json import diff_data
 from tracekit.render.diff_sections import plain, verdict_parts
-from tracekit.render.markdown import md_code
-from tracekit.render.text import md_escape
+from tracekit.render.markdown import md_code, md_escape
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 RT_BYTES = 8192 * 3072 * 2  # one bf16 [8192, 3072] intermediate

@@ -14,7 +14,7 @@ from tracekit.commands import main
 from tracekit.load import load
 from tracekit.classify.names import short_kernel_name
 from tracekit.render import FORMATS, renderer_for
-from tracekit.render.text import md_escape
+from tracekit.render.markdown import md_escape
 
 
 def render_report(report, fmt, out):

@@ -73,6 +73,7 @@ steps, mean_step_ns, max_step_ns, gpu_busy_ns, kernel_count, error}]}``.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -94,10 +95,33 @@ if TYPE_CHECKING:
 
 
 def encode(data: Any) -> bytes:
-    """Deterministic JSON: sorted keys, two-space indent, trailing newline."""
+    """Deterministic JSON: sorted keys, two-space indent, trailing newline.
+
+    Strings are written whole and exact (msgspec escapes control characters, quotes and
+    backslashes), so every name keeps its identity. The one string JSON cannot hold is one with a
+    lone surrogate (a file name that is not UTF-8, decoded by Python's ``surrogateescape``): each
+    such code point is written as U+FFFD instead of failing.
+    """
     import msgspec
 
-    return msgspec.json.format(msgspec.json.encode(data, order="sorted"), indent=2) + b"\n"
+    try:
+        raw = msgspec.json.encode(data, order="sorted")
+    except UnicodeEncodeError:
+        raw = msgspec.json.encode(_without_surrogates(data), order="sorted")
+    return msgspec.json.format(raw, indent=2) + b"\n"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(data: Any) -> Any:
+    if isinstance(data, str):
+        return _SURROGATE.sub("\ufffd", data)
+    if isinstance(data, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_without_surrogates(v) for v in data]
+    return data
 
 
 def _rows(frame: pl.DataFrame, rename: dict[str, str] | None = None,

@@ -1,21 +1,43 @@
 """GitHub-flavoured Markdown: the report as a document, the diff as a PR comment. All escaping of
-user-controlled text happens here.
+user-controlled text happens here, in two functions every piece of text passes through:
+:func:`md_escape` (text) and :func:`md_code` (names shown as code); :func:`table` and :func:`cell`
+route every header and cell through them, so a new table is escaped without asking.
 
-Names (kernels, ops, gates: :class:`~tracekit.render.text.Code` cells) go in code spans, where HTML
-is inert; a name holding a backtick falls back to escaped text; ``|`` is escaped in table cells even
-inside code. Every other cell is escaped (:func:`~tracekit.render.text.md_escape`). Only trace
-basenames appear in a diff, so its output does not depend on where the files live. The diff's
-layout: a title, one verdict sentence, a compact table of per-step quantities (and the gates when
-given), then each detail table in a collapsible ``<details>`` block.
+What a name can never become, and how (each choice is one GitHub's renderer treats as text):
+
+* control characters, newlines, bidi controls: shown as ``\\x1b``-style escapes
+  (:func:`~tracekit.render.text.for_display`, which also cuts overlong text with a marker);
+* links, images, footnotes, task boxes, emphasis, strikethrough, math, code spans, table cells:
+  ``\\`` ``[`` ``]`` ``*`` ``_`` ``~`` ``$`` ``|`` are backslash-escaped, a backtick is ``&#96;``;
+* raw HTML and entities (``<script>``, ``<img onerror>``, ``&amp;``): ``&`` ``<`` ``>`` as entities;
+* headings, quotes, lists, thematic breaks where text starts a block (``line_start``): its first
+  marker (``#`` ``>`` ``-`` ``+`` ``=`` ``1.`` ``1)``) is backslash-escaped; a ``#`` after a space
+  is always escaped (a heading's closing sequence);
+* things GitHub links *after* Markdown, on the rendered text (``@mentions``, ``#123`` and
+  ``owner/repo#123`` issue links, ``GH-123``, and the autolinked ``http://…``, ``www.…`` and e-mail
+  addresses): a backslash cannot stop these, so a zero-width space (``&#8203;``) is put after
+  ``@``, after ``:`` of ``://``, after ``www``, after ``#`` of an issue number and after ``GH``.
+  The text reads the same; only a copy of it carries the invisible character.
+
+Names (kernels, ops, gates: :class:`~tracekit.render.text.Code` cells) go in code spans, where
+GitHub interprets nothing (HTML, links, mentions, emoji stay text); ``|`` is escaped in table cells
+even inside code; a name holding a backtick or a backslash (which a table row would read as an
+escape) falls back to escaped text. Text inside the ``<details>`` summaries is raw HTML to GitHub:
+there it is HTML-escaped (``html=True``). Only trace basenames appear in a diff, so its output does
+not depend on where the files live. The diff's layout: a title, one verdict sentence, a compact
+table of per-step quantities (and the gates when given), then each detail table in a collapsible
+``<details>`` block.
 """
 
 from __future__ import annotations
 
+import html as html_lib
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from tracekit.render.base import Renderer
-from tracekit.render.text import Code, md_escape
+from tracekit.render.text import Code, for_display
 
 if TYPE_CHECKING:
     from tracekit.diff.compare import Diff
@@ -24,11 +46,40 @@ if TYPE_CHECKING:
     from tracekit.ranks import RankReport
     from tracekit.report import Report
 
+#: Characters with inline meaning, backslash-escaped (``#`` only after a space or at the start).
+_INLINE = re.compile(r"[\\\[\]*_~$|]|(?:^|(?<=\s))#")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;"}
+_ENTITY = re.compile("[&<>`]")
+#: A block marker at the start of a line: heading, quote, list item, setext or thematic break.
+_BLOCK_START = re.compile(r"^(\s*)([>+=-]|\d{1,9}(?=[.)]))")
+#: Where GitHub links rendered text: the point after which a zero-width space goes.
+#: (``&`` excluded before ``#``: ``&#96;`` is an entity this module wrote.)
+_LINKED = re.compile(r"@|(?<=:)(?=//)|(?i:www(?=\.))|(?i:\bGH(?=-\d))|(?<![\w.&-])#(?=\d)|(?<=/)[\w.-]+#(?=\d)")
+ZWSP = "&#8203;"
+
+
+def md_escape(text: object, *, line_start: bool = False, html: bool = False) -> str:
+    """``text`` as Markdown that renders as exactly that text (see the module docstring).
+
+    ``line_start``: the text begins a block (a paragraph, a list item's content), where a leading
+    ``-``, ``>`` or ``1.`` would open a list or a quote. ``html``: the text sits inside raw HTML
+    (``<summary>``), where Markdown escapes are not read.
+    """
+    s = for_display(text)
+    if html:
+        s = html_lib.escape(s, quote=False)
+    else:
+        s = _ENTITY.sub(lambda m: _ENTITIES[m.group()], _INLINE.sub(lambda m: "\\" + m.group(), s))
+        if line_start:
+            s = _BLOCK_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not m.group(2).isdigit()
+                                                       else m.group(2) + "\\"), s, count=1)
+    return _LINKED.sub(lambda m: m.group() + ZWSP, s)
+
 
 def md_code(text: str, *, in_table: bool) -> str:
     """``text`` as an inline code span safe in GFM (tables need ``\\|`` even inside code)."""
-    s = str(text).replace("\r", " ").replace("\n", " ")
-    if "`" in s or not s.strip():
+    s = for_display(text)
+    if "`" in s or "\\" in s or not s.strip():
         return md_escape(s)
     if in_table:
         s = s.replace("|", "\\|")
@@ -49,7 +100,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def _details(title: str, body: str) -> list[str]:
-    return ["", f"<details><summary>{md_escape(title)}</summary>", "", body, "", "</details>"]
+    return ["", f"<details><summary>{md_escape(title, html=True)}</summary>", "", body, "", "</details>"]
 
 
 class MarkdownRenderer(Renderer):
@@ -69,7 +120,7 @@ class MarkdownRenderer(Renderer):
             parts.append(table(headers, rows) if rows else "_none_")
         rules = sections.notes(report)
         if rules:
-            parts += ["", "## Notes", ""] + [f"- {md_escape(line)}" for line in rules]
+            parts += ["", "## Notes", ""] + [f"- {md_escape(line, line_start=True)}" for line in rules]
         out.write("\n".join(parts) + "\n")
 
     def diff(self, diff: Diff, out: TextIO, gate_results: Sequence[GateResult] = (), *, color: bool = False,
@@ -92,7 +143,7 @@ class MarkdownRenderer(Renderer):
         for title, headers, rows in S.detail_tables(diff):
             parts += _details(title, table(headers, rows) if rows else "_none_")
         parts += _details("How this was measured",
-                          "\n".join(f"- {md_escape(line)}" for line in S.method_lines(diff)))
+                          "\n".join(f"- {md_escape(line, line_start=True)}" for line in S.method_lines(diff)))
         out.write("\n".join(parts) + "\n")
 
     def check(self, result: CheckResult, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
@@ -100,11 +151,11 @@ class MarkdownRenderer(Renderer):
 
         parts = [f"### tracekit check: {md_escape(S.check_title(result))}", ""]
         if result.description:
-            parts += [md_escape(result.description), ""]
+            parts += [md_escape(line, line_start=True) for line in result.description.splitlines()] + [""]
         title, headers, rows = S.check_rows(result)
         parts.append(table(headers, rows))
         if result.notes:
-            parts += [""] + [f"- {md_escape(n)}" for n in result.notes]
+            parts += [""] + [f"- {md_escape(n, line_start=True)}" for n in result.notes]
         out.write("\n".join(parts) + "\n")
 
     def ranks(self, rank_report: RankReport, out: TextIO, *, color: bool = False,

@@ -1,9 +1,18 @@
-"""Display formatting shared by the renderers: durations, percentages, code spans, Markdown escaping.
+"""Display formatting shared by the renderers: durations, percentages, code spans, and the one
+function every piece of user text (a name, a file name, a description) passes through before a
+format escapes it for its own syntax: :func:`for_display`.
 
-Kernel-name shortening and decoding live with the taxonomy (:mod:`tracekit.classify.names`).
+:func:`for_display` makes text *visible*: control characters (C0, DEL, C1), the Unicode bidi
+controls, line and paragraph separators and lone surrogates become backslash escapes (``\\x1b``,
+``\\u202e``), so a name can neither drive a terminal nor reorder or hide what is shown around it;
+and it cuts text longer than :data:`DISPLAY_LIMIT` characters with a marker saying how much was
+cut. Display only: JSON keeps every name whole and exact. Kernel-name shortening and decoding live
+with the taxonomy (:mod:`tracekit.classify.names`).
 """
 
 from __future__ import annotations
+
+import re
 
 
 class Code(str):
@@ -12,6 +21,45 @@ class Code(str):
 
 #: A titled table of display cells: ``(title, headers, rows)``; a cell is a ``str`` or :class:`Code`.
 Table = tuple[str, list[str], list[list[str]]]
+
+#: Longest text shown in one piece (a cell, a name, a line) in the terminal and Markdown formats.
+DISPLAY_LIMIT = 1000
+#: Characters never shown raw: C0 controls (newline too), DEL, C1 controls, the bidi marks,
+#: embeddings, overrides and isolates, line/paragraph separators, and lone surrogates (which no
+#: UTF-8 writer can encode; they come from undecodable file names).
+INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every :data:`INVISIBLE` character as a backslash escape (``\\x1b``, ``\\u202e``)."""
+    return INVISIBLE.sub(_escape_char, text)
+
+
+def for_display(value: object, limit: int = DISPLAY_LIMIT) -> str:
+    """``value`` as text safe to show: :func:`visible`, and at most ``limit`` characters.
+
+    Longer text keeps its first characters and ends with a marker (``… [+279,000 chars]``) that
+    counts what was cut. Applying it twice changes nothing more.
+    """
+    s = "" if value is None else str(value)
+    if len(s) <= limit:
+        shown = visible(s)
+        if len(shown) <= limit:
+            return shown
+    room, out, used, kept = limit - 24, [], 0, 0
+    for ch in s[:limit]:
+        piece = visible(ch)
+        if used + len(piece) > room:
+            break
+        out.append(piece)
+        used += len(piece)
+        kept += 1
+    return "".join(out) + f"… [+{len(s) - kept:,} chars]"
 
 
 def us(ns: int | float | None) -> str:
@@ -24,13 +72,3 @@ def us(ns: int | float | None) -> str:
 def pct(part: float, whole: float) -> str:
     """``part/whole`` as a percentage with one decimal; "–" when ``whole`` is 0."""
     return f"{100.0 * part / whole:.1f}%" if whole else "–"
-
-
-def md_escape(text: object) -> str:
-    """Make ``text`` safe inside a GitHub Markdown table cell (pipes, backticks, HTML)."""
-    if text is None:
-        return ""
-    s = str(text)
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    s = s.replace("|", "\\|").replace("`", "&#96;").replace("*", "\\*").replace("_", "\\_")
-    return s.replace("\r", " ").replace("\n", " ")
