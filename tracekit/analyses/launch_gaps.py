@@ -81,6 +81,9 @@ THRESHOLDS: dict[str, Any] = {
     "verdict_rule": "no-gpu if the step launched nothing; compute-bound if GPU busy >= CPU dispatch or "
                     "GPU busy >= 80% of wall; overhead-bound if CPU dispatch >= 2x GPU busy; else mixed",
     "cold_rule": "first step wall > 2x median wall of the other steps",
+    "steady_rule": "Not steady state (left out of diff medians): warm-up = the steps after a cold first step "
+                   "still slower than 2x the median step; compiling = the step runs torch.compile or records "
+                   "a CUDA graph; cut short = the last unit delimited by iteration markers",
     "gap_cause_rule": "GPU waited for CPU = next launch call ended after gap start - 2 us; then first "
                       "match: sync (waited for CPU and a sync call/row overlaps); profiler_overhead "
                       "(waited for CPU and an overhead row overlaps); cpu_bound (waited for CPU); "

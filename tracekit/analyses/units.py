@@ -62,6 +62,14 @@ ITERATION_MARKERS: tuple[tuple[str, str], ...] = (
     ("enumerate(DataLoader)#", "the training loop fetching its batch: the start of each iteration"),
     ("Optimizer.step#", "the optimizer step: once per iteration, at its end"),
 )
+#: The automatic rule in one sentence (the report's notes print it under the tables).
+DETECTION_RULE = (
+    f"without ProfilerStep spans, a unit is each outermost span of the user annotation or top-level op "
+    f"that repeats >= {MIN_REPEATS} times and holds the launch calls of >= {100 * MIN_COVERAGE:.0f}% of the "
+    f"launched GPU activities (top-level first, then highest share, fewest repeats); else the periods between "
+    f"PyTorch's per-iteration annotations ({', '.join(p + '…' for p, _ in ITERATION_MARKERS)}); else one span "
+    f"holding >= {100 * MIN_COVERAGE:.0f}% of them; else the whole trace. Cold, warm-up, compiling and cut-short "
+    f"units are flagged and left out of medians")
 CANDIDATES_SCHEMA: dict[str, pl.DataType] = {
     "name": pl.String, "cat": pl.String, "occurrences": pl.UInt32, "top_level": pl.Boolean,
     "coverage": pl.Float64, "first_ns": pl.Int64,

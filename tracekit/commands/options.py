@@ -17,7 +17,8 @@ output_format = click.option("--format", "fmt", type=click.Choice(FORMATS), defa
 output = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), default=None,
                       help="Write to this file instead of stdout.")
 unit = click.option("--unit", default=None, metavar="NAME",
-                    help="Compare per span of this annotation (e.g. mlp_fwd) instead of per ProfilerStep.")
+                    help="Use each span of this name (e.g. mlp_fwd) as a step, instead of the ProfilerSteps "
+                         "or, without them, the iteration units found automatically.")
 no_execution_trace = click.option("--no-execution-trace", "no_et", is_flag=True,
                                   help="Ignore X.et.json.gz beside a trace; infer round trips from shapes and order.")
 

@@ -15,7 +15,9 @@ from tracekit.output import open_output
 @click.argument("trace_path", metavar="TRACE", type=click.Path(dir_okay=True, path_type=str))
 @options.output_format
 @options.output
-@click.option("--step", type=int, default=None, help="Restrict every table to ProfilerStep#N.")
+@click.option("--step", type=int, default=None,
+              help="Restrict every table to ProfilerStep#N (without ProfilerSteps: to unit N).")
+@options.unit
 @click.option("--execution-trace", "et_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="PyTorch execution trace for exact round-trip links (default: X.et.json.gz beside X.json.gz).")
 @click.option("--no-execution-trace", "no_et", is_flag=True,
@@ -25,8 +27,8 @@ from tracekit.output import open_output
                    "tf32_tflops, fp8_tflops (repeatable), e.g. --ceiling hbm_gbps=4300.")
 @click.option("--hta", is_flag=True, help="Show HolisticTraceAnalysis' busy/idle figures beside ours "
               "(needs the hta extra).")
-def report(trace_path: str, fmt: str | None, output: str | None, step: int | None, et_path: str | None,
-           no_et: bool, ceilings: tuple[str, ...], hta: bool) -> None:
+def report(trace_path: str, fmt: str | None, output: str | None, step: int | None, unit: str | None,
+           et_path: str | None, no_et: bool, ceilings: tuple[str, ...], hta: bool) -> None:
     """Classify kernels, attribute CPU ops and summarise steps of one trace.
 
     TRACE may also be a directory of per-rank traces: each is analysed in its own process and a
@@ -38,8 +40,8 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     if os.path.isdir(trace_path):
         from tracekit import ranks
 
-        if step is not None:
-            raise UsageError("--step applies to one trace, not to a directory of ranks")
+        if step is not None or unit is not None:
+            raise UsageError("--step and --unit apply to one trace, not to a directory of ranks")
         result = ranks.analyze(trace_path)
         with open_output(output) as out:
             renderer.ranks(result, out, color=options.colour(output))
@@ -47,6 +49,6 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     overrides = options.parse_ceilings(ceilings)
     session = Session(trace_path, execution_trace=options.execution_trace_choice(et_path, no_et),
                       workers=None, show_progress=True)
-    result = session.report(step=step, ceilings=overrides, hta=hta)
+    result = session.report(step=step, ceilings=overrides, hta=hta, unit=unit)
     with open_output(output) as out:
         renderer.report(result, out, color=options.colour(output))

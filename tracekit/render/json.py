@@ -11,15 +11,21 @@ nanoseconds.
   compute_capability, num_sms, total_global_mem}], versions: {key: text}, distributed, step_numbers,
   graph_hashes}``
 * ``selected_step`` — the ``--step`` number or null
+* ``units`` — what the steps are (:mod:`tracekit.analyses.units`): ``{kind ("ProfilerStep" | "span"
+  | "period" | "trace" | "none"), name, source ("profiler" | "auto" | "user"), rule (why, in words),
+  count, partial: [numbers], candidates: [{name, cat, occurrences, top_level, coverage, first_ns}]}``
+* ``orphans`` — GPU work whose launch call is not in the trace (in no step): ``[{reason
+  ("before_trace" | "launch_missing"), kind, count, dur_ns, busy_ns, first_ns, last_end_ns}]``
 * ``steps`` — ``[{name, number, start_ns, dur_ns, gpu_busy_ns, kernel_count, gpu_activity_count}]``
+  — one per unit (``name`` is the unit's label: ``ProfilerStep#4``, ``mlp_fwd#2``, ``whole trace``)
 * ``kernels`` — ``[{name, class, library, kind, count, total_ns, mean_ns, launch_api, cpu_op,
   decoded: {…}}]``; ``kind`` is kernel | memcpy | memset; ``kernel_count`` in steps counts kernels only
 * ``paths`` — ``{step, truncated, rows: [{scope, top_op, cpu_op, kernel, class, launch, dur_ns}]}``
 * ``zero_kernel_ops`` — ``[{name, count, cpu_ns}]``
 * ``compile_preops`` — ``[{step, name, kind, count, cpu_ns, graph_hash}]``
 * ``launch_gaps`` — ``{steps: [{step, gpu_busy_ns, gpu_idle_ns, verdict, wall_ns, cpu_dispatch_ns,
-  cold}], queue_delay_ns: {p50, p90, p99, max}, idle_by_cause_ns: {cause: ns} (every cause, 0 when
-  it caused no gap), idle_by_cause: [{cause, gaps, dur_ns}] (every cause, longest idle first),
+  cold, warmup, compile, partial, steady}], queue_delay_ns: {p50, p90, p99, max}, idle_by_cause_ns:
+  {cause: ns} (every cause, 0 when it caused no gap), idle_by_cause: [{cause, gaps, dur_ns}] (every cause, longest idle first),
   thresholds: {…}, distributions: [{group, key, count, launch_dur_p50_ns … queue_delay_max_ns}]}``
 * ``round_trips`` — ``{method ("execution_trace" | "shape_inference"), notes, tensors: [{step,
   producer, producer_op, consumer, consumer_op, shape, dtype, bytes}], bytes_per_step: [{step,
@@ -86,6 +92,7 @@ if TYPE_CHECKING:
     from tracekit.analyses.launch_gaps import LaunchGapsReport
     from tracekit.analyses.round_trips import RoundTripReport
     from tracekit.analyses.throughput import ThroughputReport
+    from tracekit.analyses.units import Units
     from tracekit.diff.compare import Diff, Quantity
     from tracekit.diff.expect import CheckResult
     from tracekit.diff.findings import Finding
@@ -152,6 +159,8 @@ def report_data(report: Report) -> dict[str, Any]:
             "step_numbers": facts.step_numbers, "graph_hashes": facts.graph_hashes,
         },
         "selected_step": report.selected_step,
+        "units": _units(report.units),
+        "orphans": _rows(report.orphans),
         "steps": _rows(report.steps),
         "kernels": kernels,
         "paths": {
@@ -174,7 +183,8 @@ def launch_gaps_data(gaps: LaunchGapsReport) -> dict[str, Any]:
         "steps": [
             {"step": r["step"], "gpu_busy_ns": r["gpu_busy_ns"], "gpu_idle_ns": r["gpu_idle_ns"],
              "verdict": r["verdict"], "wall_ns": r["wall_ns"],
-             "cpu_dispatch_ns": r["cpu_dispatch_ns"], "cold": r["cold"]}
+             "cpu_dispatch_ns": r["cpu_dispatch_ns"],
+             **{flag: r.get(flag) for flag in ("cold", "warmup", "compile", "partial", "steady")}}
             for r in gaps.per_step.iter_rows(named=True)
         ],
         "queue_delay_ns": dict(gaps.queue_delay_ns),
@@ -189,6 +199,14 @@ def _launch_gaps(gaps: LaunchGapsReport | None) -> dict[str, Any] | None:
         return None
     return {**launch_gaps_data(gaps), "idle_by_cause": _rows(gaps.idle_by_cause),
             "distributions": _rows(gaps.distributions)}
+
+
+def _units(units: Units | None) -> dict[str, Any] | None:
+    if units is None:
+        return None
+    return {"kind": units.kind, "name": units.name, "source": units.source, "rule": units.rule,
+            "count": units.windows.height, "partial": list(units.partial),
+            "candidates": _rows(units.candidates)}
 
 
 def _round_trips(trips: RoundTripReport | None) -> dict[str, Any] | None:

@@ -40,9 +40,33 @@ def facts_lines(report: Report) -> list[tuple[str, str]]:
         lines.append(("distributed", ", ".join(f"{k}={v}" for k, v in sorted(f.distributed.items()))))
     if f.graph_hashes:
         lines.append(("compiled graphs", ", ".join(f.graph_hashes)))
+    units = report.units
+    if units is not None and units.kind not in ("ProfilerStep", "none"):
+        lines.append(("units", units.describe()))
+    lines += [("not in any step", line) for line in orphan_lines(report)]
     if report.selected_step is not None:
-        lines.append(("selected step", str(report.selected_step)))
+        lines.append(("selected step", step_label(report, report.selected_step)))
     return lines
+
+
+def orphan_lines(report: Report) -> list[str]:
+    """One sentence per reason for GPU work whose launch call is not in the trace."""
+    from tracekit.analyses.attribution import ORPHAN_REASONS
+
+    out = []
+    orphans = report.orphans
+    for reason in orphans["reason"].unique(maintain_order=True).to_list():
+        part = orphans.filter(pl.col("reason") == reason)
+        counts = ", ".join(f"{n:,} {kind}{'s' if n != 1 else ''}"
+                           for kind, n in zip(part["kind"].to_list(), part["count"].to_list()))
+        out.append(f"{counts}, {us(int(part['dur_ns'].sum()))} GPU time, {ORPHAN_REASONS.get(reason, reason)}")
+    return out
+
+
+def step_label(report: Report, number: int | None) -> str:
+    """The name of step (unit) ``number``: ``ProfilerStep#4``, ``mlp_fwd#2``, ``whole trace``."""
+    names = dict(zip(report.steps["number"].to_list(), report.steps["name"].to_list()))
+    return names.get(number) or f"ProfilerStep#{number}"
 
 
 def steps_table(report: Report) -> Table:
@@ -51,14 +75,17 @@ def steps_table(report: Report) -> Table:
          str(r["kernel_count"]), str(r["gpu_activity_count"])]
         for r in report.steps.iter_rows(named=True)
     ]
-    return ("Steps", ["step", "wall (CPU span)", "GPU busy", "busy/wall", "kernels",
-                      "GPU activities"], rows)
+    title = "Steps"
+    if report.units is not None and report.units.kind not in ("ProfilerStep", "none"):
+        title += f" (units: {report.units.describe().split(' (')[0]})"
+    return (title, ["step", "wall (CPU span)", "GPU busy", "busy/wall", "kernels",
+                    "GPU activities"], rows)
 
 
 def paths_table(report: Report) -> Table:
     title = "Launch paths"
     if report.path_step is not None:
-        title += f" (ProfilerStep#{report.path_step})"
+        title += f" ({step_label(report, report.path_step)})"
     if report.paths_truncated:
         title += f" — first {report.paths.height} kernels"
     decoded = _decoded_by_name(report)
@@ -103,13 +130,19 @@ def preops_table(report: Report) -> Table:
     return ("torch.compile pre-ops", ["step", "op", "kind", "count", "CPU time"], rows)
 
 
+#: How the per-step flags of :mod:`tracekit.analyses.steps` are worded beside a verdict.
+STEP_FLAG_WORDS = {"cold": "cold first step", "warmup": "warm-up", "compile": "compiling",
+                   "partial": "cut short by the trace"}
+
+
 def launch_gaps_table(report: Report) -> Table:
     """Per-step wall, dispatch, busy, idle and verdict; the rule is stated in :func:`notes`."""
     gaps = report.launch_gaps
     rows = []
     if gaps is not None:
         for r in gaps.per_step.iter_rows(named=True):
-            verdict = r["verdict"] + (" (cold first step)" if r["cold"] else "")
+            verdict = r["verdict"] + "".join(f" ({words})" for flag, words in STEP_FLAG_WORDS.items()
+                                             if r.get(flag))
             rows.append([str(r["step"]), us(r["wall_ns"]), us(r["cpu_dispatch_ns"]), us(r["gpu_busy_ns"]),
                          pct(r["gpu_busy_ns"], r["wall_ns"]), us(r["gpu_idle_ns"]), verdict])
     return ("Launch gaps and verdict per step",
@@ -136,7 +169,7 @@ def round_trips_table(report: Report) -> Table:
         if report.path_step is not None and report.selected_step is None:
             # One step is representative; every step's tensors are in the JSON output.
             tensors = tensors.filter(pl.col("step") == report.path_step)
-            title += f" — ProfilerStep#{report.path_step} (all steps: --format json)"
+            title += f" — {step_label(report, report.path_step)} (all steps: --format json)"
         decoded = _decoded_by_name(report)
         for r in tensors.iter_rows(named=True):
             rows.append([str(r["step"]), _kernel_and_op(r["producer"], r["producer_op"], decoded),
@@ -210,9 +243,14 @@ def hta_table(report: Report) -> Table | None:
 def notes(report: Report) -> list[str]:
     """Sentences stating the rules behind the figures (shown under the tables)."""
     out = []
+    if report.units is not None and report.units.source == "auto":
+        from tracekit.analyses.units import DETECTION_RULE
+
+        out.append(f"Units: {DETECTION_RULE}.")
     if report.launch_gaps is not None:
         t = report.launch_gaps.thresholds
-        out.append(f"Verdict rule: {t['verdict_rule']}. Cold: {t['cold_rule']}.")
+        out.append(f"Verdict rule: {t['verdict_rule']}. Cold: {t['cold_rule']}."
+                   + (f" {t['steady_rule']}." if "steady_rule" in t else ""))
         out.append(f"Gap causes: {t['gap_cause_rule']}.")
         q = report.launch_gaps.queue_delay_ns
         if q.get("p50") is not None:
