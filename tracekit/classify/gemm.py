@@ -71,6 +71,18 @@ def _epilogue(tokens: list[str]) -> str:
     return "+".join(dict.fromkeys(found)) if found else "none"
 
 
+def _set_tile(out: dict[str, object], match: re.Match[str] | None) -> None:
+    """``tile`` ("MxN") and ``k_tile`` from a match whose three groups are M, N and K."""
+    if match:
+        out["tile"] = f"{match.group(1)}x{match.group(2)}"
+        out["k_tile"] = int(match.group(3))
+
+
+def _set_int(out: dict[str, object], key: str, match: re.Match[str] | None) -> None:
+    if match:
+        out[key] = int(match.group(1))
+
+
 def decode_nvjet(name: str) -> dict:
     """``nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT`` -> arch, variant, dtype, tile, k_tile,
     stages, cluster, cta, raster, bz, coop, split_k, epilogue, layout.
@@ -158,13 +170,8 @@ def decode_xmma(name: str) -> dict:
     lay = re.search(r"_(tn|nt|nn|tt)_(n|t)?_?", name)
     if lay:
         out["layout"] = lay.group(1)
-    tile = re.search(r"tilesize(\d+)x(\d+)x(\d+)", name)
-    if tile:
-        out["tile"] = f"{tile.group(1)}x{tile.group(2)}"
-        out["k_tile"] = int(tile.group(3))
-    stage = re.search(r"_stage(\d+)", name)
-    if stage:
-        out["stages"] = int(stage.group(1))
+    _set_tile(out, re.search(r"tilesize(\d+)x(\d+)x(\d+)", name))
+    _set_int(out, "stages", re.search(r"_stage(\d+)", name))
     for key, pat in (("warps", r"warpsize(\d+x\d+x\d+)"), ("warpgroups", r"warpgroupsize(\d+x\d+x\d+)"),
                      ("instruction", r"tensor(\d+x\d+x\d+)")):
         mm = re.search(pat, name)
@@ -298,10 +305,7 @@ def decode_tensile(name: str) -> dict:
         if lead:
             out["dtype"] = _TENSILE_DTYPE.get(lead.group(1), lead.group(1))
         out["types"] = types
-    mt = re.search(r"_MT(\d+)x(\d+)x(\d+)", name)
-    if mt:
-        out["tile"] = f"{mt.group(1)}x{mt.group(2)}"
-        out["k_tile"] = int(mt.group(3))
+    _set_tile(out, re.search(r"_MT(\d+)x(\d+)x(\d+)", name))
     mi = re.search(r"_MI(\d+x\d+x\d+)(?:x\d+)?", name)
     if mi:
         out["instruction"] = mi.group(1)
@@ -392,13 +396,8 @@ def decode_trtllm_gen(name: str) -> dict:
         first = re.match(r"(Mx)?(E\dm\d|Bfloat16|Fp16|Fp32|Int8|Int4)", tokens[2])
         if first:
             out["dtype"] = _TRTLLM_DTYPES.get((first.group(1) or "") + first.group(2), first.group(2))
-    tile = re.search(r"_t(\d+)x(\d+)x(\d+)", name)
-    if tile:
-        out["tile"] = f"{tile.group(1)}x{tile.group(2)}"
-        out["k_tile"] = int(tile.group(3))
-    stages = re.search(r"_s(\d+)_", name)
-    if stages:
-        out["stages"] = int(stages.group(1))
+    _set_tile(out, re.search(r"_t(\d+)x(\d+)x(\d+)", name))
+    _set_int(out, "stages", re.search(r"_s(\d+)_", name))
     arch = re.search(r"_sm(\d{2,3})[a-z]?$", name)
     if arch:
         out["arch"] = f"sm{arch.group(1)}"

@@ -9,8 +9,9 @@ never propagates: the result then carries ``{"decode_error": "<ExceptionType>"}`
 
 Time is linear in the name, whatever the name: matchers are literal substring tests (``str in str``)
 or regular expressions written without nested or unanchored ``.*`` repeats (``tests/test_classify.py``
-checks every pattern of this package structurally), so a 300,000-character name classifies in
-milliseconds. Case-insensitive tests run on one lower-cased copy of the name.
+checks every pattern of this package structurally), and rules read at most :data:`RULE_WINDOW`
+characters, so a 300,000-character name classifies in milliseconds. Case-insensitive tests run on one
+lower-cased copy of the name. Callers keep the full name as identity: nothing here is cut for them.
 
 Order matters and encodes four facts:
 
@@ -690,6 +691,10 @@ RULES: tuple[Rule, ...] = (
          "No rule matched: a vendor or custom kernel this table does not know yet."),
 )
 
+#: Characters of a name the rules read (the longest real kernel names, demangled Composable Kernel
+#: instantiations, are tens of KB).
+RULE_WINDOW = 65_536
+
 _MEMCPY_KINDS = {"memcpy", "gpu_memcpy", "Memcpy"}
 _MEMSET_KINDS = {"memset", "gpu_memset", "Memset"}
 
@@ -731,7 +736,10 @@ def classify_kernel(
 def _classify(name: str, kind: str, launch_api: str | None, cpu_op: str | None) -> KernelInfo:
     # Kineto sometimes pads names, rocprof appends `.kd`, XLA/CK traces keep mangled symbols:
     # classification reads the normalised text; the caller keeps the original name as identity.
-    text = rule_text(name) if kind == "kernel" else name.strip()
+    # Rules and decoders read at most RULE_WINDOW characters: what decides a family is in a name's head
+    # (namespace, template, first arguments), and the bound keeps a crafted 300,000-character name to a few
+    # milliseconds. Identity is never cut: callers key on the full original name.
+    text = (rule_text(name) if kind == "kernel" else name.strip())[:RULE_WINDOW]
     ctx = Context(text, text.lower(), kind, launch_api, cpu_op)
     for rule in RULES:
         if kind not in rule.kinds:
