@@ -82,13 +82,13 @@ def test_plain_json_and_errors(tmp_path):
     plain = tmp_path / "p.et.json"
     plain.write_bytes(data)
     assert len(et_mod.load(plain).nodes) == len(json.loads(data)["nodes"])
-    with pytest.raises(TraceError, match="no 'nodes' list"):
-        et_mod.load(SAMPLES / "linear_eager.json.gz")  # a Kineto trace, not an ET
+    with pytest.raises(TraceError, match="a Kineto trace, not an execution trace"):
+        et_mod.load(SAMPLES / "linear_eager.json.gz")
     bad = tmp_path / "bad.json"
     bad.write_text("{nope")
     with pytest.raises(TraceError, match="not JSON"):
         et_mod.load(bad)
-    with pytest.raises(TraceError, match="cannot read"):
+    with pytest.raises(TraceError, match="no such file"):
         et_mod.load(tmp_path / "missing.json")
 
 

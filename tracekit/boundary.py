@@ -1,23 +1,60 @@
 """The one error boundary every entry point runs behind (``tracekit`` and ``python -m capture``).
 
 Contract: :func:`run` invokes a click command with ``argv`` and always ends the process with
-``sys.exit``: 0 on success, the error's ``exit_code`` for a :class:`TracekitError` (2 = bad input
-or usage, 1 = a gate or expectation failed) with its one line on stderr, click's own code for
-usage errors, 130 on Ctrl-C. No traceback reaches the user for anything they caused.
-Imports only click and the standard library, so the capture entry point stays light.
+``sys.exit``, so that CI can tell every outcome apart:
+
+- 0 success;
+- 1 a gate or expectation failed (:class:`~tracekit.errors.GateFailed`), and nothing else;
+- 2 bad input or usage (any other :class:`TracekitError`, click's usage errors, running out of
+  memory on an input too big for the machine), one line on stderr;
+- 3 an internal error: a bug in tracekit, never the user's fault. One line names the exception
+  and asks for a report; the traceback is printed only with ``TRACEKIT_DEBUG=1`` (or ``--debug``);
+- 130 Ctrl-C; 141 the reader of stdout went away (a broken pipe, as ``| head`` does).
+
+No traceback reaches the user for anything they caused. Imports only click and the standard library,
+so the capture entry point stays light.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 
 import click
 
 from tracekit.errors import TracekitError
 
+#: Exit status of an internal error (a bug), distinct from a failed gate (1) and bad input (2).
+INTERNAL_ERROR = 3
+#: Exit status when stdout's reader went away (128 + SIGPIPE, as a shell reports it).
+BROKEN_PIPE = 141
+#: Set to 1 to see the traceback of an internal error.
+DEBUG_ENV = "TRACEKIT_DEBUG"
+#: Where the one line of an internal error asks the user to go.
+REPORT_TO = ("this is a bug in tracekit: please open an issue in the tracekit repository's issue "
+             "tracker with the command line and, if you can, the input")
+
+
+def debugging() -> bool:
+    return os.environ.get(DEBUG_ENV, "") not in ("", "0")
+
 
 def run(command: click.Command, argv: list[str] | None, prog_name: str) -> None:
-    """Run ``command`` and exit with the status described in the module docstring."""
+    """Run ``command`` and exit with the status described in the module docstring. The options a
+    command passes to its worker processes through ``TRACEKIT_*`` environment variables are undone
+    afterwards, so a command run in-process (a test, a notebook) leaves the environment as it was."""
+    saved = {k: v for k, v in os.environ.items() if k.startswith("TRACEKIT_")}
+    try:
+        _run(command, argv, prog_name)
+    finally:
+        for key in [k for k in os.environ if k.startswith("TRACEKIT_")]:
+            if key not in saved:
+                del os.environ[key]
+        os.environ.update(saved)
+
+
+def _run(command: click.Command, argv: list[str] | None, prog_name: str) -> None:
     try:
         command.main(args=argv, prog_name=prog_name, standalone_mode=False)
     except TracekitError as err:
@@ -30,5 +67,31 @@ def run(command: click.Command, argv: list[str] | None, prog_name: str) -> None:
         err.show()
         sys.exit(err.exit_code)
     except BrokenPipeError:
-        sys.exit(1)
+        _quiet_stdout()
+        sys.exit(BROKEN_PIPE)
+    except MemoryError:
+        click.echo("tracekit: error: out of memory: the input is too large for this machine's "
+                   "free memory", err=True)
+        sys.exit(2)
+    except SystemExit:
+        raise
+    except Exception as err:  # noqa: BLE001 - the boundary: everything else is a bug
+        if debugging():
+            traceback.print_exc()
+        name = type(err).__name__
+        detail = (str(err).splitlines() or [""])[0][:200]
+        hint = "" if debugging() else f" (run with {DEBUG_ENV}=1 for the traceback)"
+        click.echo(f"tracekit: internal error: {name}{': ' + detail if detail else ''} — "
+                   f"{REPORT_TO}{hint}", err=True)
+        sys.exit(INTERNAL_ERROR)
     sys.exit(0)
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the interpreter's final flush is silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

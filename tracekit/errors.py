@@ -11,13 +11,22 @@ class TraceError(TracekitError):
     """The trace file cannot be read as a Kineto/Chrome trace (missing, empty, not JSON, truncated...)."""
 
     def __init__(self, path: object, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
+        super().__init__(f"{shown_path(path)}: {problem}")
         self.path = path
         self.problem = problem
 
     def __reduce__(self):
         # Rebuild from both fields, so the error survives a trip between processes.
         return (type(self), (self.path, self.problem))
+
+
+def shown_path(path: object, limit: int = 160) -> str:
+    """A path as one line shows it: a path longer than ``limit`` characters keeps its start and end."""
+    text = str(path)
+    if len(text) <= limit:
+        return text
+    keep = (limit - 1) // 2
+    return f"{text[:keep]}…{text[-keep:]}"
 
 
 class UsageError(TracekitError):

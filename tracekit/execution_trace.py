@@ -16,12 +16,13 @@ mutated arguments ``Tensor(a!)``; Inductor's Triton kernel nodes have an empty s
 tensor argument (including an in-place ``in_out_ptr``) as inputs, with no outputs; CUDA-graph
 replays are not nodes at all.
 
-Raises :class:`tracekit.errors.TraceError` with one line when the file is not an execution trace.
+Every schema version loads (``1.0.1`` with list-shaped ``inputs`` through Chakra ``1.1.x``);
+values of unexpected types are read as absent. Raises :class:`tracekit.errors.TraceError` with one
+line when the file is not an execution trace (a Kineto trace given here is named as one).
 """
 
 from __future__ import annotations
 
-import gzip
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,15 +96,20 @@ class ExecutionTrace:
     by_rf_id: dict[int, EtNode] = field(repr=False)
     children: dict[int, tuple[int, ...]] = field(repr=False)
     by_id: dict[int, EtNode] = field(repr=False)
+    skipped_nodes: int = 0  # nodes without a usable integer id
 
     def descendants(self, node_id: int) -> list[EtNode]:
-        """All nodes under ``node_id`` (depth first, children by id = call order)."""
+        """All nodes under ``node_id`` (depth first, children by id = call order; each node once,
+        so a file whose parents form a cycle cannot make this loop)."""
         out: list[EtNode] = []
+        seen = {node_id}
         stack = list(reversed(self.children.get(node_id, ())))
         while stack:
             nid = stack.pop()
-            node = self.by_id[nid]
-            out.append(node)
+            if nid in seen:
+                continue
+            seen.add(nid)
+            out.append(self.by_id[nid])
             stack.extend(reversed(self.children.get(nid, ())))
         return out
 
@@ -129,47 +135,61 @@ def locate(trace_path: str | Path, original_path: str | Path | None = None) -> P
 
 
 def load(path: str | Path) -> ExecutionTrace:
-    """Read an execution trace file; raises TraceError with one line if it is not one."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise TraceError(path, f"cannot read execution trace ({err.strerror or err})") from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as err:
-            raise TraceError(path, f"corrupt gzip ({err})") from None
+    """Read an execution trace file (JSON, or compressed as :mod:`tracekit.load.source` reads it);
+    raises TraceError with one line if it is not one."""
+    from tracekit.load import source
+
+    label = Path(path)
+    data = source.read_input(path, what="execution trace").data
     try:
         top = msgspec.json.decode(data)
     except msgspec.DecodeError as err:
-        raise TraceError(path, f"not JSON ({err})") from None
+        raise TraceError(label, f"execution trace is not JSON ({str(err).splitlines()[0]})") from None
+    except RecursionError:
+        raise TraceError(label, "execution trace JSON nested deeper than the decoder's limit "
+                                "(about 1,000 levels)") from None
+    finally:
+        if hasattr(data, "close"):
+            data.close()
+    if isinstance(top, dict) and "traceEvents" in top:
+        raise TraceError(label, "a Kineto trace, not an execution trace: pass it as TRACE")
     if not isinstance(top, dict) or not isinstance(top.get("nodes"), list):
-        raise TraceError(path, "not an execution trace (no 'nodes' list)")
+        raise TraceError(label, "not an execution trace (no 'nodes' list)")
     return from_data(top, str(path))
 
 
 def from_data(top: dict[str, Any], path: str = "<memory>") -> ExecutionTrace:
-    """Build an :class:`ExecutionTrace` from the decoded top-level object (used by tests too)."""
+    """Build an :class:`ExecutionTrace` from the decoded top-level object (used by tests too).
+
+    Every schema version is read: ``1.0.1`` (the ``ExecutionGraphObserver`` era: ``inputs`` a list
+    of values beside ``input_shapes``/``input_types``, ``rf_id``/``op_schema``/``parent`` on the
+    node) and Chakra ``1.0.2``+ (``inputs`` an object of ``values``/``shapes``/``types``,
+    ``attrs`` a list of ``{name, value}``, ``ctrl_deps`` the parent). A node without a usable
+    integer ``id`` is skipped and counted (``skipped_nodes``); values of unexpected types are
+    read as absent, never a reason to refuse the file.
+    """
     nodes = []
+    skipped = 0
     for raw in top["nodes"]:
-        if not isinstance(raw, dict) or "id" not in raw:
+        node_id = _node_id(raw.get("id")) if isinstance(raw, dict) else None
+        if node_id is None:
+            skipped += 1
             continue
-        attrs = {a.get("name"): a.get("value") for a in raw.get("attrs") or () if isinstance(a, dict)}
-        ins = raw.get("inputs") or {}
-        outs = raw.get("outputs") or {}
-        in_types = tuple(str(t) for t in ins.get("types") or ())
-        out_types = tuple(str(t) for t in outs.get("types") or ())
-        rf = attrs.get("rf_id")
-        parent = raw.get("ctrl_deps")
+        attrs_list = raw.get("attrs")
+        attrs = {a.get("name"): a.get("value") for a in attrs_list
+                 if isinstance(a, dict) and isinstance(a.get("name"), str)} if isinstance(attrs_list, list) else {}
+        ins, in_types, in_shapes = _side(raw, "input")
+        outs, out_types, _ = _side(raw, "output")
+        rf = attrs.get("rf_id", raw.get("rf_id"))
+        parent = _node_id(raw.get("ctrl_deps", raw.get("parent")))
+        schema = attrs.get("op_schema", raw.get("op_schema"))
         nodes.append(EtNode(
-            id=int(raw["id"]), name=str(raw.get("name", "")),
-            parent=int(parent) if isinstance(parent, int) and parent != raw["id"] else None,
-            rf_id=int(rf) if isinstance(rf, int) and rf > 0 else None,
-            op_schema=str(attrs.get("op_schema") or ""),
-            inputs=_values(ins.get("values") or (), in_types), input_shapes=tuple(ins.get("shapes") or ()),
-            input_types=in_types,
-            outputs=_values(outs.get("values") or (), out_types), output_types=out_types,
+            id=node_id, name=_text(raw.get("name")),
+            parent=parent if parent is not None and parent != node_id else None,
+            rf_id=rf if _node_id(rf) is not None and rf > 0 else None,
+            op_schema=schema if isinstance(schema, str) else "",
+            inputs=_values(ins, in_types), input_shapes=in_shapes, input_types=in_types,
+            outputs=_values(outs, out_types), output_types=out_types,
         ))
     nodes.sort(key=lambda n: n.id)
     by_rf: dict[int, EtNode] = {}
@@ -179,10 +199,58 @@ def from_data(top: dict[str, Any], path: str = "<memory>") -> ExecutionTrace:
             by_rf.setdefault(node.rf_id, node)
         if node.parent is not None:
             children.setdefault(node.parent, []).append(node.id)
+    by_id = {n.id: n for n in nodes}
     return ExecutionTrace(
-        path=path, schema=str(top.get("schema", "")), nodes=tuple(nodes), by_rf_id=by_rf,
-        children={k: tuple(v) for k, v in children.items()}, by_id={n.id: n for n in nodes},
+        path=path, schema=_text(top.get("schema", "")), nodes=tuple(nodes), by_rf_id=by_rf,
+        children={k: tuple(i for i in v if i in by_id) for k, v in children.items()}, by_id=by_id,
+        skipped_nodes=skipped,
     )
+
+
+#: Ids, counts and sizes beyond this are no real tensor's (they would overflow Int64 sums later).
+_MAX_VALUE = 2**53
+
+
+def _node_id(value: Any) -> int | None:
+    """A node id (or rf_id, parent): a non-negative int below 2^63, or decimal text of one."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63:
+        return value
+    return None
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else "" if value is None else str(value)
+
+
+def _side(raw: dict[str, Any], side: str) -> tuple[list[Any], tuple[str, ...], tuple[Any, ...]]:
+    """(values, types, shapes) of a node's inputs or outputs, in either schema's shape."""
+    block = raw.get(f"{side}s")
+    if isinstance(block, dict):  # Chakra 1.0.2+
+        values, types, shapes = block.get("values"), block.get("types"), block.get("shapes")
+    else:  # 1.0.1: parallel lists on the node
+        values, types, shapes = block, raw.get(f"{side}_types"), raw.get(f"{side}_shapes")
+    return (values if isinstance(values, list) else [],
+            tuple(_text(t) for t in types) if isinstance(types, list) else (),
+            tuple(_shape(x) for x in shapes) if isinstance(shapes, list) else ())
+
+
+def _shape(value: Any) -> Any:
+    """A tensor shape (list of dims) or a TensorList's shapes (list of lists) as written; anything
+    else — dims that are not non-negative ints, absurd sizes, deeper nesting — as ``[]``."""
+    if not isinstance(value, list):
+        return []
+    if all(isinstance(d, list) for d in value) and value:
+        return [_shape(d) if all(not isinstance(x, list) for x in d) else [] for d in value]
+    numel = 1
+    for d in value:
+        if not (isinstance(d, int) and not isinstance(d, bool) and 0 <= d < _MAX_VALUE):
+            return []
+        numel *= d
+        if numel >= _MAX_VALUE:
+            return []
+    return value
 
 
 def _split_top(text: str) -> list[str]:
@@ -200,7 +268,7 @@ def _split_top(text: str) -> list[str]:
     return parts
 
 
-def _values(values, types: tuple[str, ...]) -> tuple[EtValue, ...]:
+def _values(values: list[Any], types: tuple[str, ...]) -> tuple[EtValue, ...]:
     out: list[EtValue] = []
     for i, value in enumerate(values):
         type_name = types[i] if i < len(types) else ""
@@ -215,9 +283,10 @@ def _values(values, types: tuple[str, ...]) -> tuple[EtValue, ...]:
     return tuple(out)
 
 
-def _is_tensor_value(value) -> bool:
+def _is_tensor_value(value: Any) -> bool:
     return (isinstance(value, list) and len(value) >= 5
-            and all(isinstance(v, int) for v in value[:5]))
+            and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < _MAX_VALUE for v in value[:5])
+            and value[3] * value[4] < _MAX_VALUE)
 
 
 def _tensor(value: list, dtype: str) -> EtTensor:

@@ -1,49 +1,93 @@
-"""Writing output files safely: a temp file beside the target, renamed into place on success.
+"""Writing output files safely: a regular file is replaced atomically, anything else written through,
+and no input is ever an output.
 
-A run that fails half-way leaves the user's existing file untouched and no partial file behind.
-One mechanism (:func:`atomic_path`) serves every writer: reports, diffs, Parquet caches and the
-capture's traces and manifest.
+Contract: :func:`atomic_path` yields the path a writer writes to. For a regular file (or a new
+one) it is a temp file beside the target, renamed into place on success: a run that fails half-way
+leaves the user's existing file untouched and no partial file behind; the replaced file keeps its
+permissions (and owner, where this process may set it); a symbolic link is followed, so the link's
+target is written and the link kept. Anything that is not a regular file — a device such as
+``/dev/null``, a named pipe, ``-`` (standard output), a path under ``/dev`` or ``/proc`` such as
+``/dev/stdout`` — is written through, never replaced (a rename would swap a device node for a
+file). One mechanism serves every writer: reports, diffs, Parquet caches and the capture's traces
+and manifest. :func:`refuse_inputs` stops a command before anything is written when its output is
+one of its inputs — the same file by device and inode, through symbolic and hard links.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TextIO
 
 from tracekit.errors import UsageError
 
-# mkstemp creates files 0600; finished files get the permissions a plain open() would give them.
+# mkstemp creates files 0600; new files get the permissions a plain open() would give them.
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
+
+#: Paths written through even when they resolve to a regular file (``/dev/stdout`` redirected to
+#: one: the shell holds that file open, and replacing it would leave the shell's copy behind).
+_SPECIAL_ROOTS = ("/dev/", "/proc/")
+
+
+def _writes_through(path: str) -> bool:
+    """True when ``path`` is standard output or not a regular file (see the module docstring)."""
+    if path == "-" or os.path.abspath(path).startswith(_SPECIAL_ROOTS):
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as err:
+        raise UsageError(f"{path}: cannot write ({err.strerror or err})") from None
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{path}: is a directory, not an output file")
+    return not stat.S_ISREG(mode)
 
 
 @contextmanager
 def atomic_path(path: str | os.PathLike[str], *, make_parents: bool = False) -> Iterator[Path]:
-    """Yield a temp path beside ``path`` to write to; rename it into place on clean exit.
+    """Yield the path to write ``path`` through: a temp file renamed into place on clean exit for a
+    regular (or new) file, the path itself for anything else (see the module docstring).
 
     The parent directory must exist unless ``make_parents``; a missing or unwritable directory is a
     :class:`UsageError` (one line, exit 2). On any exception the temp file is removed.
     """
-    target = Path(path)
+    text = os.fspath(path)
+    if _writes_through(text):
+        yield Path("/dev/stdout" if text == "-" else text)
+        return
+    target = Path(os.path.realpath(text))  # through a symlink: write its target, keep the link
     directory = target.parent
     if make_parents:
         directory.mkdir(parents=True, exist_ok=True)
     elif not directory.is_dir():
-        raise UsageError(f"{target}: output directory {directory} does not exist")
+        raise UsageError(f"{text}: output directory {Path(text).parent} does not exist")
+    try:
+        existing: os.stat_result | None = os.stat(target)
+    except OSError:
+        existing = None
     try:
         fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     except OSError as err:
-        raise UsageError(f"{target}: cannot write ({err.strerror or err})") from None
+        raise UsageError(f"{text}: cannot write ({err.strerror or err})") from None
     os.close(fd)
     tmp = Path(name)
     try:
         yield tmp
-        os.chmod(tmp, 0o666 & ~_UMASK)
+        if existing is not None:
+            os.chmod(tmp, stat.S_IMODE(existing.st_mode))
+            try:
+                os.chown(tmp, existing.st_uid, existing.st_gid)
+            except OSError:
+                pass  # not ours to give away: the file becomes this user's, as any new file would
+        else:
+            os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, target)
     finally:
         if tmp.exists():
@@ -52,11 +96,40 @@ def atomic_path(path: str | os.PathLike[str], *, make_parents: bool = False) -> 
 
 @contextmanager
 def atomic_text(path: str | os.PathLike[str]) -> Iterator[TextIO]:
-    """A UTF-8 text stream whose file appears at ``path`` only when the block succeeds."""
+    """A UTF-8 text stream whose file appears at ``path`` only when the block succeeds (written
+    through for what is not a regular file, see :func:`atomic_path`)."""
+    if os.fspath(path) == "-":
+        yield sys.stdout
+        return
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as stream:
         yield stream
 
 
 def open_output(path: str | None) -> AbstractContextManager[TextIO]:
-    """stdout, or ``path`` written atomically (see :func:`atomic_text`)."""
-    return atomic_text(path) if path else nullcontext(sys.stdout)
+    """stdout (``None`` or ``-``), or ``path`` written as :func:`atomic_text` writes it."""
+    return atomic_text(path) if path and path != "-" else nullcontext(sys.stdout)
+
+
+def refuse_inputs(output: str | os.PathLike[str] | None,
+                  inputs: Iterable[str | os.PathLike[str] | None]) -> None:
+    """Raise :class:`UsageError` when ``output`` is the same file as one of ``inputs`` (same device
+    and inode, so through symbolic and hard links), before anything is written. An output that does
+    not exist yet, or is not a regular file, cannot be an input file."""
+    if output is None or os.fspath(output) == "-":
+        return
+    try:
+        out = os.stat(output)
+    except OSError:
+        return
+    if not stat.S_ISREG(out.st_mode):
+        return
+    for item in inputs:
+        if item is None:
+            continue
+        try:
+            st = os.stat(item)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            raise UsageError(f"-o {os.fspath(output)} is the input {os.fspath(item)}: "
+                             "refusing to overwrite an input (write the output elsewhere)")

@@ -6,8 +6,9 @@ sorted by name. :func:`analyze` loads and reports each in its own process (a 1 G
 not share a heap with the next) and returns a :class:`RankReport` whose ``ranks`` frame has one row
 per file: ``file str, rank i64?, steps u32, mean_step_ns i64?, max_step_ns i64?, gpu_busy_ns i64,
 kernel_count u32, error str?`` sorted by rank then file, and ``slowest`` — the file whose mean step
-is longest (ties: lowest rank). A file that fails to load gets its one-line error and no figures;
-the others are still reported.
+is longest (ties: lowest rank). A file that fails to load — unreadable, not a trace, crashing the
+analysis or the process reading it, or naming an absurd rank (2^70) — gets its one-line error and no
+figures; the others are still reported.
 """
 
 from __future__ import annotations
@@ -56,23 +57,66 @@ def summarize(path: str) -> dict:
     from tracekit.analyses import attribution, steps as steps_analysis
     from tracekit.session import Session
 
+    name = os.path.basename(path)
     try:
         trace = Session(path, execution_trace=None, workers=1).trace  # one rank per core already
+        steps = steps_analysis.summarize(trace, attribution.analyze(trace).gpu)
     except TracekitError as err:
-        return {"file": os.path.basename(path), "error": str(err)}
-    steps = steps_analysis.summarize(trace, attribution.analyze(trace).gpu)
+        return {"file": name, "error": _problem(err, path)}
+    except RecursionError as err:
+        return {"file": name, "error": f"internal error: {type(err).__name__}"}
+    except Exception as err:  # noqa: BLE001 - one file's crash must not take the directory's report
+        return {"file": name, "error": f"internal error: {type(err).__name__}: {str(err).splitlines()[0][:120]}"
+                if str(err) else f"internal error: {type(err).__name__}"}
     distributed = trace.meta.distributed or {}
     rank = distributed.get("rank")
+    usable = isinstance(rank, int) and not isinstance(rank, bool) and 0 <= rank < 2**31
+    error = None
+    if rank is not None and not usable:
+        shown = str(rank) if len(str(rank)) <= 40 else str(rank)[:37] + "..."
+        error = f"distributedInfo rank {shown} is not a rank number"
     return {
-        "file": os.path.basename(path),
-        "rank": rank if isinstance(rank, int) else None,
+        "file": name,
+        "rank": rank if usable else None,
         "steps": steps.height,
         "mean_step_ns": int(steps["cpu_span_ns"].mean()) if steps.height else None,
         "max_step_ns": int(steps["cpu_span_ns"].max()) if steps.height else None,
         "gpu_busy_ns": int(steps["gpu_busy_ns"].sum()) if steps.height else 0,
         "kernel_count": int(steps["kernel_count"].sum()) if steps.height else 0,
-        "error": None,
+        "error": error,
     }
+
+
+def _problem(err: TracekitError, path: str) -> str:
+    """The error line without the path (the table's file column names it)."""
+    text = str(err)
+    return text[len(path) + 2:] if text.startswith(f"{path}: ") else text
+
+
+def _summarize_all(paths: list[str], workers: int) -> list[dict]:
+    """:func:`summarize` of each path in up to ``workers`` processes. A process that dies (a
+    native crash, the kernel's OOM killer) breaks the pool: the files it left unfinished are then
+    summarised one process each, so the file that kills its process is the only one named."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    rows: dict[str, dict] = {}
+    with parallel.spawn_pool(workers) as pool:
+        futures = {p: pool.submit(summarize, p) for p in paths}
+        for p, future in futures.items():
+            try:
+                rows[p] = future.result()
+            except BrokenProcessPool:
+                pass
+    for p in paths:
+        if p in rows:
+            continue
+        try:
+            with parallel.spawn_pool(1) as pool:
+                rows[p] = pool.submit(summarize, p).result()
+        except BrokenProcessPool:
+            rows[p] = {"file": os.path.basename(p),
+                       "error": "the process reading it died (out of memory, or a crash in a native library)"}
+    return [rows[p] for p in paths]
 
 
 def analyze(directory: str | os.PathLike[str], *, workers: int | None = None) -> RankReport:
@@ -84,8 +128,7 @@ def analyze(directory: str | os.PathLike[str], *, workers: int | None = None) ->
     if workers == 1:
         rows = [summarize(str(p)) for p in paths]
     else:
-        with parallel.spawn_pool(workers) as pool:
-            rows = list(pool.map(summarize, [str(p) for p in paths]))
+        rows = _summarize_all([str(p) for p in paths], workers)
     ranks = pl.DataFrame(rows, schema=RANK_SCHEMA).sort(["rank", "file"], nulls_last=True)
     timed = ranks.filter(pl.col("mean_step_ns").is_not_null())
     slowest = None

@@ -39,6 +39,10 @@ class Facts:
     #: The numbers of the trace's units (its ProfilerSteps, else the units found: ``Report.units``).
     step_numbers: list[int]
     graph_hashes: list[str]
+    #: What the load left out or could not analyse (:class:`tracekit.trace.TraceMeta`).
+    unanalysed_activity: dict[str, int] = field(default_factory=dict)
+    dropped_events: dict[str, int] = field(default_factory=dict)
+    partial: str | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,8 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         ],
         versions=dict(sorted(meta.versions.items())), distributed=meta.distributed,
         step_numbers=numbers, graph_hashes=dispatch.graph_hashes(preops),
+        unanalysed_activity=dict(meta.unanalysed_activity), dropped_events=dict(meta.dropped_events),
+        partial=meta.partial,
     )
     return Report(
         facts=facts, selected_step=step, path_step=path_step, paths_truncated=truncated,

@@ -28,21 +28,34 @@ DTYPE_SHORT = {
 
 
 def _decode_list(raw: str | None) -> list | None:
-    """The JSON list in ``raw``, or None when it is empty, malformed or not a list."""
+    """The JSON list in ``raw``, or None when it is empty, malformed, nested past the decoder's
+    limit or not a list."""
     if not raw:
         return None
     try:
         value = _DECODER.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     return value if isinstance(value, list) else None
 
 
+#: No real tensor has this many elements: a shape past it (2^62 dims, a product that would
+#: overflow byte counts) is unparsable, as is a dim that is negative, a float or a boolean.
+MAX_NUMEL = 2**53
+
+
 @lru_cache(maxsize=65536)
 def parse_dims(raw: str | None) -> tuple:
-    """Decode ``Input Dims`` text into nested tuples (cached: the same shapes recur every step)."""
+    """Decode ``Input Dims`` text into nested tuples (cached: the same shapes recur every step).
+    A shape that is no real tensor's (see :data:`MAX_NUMEL`) becomes None: unparsable, never a
+    number that overflows later."""
     value = _decode_list(raw)
-    return () if value is None else _freeze(value)
+    if value is None:
+        return ()
+    try:
+        return _freeze(value)
+    except RecursionError:
+        return ()
 
 
 @lru_cache(maxsize=65536)
@@ -65,5 +78,12 @@ def tensor_dims(raw: str | None) -> list[tuple[int, ...] | None]:
 
 def _freeze(value):
     if isinstance(value, list):
+        if value and all(isinstance(v, int) for v in value):  # a shape
+            numel = 1
+            for dim in value:
+                numel *= dim
+                if type(dim) is bool or not 0 <= dim < MAX_NUMEL or numel >= MAX_NUMEL:
+                    return None
+            return tuple(value)
         return tuple(_freeze(v) for v in value)
     return value

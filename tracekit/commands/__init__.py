@@ -10,6 +10,7 @@ registered lazily: ``tracekit --help`` and every other command import nothing of
 from __future__ import annotations
 
 import importlib
+import os
 
 import click
 
@@ -48,8 +49,15 @@ class _Group(click.Group):
             formatter.write_dl(rows)
 
 
+def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        os.environ[boundary.DEBUG_ENV] = "1"
+
+
 @click.group(cls=_Group)
 @click.version_option(__version__, prog_name="tracekit")
+@click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug,
+              help="Print the traceback of an internal error (also: TRACEKIT_DEBUG=1).")
 def cli() -> None:
     """Turn PyTorch profiler (Kineto) traces into answers."""
 

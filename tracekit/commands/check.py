@@ -9,7 +9,7 @@ import click
 
 from tracekit.commands import options
 from tracekit.errors import GateFailed
-from tracekit.output import open_output
+from tracekit.output import open_output, refuse_inputs
 
 
 @click.command()
@@ -20,14 +20,16 @@ from tracekit.output import open_output
 @options.no_execution_trace
 @options.output_format
 @options.output
+@options.reading
 def check(trace_path: str, expect_path: str, unit: str | None, no_et: bool, fmt: str | None,
           output: str | None) -> None:
     """Test TRACE against the expectations in FILE.toml; exit 1 if any is broken."""
     from tracekit.diff import expect
     from tracekit.session import Session
 
-    expectations = expect.load(expect_path)
     session = Session(trace_path, execution_trace=options.execution_trace_choice(None, no_et), workers=None)
+    refuse_inputs(output, [trace_path, expect_path, session.execution_trace_path])
+    expectations = expect.load(expect_path)
     result = session.check(expectations, unit=unit)
     renderer = options.renderer(fmt, output)
     with open_output(output) as out:

@@ -6,11 +6,15 @@ import os
 
 import click
 
+from tracekit.commands import options
+from tracekit.output import refuse_inputs
+
 
 @click.command()
 @click.argument("trace_path", metavar="TRACE", type=click.Path(path_type=str))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), required=True,
               help="Parquet file to write (e.g. trace.parquet).")
+@options.reading
 def convert(trace_path: str, output: str) -> None:
     """Save TRACE as one Parquet file that report/diff read without re-parsing JSON.
 
@@ -21,6 +25,7 @@ def convert(trace_path: str, output: str) -> None:
     from tracekit.session import Session
 
     session = Session(trace_path, workers=None, show_progress=True)
+    refuse_inputs(output, [trace_path, session.execution_trace_path])
     session.save(output)
-    click.echo(f"wrote {output} ({os.path.getsize(output):,} bytes, {session.meta.event_count:,} events)",
-               err=True)
+    size = f"{os.path.getsize(output):,} bytes, " if os.path.isfile(output) else ""
+    click.echo(f"wrote {output} ({size}{session.meta.event_count:,} events)", err=True)

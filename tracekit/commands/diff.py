@@ -12,7 +12,7 @@ import click
 
 from tracekit.commands import options
 from tracekit.errors import GateFailed
-from tracekit.output import open_output
+from tracekit.output import open_output, refuse_inputs
 
 #: Inputs at least this large (bytes, both together) are profiled in two processes at once.
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
@@ -44,13 +44,18 @@ def profiles(a_path: str, b_path: str, unit: str | None, execution_trace: str | 
 @options.no_execution_trace
 @options.output_format
 @options.output
+@options.reading
 def diff(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], no_et: bool,
          fmt: str | None, output: str | None) -> None:
     """Compare trace A (before) with trace B (after): fusions, kernel changes, per-step deltas."""
     from tracekit.diff import compare, gates
+    from tracekit.session import Session
 
     parsed = [gates.parse(text) for text in fail_if]  # a typo fails before the slow part
-    result = compare.compare(*profiles(a_path, b_path, unit, options.execution_trace_choice(None, no_et)))
+    et_choice = options.execution_trace_choice(None, no_et)
+    refuse_inputs(output, [a_path, b_path, *(Session(p, execution_trace=et_choice).execution_trace_path
+                                             for p in (a_path, b_path))])
+    result = compare.compare(*profiles(a_path, b_path, unit, et_choice))
     results = gates.evaluate(parsed, result)
     renderer = options.renderer(fmt, output)
     with open_output(output) as out:

@@ -55,3 +55,33 @@ def parse_ceilings(items: tuple[str, ...]) -> dict[str, float] | None:
             raise UsageError(f"--ceiling {item!r}: expected KEY=POSITIVE_NUMBER, e.g. hbm_gbps=4300")
         out[key.strip()] = number
     return out
+
+
+def _set_partial(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        from tracekit.load import source
+
+        source.configure(partial=True)
+
+
+def _set_max_inflated(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        from tracekit.load import source
+
+        try:
+            source.configure(max_inflated_size=value)
+        except ValueError as err:
+            raise click.BadParameter(str(err)) from None
+
+
+def reading(command):
+    """``--partial`` and ``--max-inflated-size``: how inputs are read (set for this process and the
+    workers it starts, see :mod:`tracekit.load.source`)."""
+    command = click.option(
+        "--max-inflated-size", metavar="SIZE", default=None, expose_value=False, callback=_set_max_inflated,
+        help="Refuse a compressed trace (or a stream) whose JSON passes SIZE bytes (e.g. 8G, 500M; "
+             "'none': no cap). Default: a quarter of the free memory.")(command)
+    return click.option(
+        "--partial", is_flag=True, expose_value=False, callback=_set_partial,
+        help="Report the events of a truncated or corrupt trace up to the damage (the output says it "
+             "is partial) instead of refusing it.")(command)

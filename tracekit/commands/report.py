@@ -8,7 +8,7 @@ import click
 
 from tracekit.commands import options
 from tracekit.errors import UsageError
-from tracekit.output import open_output
+from tracekit.output import open_output, refuse_inputs
 
 
 @click.command()
@@ -27,6 +27,7 @@ from tracekit.output import open_output
                    "tf32_tflops, fp8_tflops (repeatable), e.g. --ceiling hbm_gbps=4300.")
 @click.option("--hta", is_flag=True, help="Show HolisticTraceAnalysis' busy/idle figures beside ours "
               "(needs the hta extra).")
+@options.reading
 def report(trace_path: str, fmt: str | None, output: str | None, step: int | None, unit: str | None,
            et_path: str | None, no_et: bool, ceilings: tuple[str, ...], hta: bool) -> None:
     """Classify kernels, attribute CPU ops and summarise steps of one trace.
@@ -42,6 +43,7 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
 
         if step is not None or unit is not None:
             raise UsageError("--step and --unit apply to one trace, not to a directory of ranks")
+        refuse_inputs(output, ranks.find_traces(trace_path))
         result = ranks.analyze(trace_path)
         with open_output(output) as out:
             renderer.ranks(result, out, color=options.colour(output))
@@ -49,6 +51,7 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     overrides = options.parse_ceilings(ceilings)
     session = Session(trace_path, execution_trace=options.execution_trace_choice(et_path, no_et),
                       workers=None, show_progress=True)
+    refuse_inputs(output, [trace_path, session.execution_trace_path])
     result = session.report(step=step, ceilings=overrides, hta=hta, unit=unit)
     with open_output(output) as out:
         renderer.report(result, out, color=options.colour(output))

@@ -29,6 +29,7 @@ expectation that needs a figure the trace cannot give (round trips not computed)
 from __future__ import annotations
 
 import operator
+import os
 import sys
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -105,26 +106,47 @@ class CheckResult:
         return all(i.met for i in self.items)
 
 
+#: An expectations file is a few hundred bytes; past this it is not one (and a million-entry list
+#: would make every glob test slow).
+MAX_FILE_BYTES = 1 << 20
+#: Patterns in one list.
+MAX_LIST_ITEMS = 1000
+
+
 def load(path: str | Path) -> Expectations:
-    """Read and validate an expectations file (see module docstring)."""
+    """Read and validate an expectations file (see module docstring). Anything but a regular file
+    (a pipe, ``/dev/zero``) is refused before reading, as is a file past :data:`MAX_FILE_BYTES`,
+    TOML nested deeper than the parser goes, or a list past :data:`MAX_LIST_ITEMS`."""
+    from tracekit.errors import TraceError
+    from tracekit.load import source
+
     name = Path(path).name
     try:
+        if source.check_input(path, "expectations") != "file":
+            raise UsageError(f"{name}: an expectations file must be a regular file, not a stream")
+        if os.path.getsize(path) > MAX_FILE_BYTES:
+            raise UsageError(f"{name}: {os.path.getsize(path):,} bytes is not an expectations file "
+                             f"(at most {MAX_FILE_BYTES:,})")
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except TraceError as err:
+        raise UsageError(f"{name}: {err.problem}") from None
     except FileNotFoundError:
         raise UsageError(f"{name}: no such expectations file") from None
     except (OSError, UnicodeDecodeError) as err:
         raise UsageError(f"{name}: cannot read ({err})") from None
     except tomllib.TOMLDecodeError as err:
-        raise UsageError(f"{name}: not valid TOML ({err})") from None
+        raise UsageError(f"{name}: not valid TOML ({str(err).splitlines()[0]})") from None
+    except RecursionError:
+        raise UsageError(f"{name}: TOML nested deeper than the parser goes") from None
     unknown = sorted(set(data) - set(TOP_KEYS))
     if unknown:
-        raise UsageError(f"{name}: unknown key {unknown[0]!r} (top-level keys: {', '.join(TOP_KEYS)})")
+        raise UsageError(f"{name}: unknown key {_shown(unknown[0])} (top-level keys: {', '.join(TOP_KEYS)})")
     per_step = data.get("per_step", {})
     if not isinstance(per_step, dict) or not per_step:
         raise UsageError(f"{name}: needs a [per_step] table with at least one expectation")
     for key, value in per_step.items():
         if key not in PER_STEP_KEYS:
-            raise UsageError(f"{name}: unknown expectation {key!r} in [per_step] "
+            raise UsageError(f"{name}: unknown expectation {_shown(key)} in [per_step] "
                              f"(known: {', '.join(PER_STEP_KEYS)})")
         ok = (isinstance(value, int) and not isinstance(value, bool) and value >= 0 if key in _INT_KEYS
               else isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
@@ -134,11 +156,19 @@ def load(path: str | Path) -> Expectations:
         if not ok:
             want = ("a non-negative integer" if key in _INT_KEYS else "a non-negative number"
                     if key in _NUM_KEYS else "a list of strings" if key in _LIST_KEYS else "true or false")
-            raise UsageError(f"{name}: [per_step] {key} must be {want}, got {value!r}")
+            raise UsageError(f"{name}: [per_step] {key} must be {want}, got {_shown(value)}")
+        if key in _LIST_KEYS and len(value) > MAX_LIST_ITEMS:
+            raise UsageError(f"{name}: [per_step] {key} has {len(value):,} patterns (at most {MAX_LIST_ITEMS:,})")
     for key in ("description", "unit"):
         if key in data and not isinstance(data[key], str):
             raise UsageError(f"{name}: {key} must be a string")
     return Expectations(name, data.get("description", ""), data.get("unit"), per_step)
+
+
+def _shown(value: Any) -> str:
+    """A wrong value as the error line shows it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _names_per_unit(frame: pl.DataFrame, units: list[int], column: str) -> list[set[str]]:

@@ -199,7 +199,7 @@ def check_input(path: str | os.PathLike[str], what: str = "trace") -> str:
             raise TraceError(text, _os_problem(err)) from None
     mode = st.st_mode
     if stat.S_ISREG(mode):
-        return "file"
+        return "stream" if text == "-" else "file"  # standard input is read, whatever it holds
     if stat.S_ISDIR(mode):
         raise TraceError(text, f"is a directory, not a {what} file")
     stream = is_stream_path(text)

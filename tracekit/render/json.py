@@ -9,7 +9,9 @@ nanoseconds.
 * ``schema`` — ``"tracekit.report/1"``
 * ``trace`` — ``{path, size_bytes, event_count, vendor, time_format, devices: [{id, name,
   compute_capability, num_sms, total_global_mem}], versions: {key: text}, distributed, step_numbers,
-  graph_hashes}``
+  graph_hashes, unanalysed_activity: {category: events} (device activity tracekit does not analyse),
+  dropped_events: {reason: events} (reasons ``unusable_time``, ``not_an_event``; empty when none),
+  partial: null | why only the events before a cut were read (``--partial``)}``
 * ``selected_step`` — the ``--step`` number or null
 * ``units`` — what the steps are (:mod:`tracekit.analyses.units`): ``{kind ("ProfilerStep" | "span"
   | "period" | "trace" | "none"), name, source ("profiler" | "auto" | "user"), rule (why, in words),
@@ -157,6 +159,8 @@ def report_data(report: Report) -> dict[str, Any]:
             "vendor": facts.vendor, "time_format": facts.time_format, "devices": facts.devices,
             "versions": facts.versions, "distributed": facts.distributed,
             "step_numbers": facts.step_numbers, "graph_hashes": facts.graph_hashes,
+            "unanalysed_activity": facts.unanalysed_activity, "dropped_events": facts.dropped_events,
+            "partial": facts.partial,
         },
         "selected_step": report.selected_step,
         "units": _units(report.units),

@@ -35,6 +35,7 @@ def facts_lines(report: Report) -> list[tuple[str, str]]:
         ("events", f"{f.event_count:,}"),
         ("steps", steps),
     ]
+    lines += input_lines(f)
     lines += [(k, v) for k, v in f.versions.items()]
     if f.distributed:
         lines.append(("distributed", ", ".join(f"{k}={v}" for k, v in sorted(f.distributed.items()))))
@@ -46,6 +47,32 @@ def facts_lines(report: Report) -> list[tuple[str, str]]:
     lines += [("not in any step", line) for line in orphan_lines(report)]
     if report.selected_step is not None:
         lines.append(("selected step", step_label(report, report.selected_step)))
+    return lines
+
+
+def input_lines(f) -> list[tuple[str, str]]:
+    """What the load left out or could not analyse, one line each: the input read in part, events
+    dropped, device activity tracekit does not analyse (by family)."""
+    from tracekit.load.frames import UNANALYSED
+
+    lines = []
+    if f.partial:
+        lines.append(("PARTIAL", f.partial))
+    parts = []
+    if n := f.dropped_events.get("unusable_time", 0):
+        parts.append(f"{n:,} event{'s with unusable times' if n != 1 else ' with an unusable time'} dropped")
+    if n := f.dropped_events.get("not_an_event", 0):
+        parts.append(f"{n:,} {'entries' if n != 1 else 'entry'} of traceEvents that are not events skipped")
+    if parts:
+        lines.append(("dropped", "; ".join(parts)))
+    families: dict[str, int] = {}
+    for cat, n in f.unanalysed_activity.items():
+        family = UNANALYSED.get(cat, (cat, ""))[0]
+        families[family] = families.get(family, 0) + n
+    if families:
+        lines.append(("device activity", "; ".join(
+            f"{n:,} {family} device activit{'ies' if n != 1 else 'y'}: not analysed"
+            for family, n in sorted(families.items(), key=lambda kv: (-kv[1], kv[0])))))
     return lines
 
 
