@@ -7,7 +7,9 @@ Contract:
   :class:`~tracekit.errors.TraceError` when HTA cannot analyse the file.
 * :func:`our_figures` computes the same figures from a :class:`~tracekit.trace.Trace` with our own
   code, under HTA's window rules (below).
-* :func:`compare` joins the two; :func:`side_by_side` is the one call ``tracekit report --hta`` needs.
+* :func:`compare` joins the two; :func:`side_by_side` is the one call ``tracekit report --hta`` needs:
+  it also compares what the report shows — the Steps table's per-step busy and idle
+  (``scope "steps_table"``) — with HTA's per-step figures.
 
 Figures frame (:data:`FIGURES_SCHEMA`), one row per ``(scope, rank, key)``:
 
@@ -20,6 +22,13 @@ Figures frame (:data:`FIGURES_SCHEMA`), one row per ``(scope, rank, key)``:
   ``host_wait_ns`` (launch call started after the previous activity ended), ``kernel_wait_ns``
   (shorter than ``consecutive_kernel_delay``, set to our back-to-back threshold) and
   ``other_wait_ns``.
+* ``scope "comm_overlap"`` (key = rank): HTA ``get_comm_comp_overlap`` (``overlap_frac``, the share
+  of the merged communication-kernel time that merged compute kernels overlap), and ours from
+  :mod:`tracekit.analyses.breakdown` over the same rows. HTA calls kernels matching
+  ``^nccl.*Kernel`` communication; we use the kernel class ``communication``.
+* ``scope "steps_table"`` (key = step, :func:`side_by_side` only): the report's own per-step GPU busy
+  and idle (:func:`tracekit.analyses.steps.summarize`) against HTA's ``step`` rows, for the steps
+  HTA keeps. They agree when the step has no ``cuda_sync`` rows (HTA counts those as busy).
 
 HTA's window rules, read from ``hta/common/trace.py`` and ``hta/analyzers/breakdown_analysis.py``
 (0.5.0), which :func:`our_figures` reproduces:
@@ -73,7 +82,7 @@ GPU_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_mem
 FIGURES_SCHEMA: dict[str, pl.DataType] = {
     "scope": pl.String, "rank": pl.Int64, "key": pl.Int64, "window_ns": pl.Int64,
     "busy_ns": pl.Int64, "idle_ns": pl.Int64, "host_wait_ns": pl.Int64,
-    "kernel_wait_ns": pl.Int64, "other_wait_ns": pl.Int64,
+    "kernel_wait_ns": pl.Int64, "other_wait_ns": pl.Int64, "overlap_frac": pl.Float64,
 }
 COMPARE_SCHEMA: dict[str, pl.DataType] = {
     "scope": pl.String, "rank": pl.Int64, "key": pl.Int64,
@@ -83,9 +92,12 @@ COMPARE_SCHEMA: dict[str, pl.DataType] = {
     "ours_host_wait_ns": pl.Int64, "hta_host_wait_ns": pl.Int64,
     "ours_kernel_wait_ns": pl.Int64, "hta_kernel_wait_ns": pl.Int64,
     "ours_other_wait_ns": pl.Int64, "hta_other_wait_ns": pl.Int64,
+    "ours_overlap_frac": pl.Float64, "hta_overlap_frac": pl.Float64,
 }
 _WAITS = ("host_wait_ns", "kernel_wait_ns", "other_wait_ns")
-_SCOPE_ORDER = {"rank": 0, "step": 1, "stream": 2}
+_SCOPE_ORDER = {"rank": 0, "step": 1, "steps_table": 2, "stream": 3, "comm_overlap": 4}
+#: HTA rounds its overlap percentage to 0.01 points: differences below that are rounding.
+_OVERLAP_FLOOR = 0.0001
 
 
 # -- HTA side ------------------------------------------------------------------------------------
@@ -138,21 +150,26 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def stage(trace_path: str | Path, directory: str | Path) -> tuple[int, Path]:
-    """Write HTA's copy of ``trace_path`` into ``directory``; returns ``(rank, staged path)``."""
+    """Write HTA's copy of ``trace_path`` into ``directory``; returns ``(rank, staged path)``.
+
+    HTA finds a file's rank with the regex ``"rank":\s+(\d+)`` on the first line that matches, so
+    the copy starts with a line holding ``"distributedInfo": {"rank": N, …}`` in that spacing (a
+    compact encoding, as tools that re-save traces write, would leave every rank at 0).
+    """
     doc = _read_json(Path(trace_path))
-    info = doc.get("distributedInfo")
-    if not isinstance(info, dict) or not isinstance(info.get("rank"), int):
-        info = {**(info if isinstance(info, dict) else {}), "rank": 0}
-        doc["distributedInfo"] = info
+    info = doc.pop("distributedInfo", None)
+    info = info if isinstance(info, dict) else {}
+    rank = info.get("rank") if isinstance(info.get("rank"), int) and not isinstance(info.get("rank"), bool) else 0
+    info = {"rank": rank, **{k: v for k, v in info.items() if k != "rank"}}
     for event in doc["traceEvents"]:
         if not isinstance(event, dict):
             continue
         args = event.get("args")
         if isinstance(args, dict) and "stream" in args and event.get("cat") not in GPU_CATEGORIES:
             del args["stream"]
-    rank = int(info["rank"])
+    head = msgspec.json.format(msgspec.json.encode({"distributedInfo": info}), indent=0)
     out = Path(directory) / f"rank{rank}.json"
-    out.write_bytes(msgspec.json.encode(doc))
+    out.write_bytes(head[:-1] + b",\n" + msgspec.json.encode(doc)[1:])
     return rank, out
 
 
@@ -179,6 +196,7 @@ def hta_figures(trace_path: str | Path) -> pl.DataFrame:
             temporal = analysis.get_temporal_breakdown(visualize=False)
             idle, _stats = analysis.get_idle_time_breakdown(
                 ranks=[rank], visualize=False, consecutive_kernel_delay=BACK_TO_BACK_MAX_NS / 1000)
+            overlap = analysis.get_comm_comp_overlap(visualize=False)
             frame = analysis.t.get_trace(rank)
             per_step = []
             gpu_rows = frame[frame["stream"].ne(-1)]
@@ -199,6 +217,11 @@ def hta_figures(trace_path: str | Path) -> pl.DataFrame:
             "idle_ns": sum(by_cat.values()), "host_wait_ns": by_cat.get("host_wait", 0),
             "kernel_wait_ns": by_cat.get("kernel_wait", 0), "other_wait_ns": by_cat.get("other", 0),
         })
+    for _, row in overlap.iterrows():
+        pct = row["comp_comm_overlap_pctg"]
+        if pct == pct:  # HTA divides by zero (NaN) on a rank without communication kernels
+            rows.append({"scope": "comm_overlap", "rank": int(row["rank"]), "key": int(row["rank"]),
+                         "overlap_frac": float(pct) / 100})
     return _sorted(pl.DataFrame(rows, schema=FIGURES_SCHEMA))
 
 
@@ -302,8 +325,9 @@ def _rank(trace: Trace) -> int:
     return rank if isinstance(rank, int) else 0
 
 
-def our_figures(trace: Trace) -> pl.DataFrame:
-    """Our figures under HTA's rules; same schema and order as :func:`hta_figures`."""
+def our_figures(trace: Trace, gpu: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Our figures under HTA's rules; same schema and order as :func:`hta_figures`. ``gpu``: the
+    trace's attributed GPU work when the caller has it (for the kernel classes)."""
     rank = _rank(trace)
     rows = hta_window_rows(trace)
     out: list[dict[str, Any]] = []
@@ -322,6 +346,30 @@ def our_figures(trace: Trace) -> pl.DataFrame:
             out.append({"scope": "stream", "rank": rank, "key": stream, "window_ns": None,
                         "busy_ns": None, "idle_ns": total, "host_wait_ns": host,
                         "kernel_wait_ns": short, "other_wait_ns": total - host - short})
+        out += _overlap_rows(trace, rows, gpu, rank)
+    return _sorted(pl.DataFrame(out, schema=FIGURES_SCHEMA))
+
+
+def _overlap_rows(trace: Trace, rows: pl.DataFrame, gpu: pl.DataFrame | None, rank: int) -> list[dict[str, Any]]:
+    """Our communication overlap (tracekit.analyses.breakdown) over the rows HTA analyses."""
+    from tracekit.analyses import attribution, breakdown
+
+    if gpu is None:
+        gpu = attribution.analyze(trace).gpu
+    mine = gpu.join(rows.select("idx"), on="idx", how="semi").with_columns(step=pl.lit(None, pl.Int64))
+    frame = breakdown.analyze(mine).overlap.filter(pl.col("scope") == "trace")
+    if frame.height == 0 or frame["overlap_frac"][0] is None:
+        return []
+    return [{"scope": "comm_overlap", "rank": rank, "key": rank, "overlap_frac": frame["overlap_frac"][0]}]
+
+
+def steps_table_figures(trace: Trace, summary: pl.DataFrame) -> pl.DataFrame:
+    """The report's per-step GPU busy and idle (``summary``: :func:`tracekit.analyses.steps.summarize`
+    of ``trace``) as figures of ``scope "steps_table"``."""
+    rank = _rank(trace)
+    out = [{"scope": "steps_table", "rank": rank, "key": r["step"], "window_ns": r["gpu_window_ns"],
+            "busy_ns": r["gpu_busy_ns"], "idle_ns": r["gpu_idle_ns"]}
+           for r in summary.iter_rows(named=True)]
     return _sorted(pl.DataFrame(out, schema=FIGURES_SCHEMA))
 
 
@@ -345,12 +393,14 @@ def compare(ours: pl.DataFrame, hta: pl.DataFrame) -> pl.DataFrame:
 
     ``*_rel_diff`` = |ours − hta| / max(|hta|, 1 µs); ``agree`` when both busy (if present) and idle
     are within :data:`AGREEMENT_TOLERANCE` and the row exists on both sides. Stream rows also carry
-    HTA's idle categories from both sides (``*_wait_ns``; null elsewhere).
+    HTA's idle categories from both sides (``*_wait_ns``; null elsewhere); ``comm_overlap`` rows
+    carry ``*_overlap_frac`` and agree when they differ by at most :data:`AGREEMENT_TOLERANCE` of
+    HTA's (HTA's 0.01-point rounding at least).
     """
     keys = ["scope", "rank", "key"]
-    joined = ours.select(*keys, ours_busy_ns="busy_ns", ours_idle_ns="idle_ns",
+    joined = ours.select(*keys, ours_busy_ns="busy_ns", ours_idle_ns="idle_ns", ours_overlap_frac="overlap_frac",
                          **{f"ours_{w}": w for w in _WAITS}).join(
-        hta.select(*keys, hta_busy_ns="busy_ns", hta_idle_ns="idle_ns",
+        hta.select(*keys, hta_busy_ns="busy_ns", hta_idle_ns="idle_ns", hta_overlap_frac="overlap_frac",
                    **{f"hta_{w}": w for w in _WAITS}),
         on=keys, how="full", coalesce=True)
     joined = joined.with_columns(busy_rel_diff=_rel("ours_busy_ns", "hta_busy_ns"),
@@ -358,11 +408,24 @@ def compare(ours: pl.DataFrame, hta: pl.DataFrame) -> pl.DataFrame:
     busy_ok = (pl.col("ours_busy_ns").is_null() & pl.col("hta_busy_ns").is_null()) | (
         pl.col("busy_rel_diff") <= AGREEMENT_TOLERANCE)
     idle_ok = pl.col("idle_rel_diff") <= AGREEMENT_TOLERANCE
-    joined = joined.with_columns(agree=(busy_ok & idle_ok).fill_null(False))
+    overlap_ok = ((pl.col("ours_overlap_frac") - pl.col("hta_overlap_frac")).abs()
+                  <= pl.max_horizontal(AGREEMENT_TOLERANCE * pl.col("hta_overlap_frac").abs(), pl.lit(_OVERLAP_FLOOR)))
+    is_overlap = pl.col("scope") == "comm_overlap"
+    joined = joined.with_columns(agree=pl.when(is_overlap).then(overlap_ok).otherwise(busy_ok & idle_ok)
+                                 .fill_null(False))
     return _sorted(joined.select(list(COMPARE_SCHEMA)).cast(COMPARE_SCHEMA))  # type: ignore[arg-type]
 
 
-def side_by_side(trace: Trace) -> pl.DataFrame:
-    """``compare(our_figures(trace), hta_figures(trace.meta.path))`` — for ``report --hta``."""
+def side_by_side(trace: Trace, summary: pl.DataFrame | None = None, gpu: pl.DataFrame | None = None
+                 ) -> pl.DataFrame:
+    """``compare(our_figures(trace), hta_figures(trace.meta.path))`` — for ``report --hta`` — plus,
+    with ``summary`` (the per-ProfilerStep summary the report's Steps table shows), that table
+    against HTA's per-step figures for the steps HTA keeps (``scope "steps_table"``). ``gpu``: the
+    attributed GPU work, when the caller has it."""
     hta = hta_figures(trace.meta.path)
-    return compare(our_figures(trace), hta)
+    out = compare(our_figures(trace, gpu), hta)
+    if summary is not None and summary.height:
+        kept = hta.filter(pl.col("scope") == "step").with_columns(scope=pl.lit("steps_table"))
+        shown = steps_table_figures(trace, summary).join(kept.select("rank", "key"), on=["rank", "key"], how="semi")
+        out = _sorted(pl.concat([out, compare(shown, kept)]))
+    return out

@@ -15,8 +15,8 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.analyses import (attribution, dispatch, kernels, launch_gaps, round_trips,
-                               steps as steps_analysis, throughput, units as units_mod)
+from tracekit.analyses import (attribution, breakdown as breakdown_mod, dispatch, kernels, launch_gaps,
+                               round_trips, steps as steps_analysis, throughput, units as units_mod)
 from tracekit.errors import UsageError
 from tracekit.trace import Trace
 
@@ -69,6 +69,11 @@ class Report:
         ``gpu_busy_ns i64`` (union of the GPU work launched in it), ``kernel_count u32,
         gpu_activity_count u32`` (kernels; kernels + memcpys + memsets). Work whose launch call is
         not in the trace is in no step (``orphans``).
+    breakdown : tracekit.analyses.breakdown.Breakdown or None
+        The first table to read on an unknown trace: GPU time per kernel class and per library as a
+        share of busy time (``shares``), per stream (``streams``), and the share of communication
+        kernel time that compute overlaps (``overlap``), each for the whole trace (``scope
+        "trace"``) and per unit (``scope "unit"``; only the selected one with ``--step``).
     orphans : DataFrame
         GPU work whose launch call is not in the trace, by reason and kind:
         :data:`tracekit.analyses.attribution.ORPHANS_SCHEMA` (``reason str`` — ``before_trace`` |
@@ -110,6 +115,8 @@ class Report:
     #: :class:`tracekit.analyses.units.Units` (None in reports made before units existed).
     units: Any = None
     orphans: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=attribution.ORPHANS_SCHEMA))
+    #: :class:`tracekit.analyses.breakdown.Breakdown` (None when not computed).
+    breakdown: Any = None
     #: :class:`tracekit.analyses.launch_gaps.LaunchGapsReport` (None when not computed).
     launch_gaps: Any = None
     #: :class:`tracekit.analyses.round_trips.RoundTripReport` (None when not computed).
@@ -133,6 +140,7 @@ class TraceAnalyses:
     steps: pl.DataFrame
     launch_gaps: launch_gaps.LaunchGapsReport
     round_trips: round_trips.RoundTripReport
+    breakdown: breakdown_mod.Breakdown
 
 
 def analyse(trace: Trace, *, execution_trace: Any = None, unit: str | None = None) -> TraceAnalyses:
@@ -147,7 +155,8 @@ def analyse(trace: Trace, *, execution_trace: Any = None, unit: str | None = Non
     return TraceAnalyses(
         attribution=attributed, units=found, steps=summary,
         launch_gaps=launch_gaps.analyze(scoped, attributed, summary=summary),
-        round_trips=round_trips.analyze(scoped, attributed, execution_trace=execution_trace))
+        round_trips=round_trips.analyze(scoped, attributed, execution_trace=execution_trace),
+        breakdown=breakdown_mod.analyze(attributed.gpu, summary))
 
 
 def check_step(trace: Trace, step: int | None) -> None:
@@ -185,7 +194,8 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
     if hta:
         from tracekit import hta_oracle
 
-        extra["hta"] = hta_oracle.side_by_side(trace)
+        shown = whole.steps if whole.units.kind == "ProfilerStep" else None  # HTA knows only ProfilerSteps
+        extra["hta"] = hta_oracle.side_by_side(trace, shown, attributed.gpu)
     ops = steps_analysis.tag_steps(attributed.tree.ops, trace.steps)
     gpu = attributed.gpu
     step_table = steps_analysis.table(whole.steps)
@@ -219,6 +229,7 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         steps=step_table, kernels=kernels.analyze(gpu), paths=paths,
         zero_kernel_ops=dispatch.zero_kernel_ops(ops), compile_preops=preops, units=whole.units,
         orphans=attribution.orphans(attributed.gpu, attributed.launches),
+        breakdown=_breakdown_in_step(whole.breakdown, step),
         launch_gaps=_gaps_in_step(gaps, step), round_trips=_trips_in_step(trips, step),
         throughput=rates, attribution=attributed, extra=extra,
     )
@@ -240,6 +251,15 @@ def _gaps_in_step(gaps: launch_gaps.LaunchGapsReport, step: int | None) -> launc
         queue_delay_ns=launch_gaps.percentiles(activity["queue_delay_ns"]),
         idle_by_cause=launch_gaps.idle_by_cause(step_gaps),
     )
+
+
+def _breakdown_in_step(found: breakdown_mod.Breakdown, step: int | None) -> breakdown_mod.Breakdown:
+    """The whole-trace rows and those of unit ``step`` only (all units without ``step``)."""
+    if step is None:
+        return found
+    keep = (pl.col("scope") == "trace") | (pl.col("unit") == step)
+    return replace(found, shares=found.shares.filter(keep), streams=found.streams.filter(keep),
+                   overlap=found.overlap.filter(keep))
 
 
 def _trips_in_step(trips: round_trips.RoundTripReport, step: int | None) -> round_trips.RoundTripReport:

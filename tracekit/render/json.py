@@ -18,6 +18,10 @@ nanoseconds.
   count, partial: [numbers], candidates: [{name, cat, occurrences, top_level, coverage, first_ns}]}``
 * ``orphans`` — GPU work whose launch call is not in the trace (in no step): ``[{reason
   ("before_trace" | "launch_missing"), kind, count, dur_ns, busy_ns, first_ns, last_end_ns}]``
+* ``breakdown`` — ``{shares: [{scope ("trace" | "unit"), unit, group ("class" | "library"), key, count,
+  gpu_ns, busy_share, median_unit_share}], streams: [{scope, unit, device, stream, count, gpu_ns, busy_ns,
+  busy_share}], overlap: [{scope, unit, comm_count, comm_ns, compute_ns, overlapped_ns, overlap_frac}]}``
+  (:mod:`tracekit.analyses.breakdown`; ``busy_share`` is of the scope's union busy time)
 * ``steps`` — ``[{name, number, start_ns, dur_ns, gpu_busy_ns, kernel_count, gpu_activity_count}]``
   — one per unit (``name`` is the unit's label: ``ProfilerStep#4``, ``mlp_fwd#2``, ``whole trace``)
 * ``kernels`` — ``[{name, class, library, kind, count, total_ns, mean_ns, launch_api, cpu_op,
@@ -35,7 +39,9 @@ nanoseconds.
 * ``throughput`` — ``{device, ceilings: {device, hbm_bytes_per_s, flops: {dtype: FLOP/s}, source…}
   | null, kernels: [{name, class, count, mean_ns, bytes, flops, achieved_gbps, achieved_tflops,
   frac_bw, frac_flops, intensity, ridge, bound, headline, …}]}``
-* ``hta`` — only with ``--hta``: per rank/step/stream busy and idle from tracekit and HTA
+* ``hta`` — only with ``--hta``: per rank/step/stream busy and idle from tracekit and HTA, the report's
+  Steps table against HTA's steps (``scope "steps_table"``) and the communication overlap
+  (``scope "comm_overlap"``: ``ours_overlap_frac``, ``hta_overlap_frac``)
 
 ``tracekit.diff/1`` top-level keys (sorted on output, always present):
 
@@ -91,6 +97,7 @@ from tracekit.render.base import Renderer
 if TYPE_CHECKING:
     import polars as pl
 
+    from tracekit.analyses.breakdown import Breakdown
     from tracekit.analyses.launch_gaps import LaunchGapsReport
     from tracekit.analyses.round_trips import RoundTripReport
     from tracekit.analyses.throughput import ThroughputReport
@@ -165,6 +172,7 @@ def report_data(report: Report) -> dict[str, Any]:
         "selected_step": report.selected_step,
         "units": _units(report.units),
         "orphans": _rows(report.orphans),
+        "breakdown": _breakdown(report.breakdown),
         "steps": _rows(report.steps),
         "kernels": kernels,
         "paths": {
@@ -203,6 +211,12 @@ def _launch_gaps(gaps: LaunchGapsReport | None) -> dict[str, Any] | None:
         return None
     return {**launch_gaps_data(gaps), "idle_by_cause": _rows(gaps.idle_by_cause),
             "distributions": _rows(gaps.distributions)}
+
+
+def _breakdown(found: Breakdown | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {"shares": _rows(found.shares), "streams": _rows(found.streams), "overlap": _rows(found.overlap)}
 
 
 def _units(units: Units | None) -> dict[str, Any] | None:

@@ -144,6 +144,61 @@ def kernels_table(report: Report) -> Table:
     return ("Kernels by class", ["class", "kernel", "library", "count", "total", "mean", "decoded"], rows)
 
 
+def _breakdown_scope(report: Report, frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows a table shows: the selected unit's with ``--step``, else the whole trace's."""
+    if report.selected_step is not None:
+        return frame.filter((pl.col("scope") == "unit") & (pl.col("unit") == report.selected_step))
+    return frame.filter(pl.col("scope") == "trace")
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def shares_table(report: Report, group: str) -> Table:
+    """GPU time per kernel class (``group="class"``) or library, as a share of busy time."""
+    found = report.breakdown
+    rows = []
+    per_unit = report.selected_step is None and found is not None and bool(
+        found.shares.filter(pl.col("scope") == "unit").height)
+    if found is not None:
+        frame = _breakdown_scope(report, found.shares.filter(pl.col("group") == group))
+        for r in frame.iter_rows(named=True):
+            row = [r["key"], f"{r['count']:,}", us(r["gpu_ns"]), _share(r["busy_share"])]
+            rows.append(row + ([_share(r["median_unit_share"])] if per_unit else []))
+    scope = step_label(report, report.selected_step) if report.selected_step is not None else "whole trace"
+    headers = [group, "activities", "GPU time", "share of busy"] + (["median per step (steady)"] if per_unit else [])
+    return (f"GPU time by {group} ({scope})", headers, rows)
+
+
+def streams_table(report: Report) -> Table:
+    """Per-stream busy time."""
+    found = report.breakdown
+    rows = []
+    if found is not None:
+        for r in _breakdown_scope(report, found.streams).iter_rows(named=True):
+            rows.append(["" if r["device"] is None else str(r["device"]), "" if r["stream"] is None else str(r["stream"]),
+                         f"{r['count']:,}", us(r["gpu_ns"]), us(r["busy_ns"]), _share(r["busy_share"])])
+    return ("GPU streams", ["device", "stream", "activities", "GPU time", "busy", "share of busy"], rows)
+
+
+def overlap_table(report: Report) -> Table | None:
+    """How much of the communication kernels' time compute overlapped (only when there is any)."""
+    found = report.breakdown
+    if found is None:
+        return None
+    frame = found.overlap.filter(pl.col("comm_count") > 0)
+    if report.selected_step is not None:
+        frame = frame.filter(pl.col("unit") == report.selected_step)
+    if frame.height == 0:
+        return None
+    rows = [["whole trace" if r["scope"] == "trace" else step_label(report, r["unit"]), f"{r['comm_count']:,}",
+             us(r["comm_ns"]), us(r["overlapped_ns"]), _share(r["overlap_frac"])]
+            for r in frame.iter_rows(named=True)]
+    return ("Communication overlapped by compute",
+            ["scope", "communication kernels", "communication time", "overlapped by compute", "overlap"], rows)
+
+
 def zero_kernel_table(report: Report) -> Table:
     rows = [[r["name"], str(r["count"]), us(r["cpu_ns"])]
             for r in report.zero_kernel_ops.iter_rows(named=True)]
@@ -260,9 +315,13 @@ def hta_table(report: Report) -> Table | None:
         return None
     rows = []
     for r in hta.filter(pl.col("scope") != "stream").iter_rows(named=True):
-        rows.append([r["scope"], str(r["key"]), us(r["ours_busy_ns"]), us(r["hta_busy_ns"]),
-                     us(r["ours_idle_ns"]), us(r["hta_idle_ns"]), "yes" if r["agree"] else "NO"])
-    return ("HolisticTraceAnalysis beside tracekit (HTA drops the last step)",
+        if r["scope"] == "comm_overlap":
+            figures = [_share(r["ours_overlap_frac"]), _share(r["hta_overlap_frac"]), "", ""]
+        else:
+            figures = [us(r["ours_busy_ns"]), us(r["hta_busy_ns"]), us(r["ours_idle_ns"]), us(r["hta_idle_ns"])]
+        rows.append([r["scope"], str(r["key"]), *figures, "yes" if r["agree"] else "NO"])
+    return ("HolisticTraceAnalysis beside tracekit (HTA drops the last step; steps_table: the Steps table above; "
+            "comm_overlap: communication overlapped by compute)",
             ["scope", "rank/step", "busy (ours)", "busy (HTA)", "idle (ours)", "idle (HTA)", "agree within 1%"],
             rows)
 
@@ -306,8 +365,12 @@ def _capped(table: Table) -> Table:
 
 def all_tables(report: Report) -> list[Table]:
     """Every table in display order, each cut to :data:`MAX_TABLE_ROWS` rows."""
-    tables = [steps_table(report), launch_gaps_table(report), idle_causes_table(report),
-              paths_table(report), kernels_table(report), throughput_table(report),
+    tables = [shares_table(report, "class"), shares_table(report, "library"),
+              steps_table(report), launch_gaps_table(report), idle_causes_table(report), streams_table(report)]
+    overlap = overlap_table(report)
+    if overlap is not None:
+        tables.append(overlap)
+    tables += [paths_table(report), kernels_table(report), throughput_table(report),
               round_trip_steps_table(report), round_trips_table(report),
               zero_kernel_table(report), preops_table(report)]
     hta = hta_table(report)

@@ -1,0 +1,153 @@
+"""Where the GPU time goes: per kernel class, per library and per stream, for the whole trace and for
+each unit, and how much of the communication kernels' time compute kernels overlap.
+
+Contract: :func:`analyze` takes the attributed GPU work (``kind, kernel_class, library, device,
+stream, ts, end, dur, step``: attribution's frame, ``step`` being the unit that launched it) and
+the per-step summary (:func:`tracekit.analyses.steps.summarize`, for the steady units), and returns
+a frozen :class:`Breakdown`. Scope ``"trace"`` covers every activity of the trace, those launched
+before it began included; scope ``"unit"`` (with ``unit``) the activities launched in that unit.
+
+* **GPU time** of a group is the sum of its activities' durations; **busy** is the length of the
+  union of a scope's activity intervals (streams overlap: never a sum). ``busy_share =
+  gpu_ns / busy_ns`` of the scope, so the shares of one scope add up to more than 1 when streams
+  overlap. ``median_unit_share`` (trace rows) is the median of the group's share over the steady
+  units (a unit without the group counts 0; all units when none is steady).
+* **Streams**: per (device, stream), the activity count, GPU time and busy time (union on the
+  stream), and that busy time as a share of the scope's busy.
+* **Communication overlap** is HolisticTraceAnalysis' ``get_comm_comp_overlap``: the communication
+  kernels' intervals (class ``communication``) and the compute kernels' intervals (every other
+  kernel; memcpy and memset are neither) are each merged, and ``overlap_frac = |comm ∩ compute| /
+  |comm|``. One figure per scope over all the trace's devices, as HTA computes one per rank trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from tracekit.analyses import intervals
+from tracekit.analyses import steps as steps_analysis
+
+COMMUNICATION = "communication"
+GROUPS = {"class": "kernel_class", "library": "library"}
+
+SHARES_SCHEMA: dict[str, pl.DataType] = {
+    "scope": pl.String, "unit": pl.Int64, "group": pl.String, "key": pl.String, "count": pl.UInt32,
+    "gpu_ns": pl.Int64, "busy_share": pl.Float64, "median_unit_share": pl.Float64,
+}
+STREAMS_SCHEMA: dict[str, pl.DataType] = {
+    "scope": pl.String, "unit": pl.Int64, "device": pl.Int64, "stream": pl.Int64, "count": pl.UInt32,
+    "gpu_ns": pl.Int64, "busy_ns": pl.Int64, "busy_share": pl.Float64,
+}
+OVERLAP_SCHEMA: dict[str, pl.DataType] = {
+    "scope": pl.String, "unit": pl.Int64, "comm_count": pl.UInt32, "comm_ns": pl.Int64,
+    "compute_ns": pl.Int64, "overlapped_ns": pl.Int64, "overlap_frac": pl.Float64,
+}
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """GPU time by class, library and stream, and communication overlap (module docstring).
+
+    ``shares``: :data:`SHARES_SCHEMA` — ``scope str`` (trace | unit), ``unit i64?``, ``group str``
+    (class | library), ``key str``, ``count u32``, ``gpu_ns i64``, ``busy_share f64``,
+    ``median_unit_share f64?`` (trace rows only); sorted by scope (trace first), unit, group,
+    ``gpu_ns`` descending, key.
+    ``streams``: :data:`STREAMS_SCHEMA`, sorted by scope, unit, device, stream.
+    ``overlap``: :data:`OVERLAP_SCHEMA` — ``comm_count u32``, ``comm_ns`` and ``compute_ns`` (each
+    merged), ``overlapped_ns``, ``overlap_frac f64?`` (null without communication); one row per
+    scope, sorted by scope, unit.
+    """
+
+    shares: pl.DataFrame
+    streams: pl.DataFrame
+    overlap: pl.DataFrame
+
+
+def analyze(gpu: pl.DataFrame, summary: pl.DataFrame | None = None) -> Breakdown:
+    """The breakdown of the attributed GPU work ``gpu``; ``summary`` names the steady units."""
+    work = gpu.filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"])).select(
+        "kind", "kernel_class", "library", "device", "stream", "ts", "end", "dur", "step")
+    scoped = pl.concat([
+        work.with_columns(scope=pl.lit("trace"), unit=pl.lit(None, pl.Int64)),
+        work.filter(pl.col("step").is_not_null()).with_columns(scope=pl.lit("unit"), unit=pl.col("step")),
+    ])
+    by = ["scope", "unit"]
+    busy = intervals.union_ns(scoped.select(*by, "ts", "end"), by=by) if scoped.height else (
+        pl.DataFrame(schema={"scope": pl.String, "unit": pl.Int64, "busy_ns": pl.Int64}))
+    steady = steps_analysis.steady_steps(summary) if summary is not None and summary.height else None
+    return Breakdown(shares=_shares(scoped, busy, steady), streams=_streams(scoped, busy),
+                     overlap=_overlap(scoped))
+
+
+def _share(numerator: str) -> pl.Expr:
+    return pl.when(pl.col("busy_ns") > 0).then(pl.col(numerator) / pl.col("busy_ns"))
+
+
+def _shares(scoped: pl.DataFrame, busy: pl.DataFrame, steady: list[int] | None) -> pl.DataFrame:
+    by = ["scope", "unit"]
+    parts = []
+    for group, column in GROUPS.items():
+        parts.append(scoped.group_by(*by, pl.col(column).fill_null("?").alias("key"))
+                     .agg(count=pl.len(), gpu_ns=pl.col("dur").sum())
+                     .with_columns(group=pl.lit(group)))
+    frame = pl.concat(parts).join(busy, on=by, how="left", nulls_equal=True).with_columns(
+        busy_share=_share("gpu_ns"))
+    units = (frame.filter(pl.col("scope") == "unit")["unit"].unique().to_list()
+             if steady is None else steady)
+    if units:
+        grid = frame.filter(pl.col("scope") == "trace").select("group", "key").join(
+            pl.DataFrame({"unit": units}, schema={"unit": pl.Int64}), how="cross")
+        medians = (grid.join(frame.filter(pl.col("scope") == "unit").select("unit", "group", "key", "busy_share"),
+                             on=["unit", "group", "key"], how="left")
+                   .group_by("group", "key").agg(median_unit_share=pl.col("busy_share").fill_null(0.0).median()))
+        frame = frame.join(medians.with_columns(scope=pl.lit("trace")), on=["scope", "group", "key"], how="left")
+    else:
+        frame = frame.with_columns(median_unit_share=pl.lit(None, pl.Float64))
+    return (frame.select(list(SHARES_SCHEMA)).cast(SHARES_SCHEMA)  # type: ignore[arg-type]
+            .sort(["scope", "unit", "group", "gpu_ns", "key"], descending=[False, False, False, True, False],
+                  nulls_last=False))
+
+
+def _streams(scoped: pl.DataFrame, busy: pl.DataFrame) -> pl.DataFrame:
+    keys = ["scope", "unit", "device", "stream"]
+    if scoped.height == 0:
+        return pl.DataFrame(schema=STREAMS_SCHEMA)
+    on_stream = intervals.union_ns(scoped.select(*keys, "ts", "end"), by=keys).rename({"busy_ns": "_busy"})
+    frame = (scoped.group_by(keys).agg(count=pl.len(), gpu_ns=pl.col("dur").sum())
+             .join(on_stream, on=keys, how="left", nulls_equal=True)
+             .join(busy, on=["scope", "unit"], how="left", nulls_equal=True)
+             .with_columns(busy_share=_share("_busy"))
+             .drop("busy_ns").rename({"_busy": "busy_ns"}))
+    return (frame.select(list(STREAMS_SCHEMA)).cast(STREAMS_SCHEMA)  # type: ignore[arg-type]
+            .sort(["scope", "unit", "device", "stream"]))
+
+
+def _overlap(scoped: pl.DataFrame) -> pl.DataFrame:
+    by = ["scope", "unit"]
+    kernels = scoped.filter(pl.col("kind") == "kernel")
+    if kernels.height == 0:
+        return pl.DataFrame(schema=OVERLAP_SCHEMA)
+    comm = kernels.filter(pl.col("kernel_class") == COMMUNICATION)
+    compute = kernels.filter(pl.col("kernel_class") != COMMUNICATION)
+    scopes = scoped.select(by).unique()
+
+    def union(frame: pl.DataFrame, name: str) -> pl.DataFrame:
+        if frame.height == 0:
+            return scopes.with_columns(pl.lit(0, pl.Int64).alias(name))
+        return intervals.union_ns(frame.select(*by, "ts", "end"), by=by).rename({"busy_ns": name})
+
+    # |comm ∩ compute| = |comm| + |compute| − |comm ∪ compute|, each a union of merged intervals.
+    frame = (scopes
+             .join(comm.group_by(by).agg(comm_count=pl.len()), on=by, how="left", nulls_equal=True)
+             .join(union(comm, "comm_ns"), on=by, how="left", nulls_equal=True)
+             .join(union(compute, "compute_ns"), on=by, how="left", nulls_equal=True)
+             .join(union(pl.concat([comm, compute]), "_both"), on=by, how="left", nulls_equal=True)
+             .with_columns(pl.col("comm_count").fill_null(0), pl.col("comm_ns").fill_null(0),
+                           pl.col("compute_ns").fill_null(0), pl.col("_both").fill_null(0))
+             .with_columns(overlapped_ns=pl.col("comm_ns") + pl.col("compute_ns") - pl.col("_both"))
+             .with_columns(overlap_frac=pl.when(pl.col("comm_ns") > 0)
+                           .then(pl.col("overlapped_ns") / pl.col("comm_ns"))))
+    return (frame.select(list(OVERLAP_SCHEMA)).cast(OVERLAP_SCHEMA)  # type: ignore[arg-type]
+            .sort(["scope", "unit"]))
