@@ -13,10 +13,11 @@ from pathlib import Path
 
 import click
 
-from capture.variants import MODE_KINDS, VARIANTS, Options
+from capture.record import Schedule
+from capture.variants import FIRST_CALL_VARIANTS, MODE_KINDS, SWEEP_KINDS, VARIANTS, Options
 from tracekit.errors import TracekitError, UsageError
 
-ALL_KINDS = sorted({k for kinds in MODE_KINDS.values() for k in kinds})
+ALL_KINDS = sorted({k for kinds in MODE_KINDS.values() for k in kinds} | set(SWEEP_KINDS))
 DEFAULT_ET_VARIANTS = ("matmul_add", "linear", "mlp")  # a full training step's ET is large
 
 
@@ -44,6 +45,23 @@ def _ints(n: int | None):
         return nums
 
     return parse
+
+
+def _shapes(ctx: click.Context, param: click.Parameter, value: str | None):
+    """``64x128,32x128`` -> ((64, 128), (32, 128)): batch x seq per shape of the sweep."""
+    if value is None:
+        return None
+    shapes = []
+    for item in (v.strip() for v in value.split(",")):
+        parts = item.lower().split("x") if item else []
+        try:
+            dims = tuple(int(p) for p in parts)
+        except ValueError:
+            dims = ()
+        if len(dims) != 2 or min(dims) <= 0:
+            raise UsageError(f"--shapes: expected BATCHxSEQ[,BATCHxSEQ...] with positive integers, got {value!r}")
+        shapes.append(dims)
+    return tuple(shapes)
 
 
 class _RecordingCommand(click.Command):
@@ -74,11 +92,23 @@ class _RecordingCommand(click.Command):
 @click.option("--train-shape", callback=_ints(2), default="8,512", show_default=True, help="train: batch,seq.")
 @click.option("--train-model", callback=_ints(4), default="12,768,12,50304", show_default=True,
               help="train: layers,dim,heads,vocab (default GPT-2 small).")
+@click.option("--antipattern-shape", callback=_ints(4), default="4096,1024,4096,4", show_default=True,
+              help="antipatterns: batch,dim,hidden,blocks of the training loop (overhead-bound uses 32,64,256).")
+@click.option("--from-first-call", is_flag=True,
+              help="mlp: profile a shape sweep from the very first call, no schedule and no warm-up, so "
+                   "compilations, recompiles, CUDA-graph records and Triton JIT are in the trace.")
+@click.option("--shapes", callback=_shapes, default=None,
+              help="With --from-first-call: the sweep's input shapes, BATCHxSEQ comma-separated "
+                   "(default: --mlp-shape's batch x seq).")
+@click.option("--calls-per-shape", type=click.IntRange(1), default=4, show_default=True,
+              help="With --from-first-call: calls per shape (steady calls follow each (re)compile).")
 @click.option("--wait", type=click.IntRange(0), default=1, show_default=True, help="Profiler schedule: wait steps.")
 @click.option("--warmup", type=click.IntRange(0), default=1, show_default=True, help="Profiler schedule: warmup steps.")
 @click.option("--active", type=click.IntRange(1), default=3, show_default=True, help="Profiler schedule: active steps.")
 @click.option("--record-shapes/--no-record-shapes", default=True, show_default=True)
-@click.option("--memory", is_flag=True, help="profile_memory=True ([memory] events).")
+@click.option("--profile-memory", "--memory", "memory", is_flag=True,
+              help="profile_memory=True ([memory] events; modes get a -memory suffix) and, on CUDA, the "
+                   "caching allocator's own peak/before/after figures in the manifest.")
 @click.option("--stack", is_flag=True, help="with_stack=True (python stacks; larger traces).")
 @click.option("--execution-trace", is_flag=True,
               help="Also write <variant>_<mode>.et.json.gz (ExecutionTraceObserver) for --et-variants.")
@@ -93,9 +123,10 @@ class _RecordingCommand(click.Command):
               help="Timing budget per capture in ms (default 200; train 1000).")
 @click.option("--seed", type=int, default=0, show_default=True)
 def capture_command(variants, modes, out, device, dtype, sizes, linear_shape, mlp_shape, train_shape, train_model,
-                    wait, warmup, active, record_shapes, memory, stack, execution_trace, et_variants, kernel_repo,
-                    ceilings, bench_ms, seed) -> None:
-    """Record PyTorch profiler traces of known workloads (matmul_add, linear, mlp, train).
+                    antipattern_shape, from_first_call, shapes, calls_per_shape, wait, warmup, active,
+                    record_shapes, memory, stack, execution_trace, et_variants, kernel_repo, ceilings, bench_ms,
+                    seed) -> None:
+    """Record PyTorch profiler traces of known workloads (matmul_add, linear, mlp, train, antipatterns).
 
     Writes OUT/<variant>_<mode>.json.gz per capture and OUT/manifest.json (device, versions, shapes,
     timings, relative errors). Needs CUDA unless --device cpu.
@@ -115,13 +146,20 @@ def capture_command(variants, modes, out, device, dtype, sizes, linear_shape, ml
     bad = [v for v in ets if v not in VARIANTS]
     if bad:
         raise UsageError(f"--et-variants: unknown variant {bad[0]!r}")
+    if shapes is not None and not from_first_call:
+        raise UsageError("--shapes needs --from-first-call (a shape sweep is profiled from its first call)")
+    if from_first_call and [v for v in chosen if v not in FIRST_CALL_VARIANTS]:
+        raise UsageError(f"--from-first-call records the {'/'.join(FIRST_CALL_VARIANTS)} shape sweep; "
+                         f"use it with --variant {','.join(FIRST_CALL_VARIANTS)}")
 
     # Planning needs no torch: a flag combination that selects nothing is reported first, torch or not.
     from capture import variants as variants_mod
 
     opts = Options(device=device, dtype=dtype or ("bf16" if device == "cuda" else "fp32"), sizes=sizes,
                    linear_shape=linear_shape, mlp_shape=mlp_shape, train_shape=train_shape, train_model=train_model,
-                   kernel_repo=str(kernel_repo) if kernel_repo else None, seed=seed)
+                   antipattern_shape=antipattern_shape, kernel_repo=str(kernel_repo) if kernel_repo else None,
+                   seed=seed, schedule=Schedule(wait, warmup, active), from_first_call=from_first_call,
+                   sweep_shapes=shapes, calls_per_shape=calls_per_shape, profile_memory=memory)
     specs = variants_mod.plan(chosen, kinds, opts)
     if not specs:
         raise UsageError(f"no mode {'/'.join(kinds)} exists for variant(s) {', '.join(chosen)}")
@@ -134,11 +172,10 @@ def capture_command(variants, modes, out, device, dtype, sizes, linear_shape, ml
         raise UsageError("no CUDA device found; use --device cpu for a CPU-only capture")
 
     from capture import session
-    from capture.record import Schedule
 
     out.mkdir(parents=True, exist_ok=True)
     manifest = session.run(
-        specs, opts, out=out, schedule=Schedule(wait, warmup, active), record_shapes=record_shapes,
+        specs, opts, out=out, schedule=opts.schedule, record_shapes=record_shapes,
         profile_memory=memory, with_stack=stack, et_variants=set(ets) if execution_trace else set(),
         measure_ceilings=ceilings, bench_ms=bench_ms,
         command=shlex.join(["tracekit", "capture", *click.get_current_context().meta.get("capture.argv", [])]),

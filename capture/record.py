@@ -1,10 +1,15 @@
-"""Profile a step function and write its Kineto trace (and optional execution trace) atomically.
+"""Profile a workload and write its Kineto trace (and optional execution trace) atomically.
 
-Contract: :func:`record` runs ``step`` under ``torch.profiler.profile`` for ``wait + warmup + active``
-steps, each wrapped in ``record_function(label)`` and closed by ``prof.step()`` (which is what emits
-the ``ProfilerStep#N`` spans), and leaves exactly ``<stem>.json.gz`` (and ``<stem>.et.json.gz`` when an
-execution trace is asked for) in ``out_dir``. Files appear only complete: each is built under a dot-
-prefixed temp name in the same folder and renamed into place. Returns a :class:`Recorded` summary.
+Contract: :func:`record` runs ``loop(prof)`` under ``torch.profiler.profile`` and leaves exactly
+``<stem>.json.gz`` (and ``<stem>.et.json.gz`` when an execution trace is asked for) in ``out_dir``.
+With a :class:`Schedule` the loop must call ``prof.step()`` once per step (which is what emits the
+``ProfilerStep#N`` spans) and the trace holds the active steps; with ``schedule=None`` the trace holds
+everything from the first call on (compilation, autotuning, JIT) and the loop's own
+``record_function`` annotations are its units. :func:`step_loop` is the usual loop: ``wait + warmup +
+active`` steps, each wrapped in ``record_function(label)`` and closed by ``prof.step()``, optionally
+with an :class:`~capture.ground_truth.AllocatorProbe` around the active steps. Files appear only
+complete: each is built under a dot-prefixed temp name in the same folder and renamed into place.
+Returns a :class:`Recorded` summary.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import json
 import re
 import shutil
 import tempfile
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -82,7 +88,7 @@ def summarize_trace(path: Path) -> dict[str, Any]:
     events = doc.get("traceEvents", [])
     kernels: Counter[str] = Counter()
     cats: Counter[str] = Counter()
-    steps = 0
+    steps = memory = 0
     for ev in events:
         cat = ev.get("cat")
         if cat:
@@ -91,31 +97,74 @@ def summarize_trace(path: Path) -> dict[str, Any]:
             kernels[ev.get("name", "")] += 1
         elif str(ev.get("name", "")).startswith("ProfilerStep#") and cat in ("user_annotation", "cpu_op"):
             steps += 1
-    return {
+        elif ev.get("name") == "[memory]":
+            memory += 1
+    summary = {
         "events": len(events),
         "categories": dict(sorted(cats.items())),
         "profiler_steps": steps,
         "kernels": dict(sorted(kernels.items())),
     }
+    if memory:
+        summary["memory_events"] = memory
+    return summary
 
 
-def record(
+def step_loop(
     step: Callable[[], Any],
     *,
     label: str,
+    schedule: Schedule,
+    sync: Callable[[], None] = lambda: None,
+    sync_each_step: bool = True,
+    probe: Any = None,
+) -> Callable[[Any], None]:
+    """The usual profiled loop: ``schedule.total`` steps of ``record_function(label)`` + ``prof.step()``.
+
+    ``sync_each_step`` synchronises inside every step so each ``ProfilerStep`` holds its own GPU work;
+    without it only the steps before the active window are synchronised (the window then starts on an
+    idle GPU and runs like a real training loop, the CPU free to run ahead). ``probe`` (an
+    AllocatorProbe) is told where the active window and each active step begin and end.
+    """
+
+    def loop(prof: Any) -> None:
+        from torch.profiler import record_function
+
+        first_active = schedule.wait + schedule.warmup
+        for i in range(schedule.total):
+            active = i >= first_active
+            if probe is not None and i == first_active:
+                probe.window_begin()
+            if probe is not None and active:
+                probe.unit_begin()
+            with record_function(label):
+                step()
+            if sync_each_step or not active:
+                sync()
+            if probe is not None and active:
+                probe.unit_end(f"ProfilerStep#{i}")
+                if i == schedule.total - 1:
+                    probe.window_end()
+            prof.step()
+
+    return loop
+
+
+def record(
+    loop: Callable[[Any], None],
+    *,
     out_dir: Path,
     stem: str,
     device: str,
-    schedule: Schedule,
+    schedule: Schedule | None,
     record_shapes: bool = True,
     profile_memory: bool = False,
     with_stack: bool = False,
     execution_trace: bool = False,
-    sync: Callable[[], None] = lambda: None,
 ) -> Recorded:
-    """Profile ``step`` and write ``out_dir/<stem>.json.gz`` (+ ``<stem>.et.json.gz``); see module doc."""
+    """Profile ``loop(prof)`` and write ``out_dir/<stem>.json.gz`` (+ ``<stem>.et.json.gz``); see module doc."""
     import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.profiler import ProfilerActivity, profile
     from torch.profiler import schedule as make_schedule
 
     activities = [ProfilerActivity.CPU]
@@ -139,22 +188,25 @@ def record(
         if execution_trace:
             et_observer = torch.profiler.ExecutionTraceObserver().register_callback(str(et_raw))
 
+        scheduled = schedule is not None
         try:
-            with profile(
-                activities=activities,
-                schedule=make_schedule(wait=schedule.wait, warmup=schedule.warmup, active=schedule.active, repeat=1),
-                on_trace_ready=on_trace_ready,
-                record_shapes=record_shapes,
-                profile_memory=profile_memory,
-                with_stack=with_stack,
-                execution_trace_observer=et_observer,
-            ) as prof:
-                for _ in range(schedule.total):
-                    with record_function(label):
-                        step()
-                    # Sync inside the step window so each ProfilerStep holds its own GPU work.
-                    sync()
-                    prof.step()
+            with warnings.catch_warnings():
+                # A schedule without warmup steps is asked for on purpose (a cold first step in the window).
+                warnings.filterwarnings("ignore", message="Profiler won't be using warmup")
+                prof = profile(
+                    activities=activities,
+                    schedule=make_schedule(wait=schedule.wait, warmup=schedule.warmup, active=schedule.active,
+                                           repeat=1) if scheduled else None,
+                    on_trace_ready=on_trace_ready if scheduled else None,
+                    record_shapes=record_shapes,
+                    profile_memory=profile_memory,
+                    with_stack=with_stack,
+                    execution_trace_observer=et_observer,
+                )
+            with prof:
+                loop(prof)
+            if not scheduled:
+                on_trace_ready(prof)
         finally:
             if et_observer is not None:
                 et_observer.unregister_callback()  # finalises the JSON file

@@ -4,6 +4,12 @@ Contract: :func:`run` never lets one capture's failure stop the others. Each cap
 failed with its error text, or skipped with a reason) is appended to the manifest, which is rewritten
 atomically right after it, next to the trace files already written. Returns the manifest; the caller
 decides the exit status from it (:func:`problems`).
+
+One capture: inside the case's ``context`` — warm-up calls, check (unless the case checks after the
+trace), the profiled loop (the case's own ``drive`` with no schedule, or the step loop under the
+schedule), then the check after the trace, the case's ``after_trace`` facts and the timing. With
+``profile_memory`` on CUDA the manifest entry gets ``allocator``: the caching allocator's own figures
+for the profiled window and each unit (capture/ground_truth.py).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from capture.manifest import Manifest, device_info, versions
-from capture.record import Schedule, record
+from capture.record import Schedule, record, step_loop
 from capture.variants import Options, Spec
 
 # Largest ‖out − eager‖ / ‖eager‖ accepted as "the same function" per dtype: bf16 carries 8 bits of
@@ -49,7 +55,7 @@ def run(
         "profile_memory": profile_memory,
         "with_stack": with_stack,
         "execution_trace_variants": sorted(et_variants),
-        "sync_after_each_step": True,
+        "sync_after_each_step": True,  # a capture's own sync_after_each_step / schedule entries override
         "trace_header_rewritten": {"host_name": "localhost", "traceName": "the trace file name"},
         "options": asdict(opts),
         "tolerance_rel_err_vs_eager": TOLERANCE.get(opts.dtype),
@@ -83,12 +89,13 @@ def _capture_one(spec: Spec, opts: Options, *, out: Path, schedule: Schedule, re
                  sync: Callable[[], None], echo: Callable[[str], None]) -> dict[str, Any]:
     import torch
 
+    from capture.ground_truth import AllocatorProbe
     from capture.timing import bench
 
     entry: dict[str, Any] = {"variant": spec.variant, "mode": spec.mode, "status": "failed"}
     name = f"{spec.variant}_{spec.mode}"
     if spec.needs_cuda and opts.device != "cuda":
-        entry.update(status="skipped", reason=f"mode {spec.mode!r} needs a CUDA device")
+        entry.update(status="skipped", reason=spec.cuda_reason)
         echo(f"{name}: skipped (needs CUDA)")
         return entry
     t0 = time.perf_counter()
@@ -96,27 +103,40 @@ def _capture_one(spec: Spec, opts: Options, *, out: Path, schedule: Schedule, re
     try:
         case = spec.build(opts)
         entry.update(label=case.label, dtype=case.dtype, shapes=case.shapes, **case.notes)
-        # Warm up before the profiler starts: compilation, autotuning, Triton JIT, cuBLAS handles and
-        # CUDA-graph recording all happen here, not inside the recorded steps.
-        for _ in range(case.warmup_calls):
-            case.step()
-        sync()
-        if case.check is not None:
-            correctness = case.check()
-            tol = TOLERANCE.get(opts.dtype)
-            if "rel_err_vs_eager" in correctness and tol is not None:
-                correctness["tolerance"] = tol
-                correctness["within_tolerance"] = bool(correctness["rel_err_vs_eager"] <= tol)
-            entry["correctness"] = correctness
+        probe = AllocatorProbe(opts.device) if profile_memory else None
+        with case.context():
+            # Warm up before the profiler starts: compilation, autotuning, Triton JIT, cuBLAS handles and
+            # CUDA-graph recording all happen here, not inside the recorded steps (cases that profile
+            # from the first call, or warm up inside the schedule, ask for no warm-up calls).
+            for _ in range(case.warmup_calls):
+                case.step()
             sync()
-        rec = record(case.step, label=case.label, out_dir=out, stem=name, device=opts.device, schedule=schedule,
-                     record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
-                     execution_trace=execution_trace, sync=sync)
-        entry.update(trace_file=rec.trace_file, trace_bytes=rec.trace_bytes, trace_summary=rec.summary)
-        if rec.execution_trace_file:
-            entry.update(execution_trace_file=rec.execution_trace_file,
-                         execution_trace_bytes=rec.execution_trace_bytes)
-        entry["timing"] = bench(case.step, device=opts.device, rep_ms=bench_ms or case.bench_rep_ms)
+            if case.check is not None and not case.check_after_trace:
+                entry["correctness"] = _checked(case.check, opts)
+                sync()
+            if case.drive is not None:
+                loop, used_schedule = (lambda prof: case.drive(prof, probe)), None
+            else:
+                used_schedule = case.schedule or schedule
+                loop = step_loop(case.step, label=case.label, schedule=used_schedule, sync=sync,
+                                 sync_each_step=case.sync_each_step, probe=probe)
+            rec = record(loop, out_dir=out, stem=name, device=opts.device, schedule=used_schedule,
+                         record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
+                         execution_trace=execution_trace)
+            entry.update(trace_file=rec.trace_file, trace_bytes=rec.trace_bytes, trace_summary=rec.summary)
+            if not case.sync_each_step:
+                entry["sync_after_each_step"] = False
+            if rec.execution_trace_file:
+                entry.update(execution_trace_file=rec.execution_trace_file,
+                             execution_trace_bytes=rec.execution_trace_bytes)
+            if probe is not None:
+                entry["allocator"] = probe.result()
+            if case.check is not None and case.check_after_trace:
+                entry["correctness"] = _checked(case.check, opts)
+            if case.after_trace is not None:
+                entry.update(case.after_trace())
+            if case.bench:
+                entry["timing"] = bench(case.step, device=opts.device, rep_ms=bench_ms or case.bench_rep_ms)
         entry["status"] = "ok"
     except Exception as err:
         entry["error"] = f"{type(err).__name__}: {err}".strip()
@@ -132,15 +152,28 @@ def _capture_one(spec: Spec, opts: Options, *, out: Path, schedule: Schedule, re
     return entry
 
 
+def _checked(check: Callable[[], dict[str, Any]], opts: Options) -> dict[str, Any]:
+    correctness = check()
+    tol = TOLERANCE.get(opts.dtype)
+    if "rel_err_vs_eager" in correctness and tol is not None:
+        correctness["tolerance"] = tol
+        correctness["within_tolerance"] = bool(correctness["rel_err_vs_eager"] <= tol)
+    return correctness
+
+
 def _line(name: str, entry: dict[str, Any]) -> str:
     if entry["status"] != "ok":
         return f"{name}: {entry['status']}: {entry.get('error') or entry.get('reason')}"
-    t = entry["timing"]
     corr = entry.get("correctness", {})
     err = corr.get("rel_err_vs_eager", corr.get("rel_err_vs_fp64"))
     err_s = f"  rel_err {err:.2e}" if isinstance(err, float) else ""
-    return (f"{name}: ok  median {t['median']:.1f} us (min {t['min']:.1f}, max {t['max']:.1f}, n {t['n']})"
-            f"{err_s}  trace {entry['trace_bytes'] / 1024:.0f} KiB  {entry['elapsed_s']:.1f}s")
+    t = entry.get("timing")
+    if t is not None:
+        what = f"median {t['median']:.1f} us (min {t['min']:.1f}, max {t['max']:.1f}, n {t['n']})"
+    else:
+        gt = entry.get("ground_truth", {})
+        what = f"{len(entry.get('calls', []))} calls, {gt.get('compilations', 0)} compilations"
+    return f"{name}: ok  {what}{err_s}  trace {entry['trace_bytes'] / 1024:.0f} KiB  {entry['elapsed_s']:.1f}s"
 
 
 def problems(manifest: Manifest) -> list[str]:

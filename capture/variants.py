@@ -3,16 +3,25 @@
 Contract: :func:`plan` turns the selected variants/modes into :class:`Spec` s (cheap, nothing built);
 ``spec.build(opts)`` builds one :class:`Case` (allocates, compiles lazily) whose ``step()`` runs one
 profiled step and whose ``check()`` compares its output with the eager and float64 references on
-fresh random inputs. Names are an interface: trace files are ``<variant>_<mode>.json.gz``.
+fresh random inputs. A Case may instead bring its own profiled loop (``drive``, run with no profiler
+schedule), its own schedule, checks after the trace and facts read after it (``after_trace``). Names
+are an interface: trace files are ``<variant>_<mode>.json.gz``.
 
-==========  ==========================================  ==============  ==============
-variant     modes                                       label           default shapes
-==========  ==========================================  ==============  ==============
-matmul_add  eager-<N>, compile-<N> for N in --sizes      matmul_add      N = 64, 4096
-linear      eager, compile                               linear_fwd      [1024, 32] -> 64
-mlp         eager, compile, compile-cudagraphs, liger    mlp_fwd         64 x 128, 768 -> 3072
-train       eager (bf16 autocast on CUDA)                train_step      GPT-2 small, 8 x 512
-==========  ==========================================  ==============  ==============
+============  ==========================================  ==============  ==============
+variant       modes                                       label           default shapes
+============  ==========================================  ==============  ==============
+matmul_add    eager-<N>, compile-<N> for N in --sizes      matmul_add      N = 64, 4096
+linear        eager, compile                               linear_fwd      [1024, 32] -> 64
+mlp           eager, compile, compile-cudagraphs, liger    mlp_fwd         64 x 128, 768 -> 3072
+train         eager (bf16 autocast on CUDA)                train_step      GPT-2 small, 8 x 512
+antipatterns  one per planted problem + controls           train_step      4096 x 1024 -> 4096, 4 blocks
+              (capture/antipatterns.py)
+============  ==========================================  ==============  ==============
+
+``--from-first-call`` turns ``mlp`` into the shape sweep of capture/sweep.py: modes eager-sweep,
+compile-sweep, compile-static-sweep, compile-dynamic-sweep, compile-cudagraphs-sweep, liger-sweep.
+``--profile-memory`` appends ``-memory`` to every mode (``mlp_eager-memory``), so traces with
+``[memory]`` events never share a name with traces without.
 
 torch is imported inside functions only, so that importing this module stays cheap.
 """
@@ -22,19 +31,30 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-VARIANTS = ("matmul_add", "linear", "mlp", "train")
+from capture import antipatterns, sweep
+from capture.record import Schedule
+
+ANTIPATTERNS = antipatterns.BY_MODE
+
+VARIANTS = ("matmul_add", "linear", "mlp", "train", "antipatterns")
 MODE_KINDS = {
     "matmul_add": ("eager", "compile"),
     "linear": ("eager", "compile"),
     "mlp": ("eager", "compile", "compile-cudagraphs", "liger"),
     "train": ("eager",),
+    "antipatterns": antipatterns.MODES,
 }
-LABELS = {"matmul_add": "matmul_add", "linear": "linear_fwd", "mlp": "mlp_fwd", "train": "train_step"}
+SWEEP_KINDS = tuple(sweep.SWEEP_MODES)  # mlp's modes with --from-first-call
+FIRST_CALL_VARIANTS = ("mlp",)
+MEMORY_SUFFIX = "-memory"
+LABELS = {"matmul_add": "matmul_add", "linear": "linear_fwd", "mlp": "mlp_fwd", "train": "train_step",
+          "antipatterns": "train_step"}
 NEEDS_CUDA = {"compile-cudagraphs", "liger"}
 LIGER_REPO = "kernels-community/liger-kernels"
 LIGER_VERSION = 1
@@ -50,8 +70,14 @@ class Options:
     mlp_shape: tuple[int, int, int, int] = (64, 128, 768, 3072)  # batch, seq, dim, hidden
     train_shape: tuple[int, int] = (8, 512)  # batch, seq
     train_model: tuple[int, int, int, int] = (12, 768, 12, 50304)  # layers, dim, heads, vocab (GPT-2 small)
+    antipattern_shape: tuple[int, int, int, int] = antipatterns.DEFAULT_SHAPE  # batch, dim, hidden, blocks
     kernel_repo: str | None = None
     seed: int = 0
+    schedule: Schedule = Schedule()
+    from_first_call: bool = False  # mlp: the shape sweep profiled from its first call (capture/sweep.py)
+    sweep_shapes: tuple[tuple[int, int], ...] | None = None  # (batch, seq) per shape; None: mlp_shape's
+    calls_per_shape: int = sweep.DEFAULT_CALLS_PER_SHAPE
+    profile_memory: bool = False
 
 
 @dataclass
@@ -66,6 +92,14 @@ class Case:
     notes: dict[str, Any] = field(default_factory=dict)
     warmup_calls: int = 5
     bench_rep_ms: float = 200.0
+    # Optional: the case's own profiled loop ``drive(prof, probe)``, run with no profiler schedule.
+    drive: Callable[[Any, Any], None] | None = None
+    schedule: Schedule | None = None  # overrides the command's schedule for the step loop
+    sync_each_step: bool = True
+    check_after_trace: bool = False
+    after_trace: Callable[[], dict[str, Any]] | None = None  # manifest fields read after the trace
+    bench: bool = True
+    context: Callable[[], AbstractContextManager[Any]] = nullcontext  # held around warm-up, trace, checks
 
 
 @dataclass(frozen=True)
@@ -74,28 +108,41 @@ class Spec:
     mode: str
     kind: str
     size: int | None = None
+    builder: str | None = None  # default: the variant's
 
     @property
     def needs_cuda(self) -> bool:
+        if self.variant == "antipatterns":
+            return ANTIPATTERNS[self.kind].cuda_only is not None
         return self.kind in NEEDS_CUDA
 
+    @property
+    def cuda_reason(self) -> str:
+        if self.variant == "antipatterns":
+            return str(ANTIPATTERNS[self.kind].cuda_only)
+        return f"mode {self.mode!r} needs a CUDA device"
+
     def build(self, opts: Options) -> Case:
-        return _BUILDERS[self.variant](self, opts)
+        return _BUILDERS[self.builder or self.variant](self, opts)
 
 
 def plan(variants: list[str], kinds: list[str] | None, opts: Options) -> list[Spec]:
     """Specs in a fixed order (variant order, then mode order); ``kinds`` filters by mode kind."""
     specs: list[Spec] = []
+    suffix = MEMORY_SUFFIX if opts.profile_memory else ""
     for variant in VARIANTS:
         if variant not in variants:
             continue
-        for kind in MODE_KINDS[variant]:
+        first_call = opts.from_first_call and variant in FIRST_CALL_VARIANTS
+        for kind in SWEEP_KINDS if first_call else MODE_KINDS[variant]:
             if kinds and kind not in kinds:
                 continue
-            if variant == "matmul_add":
-                specs.extend(Spec(variant, f"{kind}-{n}", kind, n) for n in opts.sizes)
+            if first_call:
+                specs.append(Spec(variant, f"{kind}{sweep.SWEEP_SUFFIX}{suffix}", kind, builder="mlp_sweep"))
+            elif variant == "matmul_add":
+                specs.extend(Spec(variant, f"{kind}-{n}{suffix}", kind, n) for n in opts.sizes)
             else:
-                specs.append(Spec(variant, kind, kind))
+                specs.append(Spec(variant, f"{kind}{suffix}", kind))
     return specs
 
 
@@ -423,4 +470,6 @@ _BUILDERS: dict[str, Callable[[Spec, Options], Case]] = {
     "linear": _build_linear,
     "mlp": _build_mlp,
     "train": _build_train,
+    "mlp_sweep": sweep.build,
+    "antipatterns": antipatterns.build,
 }
