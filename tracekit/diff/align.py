@@ -1,34 +1,54 @@
 """Align two units' kernel sequences and name what changed: fusions, variants, added, removed.
 
 Contract: :func:`align` takes two launch-ordered sequences of :class:`~tracekit.diff.profile.KernelRef`
-and returns an :class:`Alignment`:
+and returns an :class:`Alignment`. It grows about linearly with the kernels per unit (real LLM steps
+hold 10,000+ kernels), because every costly step is bounded by a rule of :data:`BOUNDS`.
 
-1. **Anchors** — unchanged GEMMs (equal identity, class ``gemm``) matched first with
-   :class:`difflib.SequenceMatcher` over the GEMM subsequences; they split both sequences into
-   segments that correspond.
+1. **Anchors** — unchanged *main* GEMMs (equal identity, :func:`is_main_gemm`: class ``gemm`` but not
+   a split-K reduce, a stand-alone epilogue or another cuBLAS helper, whose presence follows the
+   shapes rather than the program) are matched first over the GEMM subsequences; they split both
+   sequences into segments that correspond.
 2. **Segments** — between consecutive anchors the remaining kernels are matched by identity
    (identity = class + decoded name: the kernel name, except that an Inductor kernel's trailing
-   graph index is ignored). Equal kernels are ``unchanged``.
-3. **Fusions** — an unmatched kernel in B that replaces n ≥ 2 unmatched kernels of A:
+   graph index is ignored). Equal kernels are ``unchanged``. A segment that holds more than
+   ``MAX_SEGMENT`` kernels (few GEMMs to anchor on) is cut further at its own unchanged kernels, and
+   the alignment says so in ``notes``.
+   Matching (:func:`match`) is :class:`difflib.SequenceMatcher` on small ranges (at most
+   ``EXACT_CELLS`` pairs), and on larger ones patience-style anchoring: each kernel's identity with
+   its occurrence number (the 3rd ``add`` of A pairs with the 3rd ``add`` of B) is unique, the longest
+   increasing run of such pairs anchors the range, and the gaps between anchors are matched again.
+   The work is bounded (``WORK_PER_KERNEL``); past it the gaps stay unmatched and the alignment is
+   called coarse in ``notes``.
+3. **Moved** — kernels left unmatched on both sides with the same identity (a kernel launched at
+   another place in the unit, e.g. units cut at another point of the iteration) pair up in order and
+   are ``unchanged`` too (counted in ``moved``). So what remains unmatched of an identity is exactly
+   the change of its count per unit: a kernel is called fused, split, removed or added only when its
+   count per unit actually dropped (or rose).
+4. **Fusions** — an unmatched kernel in B that replaces n ≥ 2 unmatched kernels of A:
    * ``triton_fused`` (Inductor): its ``fused_ops`` cover the A kernels' ops (the op of an A kernel
      is its ATen op — ``aten::gelu`` → ``gelu`` — and its functor, ``GeluCUDAKernelImpl`` → ``gelu``);
-   * any other kernel (``triton_custom`` such as Liger's): the words of its launching CPU op and
-     name (``LigerGELUMulFunction`` → liger, gelu, mul, function) cover the A kernels' ops;
-   * failing both, position: a B kernel alone in a segment where A has n ≥ 2 unmatched non-GEMM
-     kernels. Candidates are searched in the B kernel's segment first, then anywhere in the unit
-     (compilers reorder: Inductor launches GeLU·mul after the second GEMM, eager before it).
+   * any other kernel (``triton_custom`` such as Liger's): the words of its name and of its launching
+     CPU op (``LigerGELUMulFunction`` → liger, gelu, mul, function) cover the A kernels' ops. An ATen
+     op (``aten::linear``) gives no words: it names the op its own kernels compute, not work it
+     absorbed from others;
+   * failing both, position: a B kernel other than a GEMM (what a GEMM absorbs shows in its
+     epilogue, below) alone in a segment where A has n ≥ 2 unmatched non-GEMM kernels. Candidates are searched in the B kernel's segment first, then within ``WINDOW``
+     kernels of it (compilers reorder: Inductor launches GeLU·mul after the second GEMM, eager
+     before it).
    One B kernel replacing exactly one A kernel of the same class is a **variant change** (tile,
    layout, dtype, epilogue… listed from the decoded fields); a variant change whose GEMM epilogue
-   gained an op that A ran as its own kernel (``none`` → ``bias`` absorbing an ``add``) is a fusion
-   with evidence ``GEMM epilogue``. A lone unmatched kernel facing a lone one of another class in
-   the same segment is ``replaced``; everything left is added or removed. The reverse of a fusion
+   gained an op that A ran as its own kernel nearby (``none`` → ``bias`` absorbing an ``add``) is a
+   fusion with evidence ``GEMM epilogue``. A lone unmatched kernel facing a lone one of another class
+   in the same segment is ``replaced``; everything left is added or removed. The reverse of a fusion
    (one A kernel now run as n ≥ 2 B kernels, found by the same rules) is a ``split``.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from bisect import bisect_left
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
 from tracekit.diff.profile import KernelRef
@@ -38,6 +58,30 @@ _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|\b|_)|[A-Z]?[a-z]+|[A-Z]+|\d+")
 #: Decoded fields whose change is worth naming in a variant change, in display order.
 VARIANT_FIELDS = ("tile", "layout", "dtype", "epilogue", "stages", "cluster", "coop", "k_tile",
                   "variant", "vector_width", "functor", "template", "arch", "accumulate", "raster")
+#: Decoded ``op`` of GEMM-class kernels that are helpers, not a main GEMM: they do not anchor.
+#: cuBLAS picks split-K (and so its reduce), a separate epilogue pass or a dot/scal helper from the
+#: shapes, so they come and go between traces whose GEMMs are the same (classify/gemm.py names them).
+HELPER_GEMM_OPS = frozenset({"split_k_reduce", "epilogue", "dot", "blas"})
+
+#: The bounds that keep the alignment about linear in the kernels per unit, with their reasons.
+BOUNDS = {
+    # Ranges of at most this many (A kernel, B kernel) pairs are matched exactly by difflib: cheap
+    # there, and the small steps of the shipped traces keep their exact alignment.
+    "EXACT_CELLS": 4096,
+    # A segment between unchanged GEMMs holding more kernels than this (on either side) is cut at its
+    # own unchanged kernels: position means nothing over hundreds of kernels.
+    "MAX_SEGMENT": 256,
+    # Fusion candidates outside the kernel's own segment are looked for at most this many kernels
+    # before or after it: compilers reorder within a graph region, not across the step.
+    "WINDOW": 256,
+    # Matching work allowed per kernel of the unit (kernel visits of the patience passes); beyond it
+    # the gaps left stay unmatched and the alignment is called coarse.
+    "WORK_PER_KERNEL": 64,
+}
+EXACT_CELLS = BOUNDS["EXACT_CELLS"]
+MAX_SEGMENT = BOUNDS["MAX_SEGMENT"]
+WINDOW = BOUNDS["WINDOW"]
+WORK_PER_KERNEL = BOUNDS["WORK_PER_KERNEL"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +119,12 @@ class Alignment:
     replaced: tuple[tuple[KernelRef, KernelRef], ...]
     removed: tuple[KernelRef, ...]
     added: tuple[KernelRef, ...]
+    #: Unchanged main GEMMs that anchored the alignment.
+    anchors: int = 0
+    #: Unchanged kernels found out of sequence (step 3 of the module docstring); part of ``unchanged``.
+    moved: int = 0
+    #: Where the alignment is approximate, and why (few anchors, bounded matching).
+    notes: tuple[str, ...] = field(default_factory=tuple)
 
     def unchanged_once(self) -> tuple[tuple[KernelRef, KernelRef, int], ...]:
         """Unchanged kernels once per identity, in order, with how often each runs in the unit."""
@@ -93,6 +143,11 @@ class Alignment:
     def is_identical(self) -> bool:
         return not (self.fusions or self.splits or self.changed or self.replaced or self.removed
                     or self.added)
+
+
+def is_main_gemm(k: KernelRef) -> bool:
+    """A GEMM that anchors the alignment: class ``gemm`` and not a helper (:data:`HELPER_GEMM_OPS`)."""
+    return k.kernel_class == "gemm" and k.decoded.get("op") not in HELPER_GEMM_OPS
 
 
 def kernel_ops(k: KernelRef) -> set[str]:
@@ -120,6 +175,14 @@ def words(*texts: str | None) -> set[str]:
     return out
 
 
+def _vocabulary(k: KernelRef) -> tuple[set[str], str]:
+    """The op words a kernel claims to compute, and the evidence they come from."""
+    if k.kernel_class == "triton_fused" and k.decoded.get("fused_ops"):
+        return {str(op).strip("_").lower() for op in k.decoded["fused_ops"]}, "inductor fused_ops"
+    ops = [op for op in (k.cpu_op, k.top_op) if op and not op.startswith("aten::")]
+    return words(*ops, k.name), "launching CPU op"
+
+
 def _field_changes(a: KernelRef, b: KernelRef) -> tuple[tuple[str, object, object], ...]:
     keys = [k for k in VARIANT_FIELDS if k in a.decoded or k in b.decoded]
     keys += sorted(k for k in set(a.decoded) | set(b.decoded) if k not in VARIANT_FIELDS)
@@ -127,105 +190,319 @@ def _field_changes(a: KernelRef, b: KernelRef) -> tuple[tuple[str, object, objec
                  if a.decoded.get(k) != b.decoded.get(k))
 
 
-def _anchors(a: list[KernelRef], b: list[KernelRef]) -> list[tuple[int, int]]:
-    ga = [i for i, k in enumerate(a) if k.kernel_class == "gemm"]
-    gb = [j for j, k in enumerate(b) if k.kernel_class == "gemm"]
-    sm = SequenceMatcher(None, [a[i].identity for i in ga], [b[j].identity for j in gb], autojunk=False)
-    return [(ga[blk.a + n], gb[blk.b + n]) for blk in sm.get_matching_blocks() for n in range(blk.size)]
+# -- matching two sequences of identities ----------------------------------------------------------
+
+class Budget:
+    """Work left for :func:`match` (kernel visits of its patience passes) and the ranges it gave up."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+        self.gave_up = 0  # ranges left unmatched because the budget ran out
+        self.gave_up_kernels = 0
 
 
-def align(a: tuple[KernelRef, ...], b: tuple[KernelRef, ...]) -> Alignment:
+def match(x: Sequence[Hashable], y: Sequence[Hashable], budget: Budget | None = None) -> list[tuple[int, int]]:
+    """Monotone pairs ``(i, j)`` with ``x[i] == y[j]``, sorted: a common subsequence of ``x`` and ``y``.
+
+    Exact (difflib's matching blocks) for ranges of at most ``EXACT_CELLS`` pairs. A larger range
+    sheds its common prefix and suffix and every kernel whose identity the other side's range lacks
+    (it cannot match), is matched exactly if that leaves it small, and else is anchored by patience
+    on (identity, occurrence number), recursing into the gaps between anchors while ``budget``
+    lasts (see the module docstring).
+    """
+    if budget is None:
+        budget = Budget(WORK_PER_KERNEL * (len(x) + len(y)))
+    out: list[tuple[int, int]] = []
+    stack = [(0, len(x), 0, len(y))]
+    while stack:
+        a0, a1, b0, b1 = stack.pop()
+        if a0 >= a1 or b0 >= b1:
+            continue
+        if (a1 - a0) * (b1 - b0) <= EXACT_CELLS:
+            out += _exact(x, range(a0, a1), y, range(b0, b1))
+            continue
+        while a0 < a1 and b0 < b1 and x[a0] == y[b0]:
+            out.append((a0, b0))
+            a0, b0 = a0 + 1, b0 + 1
+        while a0 < a1 and b0 < b1 and x[a1 - 1] == y[b1 - 1]:
+            a1, b1 = a1 - 1, b1 - 1
+            out.append((a1, b1))
+        if a0 >= a1 or b0 >= b1:
+            continue
+        if budget.left <= 0:
+            budget.gave_up += 1
+            budget.gave_up_kernels += (a1 - a0) + (b1 - b0)
+            continue
+        budget.left -= (a1 - a0) + (b1 - b0)
+        common = set(x[a0:a1]).intersection(y[b0:b1])
+        xi = [i for i in range(a0, a1) if x[i] in common]
+        yj = [j for j in range(b0, b1) if y[j] in common]
+        if not xi:
+            continue
+        if len(xi) * len(yj) <= EXACT_CELLS:
+            out += _exact(x, xi, y, yj)
+            continue
+        anchors = _patience(x, xi, y, yj)
+        out += anchors
+        bounds = [(a0 - 1, b0 - 1), *anchors, (a1, b1)]
+        for (i0, j0), (i1, j1) in zip(bounds, bounds[1:]):
+            if i1 - i0 > 1 and j1 - j0 > 1:
+                stack.append((i0 + 1, i1, j0 + 1, j1))
+    out.sort()
+    return out
+
+
+def _exact(x: Sequence[Hashable], xi: Sequence[int], y: Sequence[Hashable], yj: Sequence[int]) -> list[tuple[int, int]]:
+    """difflib's matching blocks of ``x`` at indices ``xi`` and ``y`` at ``yj``, as index pairs."""
+    sm = SequenceMatcher(None, [x[i] for i in xi], [y[j] for j in yj], autojunk=False)
+    return [(xi[blk.a + n], yj[blk.b + n]) for blk in sm.get_matching_blocks() for n in range(blk.size)]
+
+
+def _patience(x: Sequence[Hashable], xi: list[int], y: Sequence[Hashable], yj: list[int]) -> list[tuple[int, int]]:
+    """Anchors at indices ``xi`` and ``yj``: the longest increasing run of pairs of equal (identity,
+    occurrence number), first over the identities that occur equally often on both sides (an
+    unchanged kernel: its k-th launches pair up even where other kernels come and go), else over all."""
+    count_x: dict[Hashable, int] = {}
+    count_y: dict[Hashable, int] = {}
+    for i in xi:
+        count_x[x[i]] = count_x.get(x[i], 0) + 1
+    for j in yj:
+        count_y[y[j]] = count_y.get(y[j], 0) + 1
+    steady = {key for key, n in count_x.items() if count_y.get(key) == n}
+    if steady and len(steady) < len(count_x):
+        anchors = _ranked_run(x, [i for i in xi if x[i] in steady], y, [j for j in yj if y[j] in steady])
+        if anchors:
+            return anchors
+    return _ranked_run(x, xi, y, yj)
+
+
+def _ranked_run(x: Sequence[Hashable], xi: list[int], y: Sequence[Hashable], yj: list[int]) -> list[tuple[int, int]]:
+    """The longest increasing run of pairs of equal (identity, occurrence number)."""
+    where: dict[tuple[Hashable, int], int] = {}
+    seen: dict[Hashable, int] = {}
+    for j in yj:
+        n = seen.get(y[j], 0)
+        seen[y[j]] = n + 1
+        where[(y[j], n)] = j
+    seen = {}
+    pairs = []
+    for i in xi:
+        n = seen.get(x[i], 0)
+        seen[x[i]] = n + 1
+        j = where.get((x[i], n))
+        if j is not None:
+            pairs.append((i, j))
+    return _longest_increasing(pairs)
+
+
+def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The longest subsequence of ``pairs`` (increasing in i) that also increases in j (patience sort)."""
+    tails: list[int] = []  # tails[n]: smallest j ending an increasing run of length n + 1
+    tail_at: list[int] = []  # index into pairs of that run's last pair
+    back = [-1] * len(pairs)
+    for n, (_, j) in enumerate(pairs):
+        k = bisect_left(tails, j)
+        if k == len(tails):
+            tails.append(j)
+            tail_at.append(n)
+        else:
+            tails[k] = j
+            tail_at[k] = n
+        back[n] = tail_at[k - 1] if k else -1
+    run = []
+    n = tail_at[-1] if tail_at else -1
+    while n >= 0:
+        run.append(pairs[n])
+        n = back[n]
+    return run[::-1]
+
+
+# -- the alignment -------------------------------------------------------------------------------
+
+class _Side:
+    """One sequence's unmatched kernels, indexed for bounded candidate searches."""
+
+    def __init__(self, seq: list[KernelRef], left: list[int], seg_of: list[int],
+                 ops_of: dict[int, set[str]]) -> None:
+        self.seq = seq
+        self.seg_of = seg_of
+        self.claimed: set[int] = set()
+        self.by_seg: dict[int, list[int]] = {}
+        self.by_op: dict[str, list[int]] = {}
+        for i in left:
+            self.by_seg.setdefault(seg_of[i], []).append(i)
+            if seq[i].kernel_class != "gemm":
+                for op in ops_of[id(seq[i])]:
+                    self.by_op.setdefault(op, []).append(i)
+
+    def free(self, i: int) -> bool:
+        return i not in self.claimed and self.seq[i].kernel_class != "gemm"
+
+
+def align(a: Sequence[KernelRef], b: Sequence[KernelRef]) -> Alignment:
     """Align two kernel sequences (see module docstring)."""
     a, b = list(a), list(b)
-    anchors = _anchors(a, b)
+    budget = Budget(WORK_PER_KERNEL * (len(a) + len(b)))
+    ga = [i for i, k in enumerate(a) if is_main_gemm(k)]
+    gb = [j for j, k in enumerate(b) if is_main_gemm(k)]
+    anchors = [(ga[i], gb[j]) for i, j in match([a[i].identity for i in ga], [b[j].identity for j in gb], budget)]
     unchanged: list[tuple[int, int]] = list(anchors)
-    # Segments between anchors: (a range, b range, segment id).
+    seg_of_a, seg_of_b = [-1] * len(a), [-1] * len(b)
+    seg_range_a: dict[int, tuple[int, int]] = {}  # segment -> its index range [lo, hi) in A
+    seg_range_b: dict[int, tuple[int, int]] = {}  # ... and in B
+    ids_a, ids_b = [k.identity for k in a], [k.identity for k in b]
+    cut, longest = 0, 0
     bounds = [(-1, -1), *anchors, (len(a), len(b))]
-    seg_of_a: dict[int, int] = {}
-    seg_of_b: dict[int, int] = {}
-    for s, ((a0, b0), (a1, b1)) in enumerate(zip(bounds, bounds[1:])):
-        sa, sb = list(range(a0 + 1, a1)), list(range(b0 + 1, b1))
-        sm = SequenceMatcher(None, [a[i].identity for i in sa], [b[j].identity for j in sb],
-                             autojunk=False)
-        for blk in sm.get_matching_blocks():
-            unchanged += [(sa[blk.a + n], sb[blk.b + n]) for n in range(blk.size)]
-        for i in sa:
-            seg_of_a[i] = s
-        for j in sb:
-            seg_of_b[j] = s
+    for (a0, b0), (a1, b1) in zip(bounds, bounds[1:]):
+        pairs = [(a0 + 1 + i, b0 + 1 + j) for i, j in match(ids_a[a0 + 1:a1], ids_b[b0 + 1:b1], budget)]
+        unchanged += pairs
+        size = max(a1 - a0, b1 - b0) - 1
+        # A long stretch without an unchanged GEMM, where something changed: cut it at its own
+        # unchanged kernels.
+        long = size > MAX_SEGMENT and len(pairs) < size
+        inner = [(a0, b0), *pairs, (a1, b1)] if long else [(a0, b0), (a1, b1)]
+        if long:
+            cut, longest = cut + 1, max(longest, size)
+        for (i0, j0), (i1, j1) in zip(inner, inner[1:]):
+            s = len(seg_range_a)
+            seg_range_a[s], seg_range_b[s] = (i0 + 1, i1), (j0 + 1, j1)
+            for i in range(i0 + 1, i1):
+                seg_of_a[i] = s
+            for j in range(j0 + 1, j1):
+                seg_of_b[j] = s
     matched_a = {i for i, _ in unchanged}
     matched_b = {j for _, j in unchanged}
     left_a = [i for i in range(len(a)) if i not in matched_a]
     left_b = [j for j in range(len(b)) if j not in matched_b]
 
+    # Moved: the same kernel unmatched on both sides pairs up in order; what is left of an identity
+    # is then exactly the change of its count.
+    waiting: dict[str, list[int]] = {}
+    for j in reversed(left_b):
+        waiting.setdefault(b[j].identity, []).append(j)
+    moved: list[tuple[int, int]] = []
+    for i in left_a:
+        stack = waiting.get(a[i].identity)
+        if stack:
+            moved.append((i, stack.pop()))
+    if moved:
+        unchanged += moved
+        moved_a, moved_b = {i for i, _ in moved}, {j for _, j in moved}
+        left_a = [i for i in left_a if i not in moved_a]
+        left_b = [j for j in left_b if j not in moved_b]
+
+    ops_of = {id(k): kernel_ops(k) for k in {id(k): k for k in a + b}.values()}
+    vocabularies: dict[int, tuple[set[str], str]] = {}
+    side_a = _Side(a, left_a, seg_of_a, ops_of)
     fusions: list[Fusion] = []
-    claimed: set[int] = set()
     fused_b: set[int] = set()
+    lone_b = _seg_counts(left_b, seg_of_b)
     for j in left_b:
-        found = _fusion_for(b[j], seg_of_b.get(j), a, left_a, claimed, seg_of_a, left_b, seg_of_b)
+        found = _fusion_for(b[j], seg_of_b[j], seg_range_a, side_a, ops_of, lone_b, vocabularies)
         if found is not None:
             members, ops, evidence = found
-            claimed.update(members)
+            side_a.claimed.update(members)
             fused_b.add(j)
             fusions.append(Fusion(tuple(a[i] for i in members), b[j], ops, evidence))
     left_b = [j for j in left_b if j not in fused_b]
-    left_a = [i for i in left_a if i not in claimed]
+    left_a = [i for i in left_a if i not in side_a.claimed]
     # The reverse: one A kernel now run as several B kernels.
+    side_b = _Side(b, left_b, seg_of_b, ops_of)
     splits: list[Split] = []
-    claimed_b: set[int] = set()
     split_a: set[int] = set()
-    for i in list(left_a):
-        found = _fusion_for(a[i], seg_of_a.get(i), b, left_b, claimed_b, seg_of_b, left_a, seg_of_a)
+    lone_a = _seg_counts(left_a, seg_of_a)
+    for i in left_a:
+        found = _fusion_for(a[i], seg_of_a[i], seg_range_b, side_b, ops_of, lone_a, vocabularies)
         if found is not None:
             members, ops, evidence = found
-            claimed_b.update(members)
+            side_b.claimed.update(members)
             split_a.add(i)
             splits.append(Split(a[i], tuple(b[j] for j in members), ops, evidence))
     rest_a = [i for i in left_a if i not in split_a]
-    rest_b = [j for j in left_b if j not in claimed_b]
+    rest_b = [j for j in left_b if j not in side_b.claimed]
 
-    changed: list[Change] = []
+    changed: list[tuple[int, Change] | None] = []
     used_a: set[int] = set()
     used_b: set[int] = set()
+    by_class: dict[tuple[int, str], list[int]] = {}
+    for i in reversed(rest_a):
+        by_class.setdefault((seg_of_a[i], a[i].kernel_class), []).append(i)
     for j in rest_b:
-        same = [i for i in rest_a if i not in used_a and a[i].kernel_class == b[j].kernel_class
-                and seg_of_a.get(i) == seg_of_b.get(j)]
-        if len(same) >= 1:
-            i = same[0]
+        same = by_class.get((seg_of_b[j], b[j].kernel_class))
+        if same:
+            i = same.pop()
             used_a.add(i)
             used_b.add(j)
-            changed.append(Change(a[i], b[j], _field_changes(a[i], b[j])))
+            changed.append((i, Change(a[i], b[j], _field_changes(a[i], b[j]))))
     # Lone unmatched kernels facing each other in a segment: a replacement by another class.
     replaced: list[tuple[int, int]] = []
+    seg_a: dict[int, list[int]] = {}
+    for i in rest_a:
+        if i not in used_a:
+            seg_a.setdefault(seg_of_a[i], []).append(i)
+    seg_b = _seg_counts([j for j in rest_b if j not in used_b], seg_of_b)
     for j in rest_b:
         if j in used_b:
             continue
-        seg_a = [i for i in rest_a if i not in used_a and seg_of_a.get(i) == seg_of_b.get(j)]
-        seg_b = [x for x in rest_b if x not in used_b and seg_of_b.get(x) == seg_of_b.get(j)]
-        if len(seg_a) == 1 and len(seg_b) == 1:
-            used_a.add(seg_a[0])
+        s = seg_of_b[j]
+        if len(seg_a.get(s, ())) == 1 and seg_b.get(s) == 1:
+            i = seg_a.pop(s)[0]
+            seg_b[s] = 0
+            used_a.add(i)
             used_b.add(j)
-            replaced.append((seg_a[0], j))
-    removed = [i for i in rest_a if i not in used_a]
-    # A GEMM whose epilogue now does an elementwise op that was its own kernel in A.
-    for n, change in enumerate(changed):
+            replaced.append((i, j))
+    removed = [i for i in rest_a if i not in used_a]  # ascending
+    # A GEMM whose epilogue now does an elementwise op that was its own kernel in A, nearby.
+    absorbed: set[int] = set()
+    for n, item in enumerate(changed):
+        assert item is not None
+        at, change = item
         ops = _epilogue_ops(change)
-        members = [i for i in removed if kernel_ops(a[i]) & ops]
-        if change.before.kernel_class == "gemm" and members:
-            removed = [i for i in removed if i not in members]
+        if change.before.kernel_class != "gemm" or not ops:
+            continue
+        lo, hi = seg_range_a[seg_of_a[at]]
+        near = removed[bisect_left(removed, lo - WINDOW):bisect_left(removed, hi + WINDOW)]
+        members = [i for i in near if i not in absorbed and ops_of[id(a[i])] & ops]
+        if members:
+            absorbed.update(members)
             fusions.append(Fusion((change.before, *(a[i] for i in members)), change.after,
-                                  tuple(sorted(ops & set().union(*(kernel_ops(a[i]) for i in members)))),
+                                  tuple(sorted(ops & set().union(*(ops_of[id(a[i])] for i in members)))),
                                   "GEMM epilogue"))
-            changed[n] = None  # type: ignore[call-overload]
+            changed[n] = None
+    removed = [i for i in removed if i not in absorbed]
     return Alignment(
         unchanged=tuple((a[i], b[j]) for i, j in sorted(unchanged)),
         fusions=tuple(fusions),
         splits=tuple(splits),
-        changed=tuple(c for c in changed if c is not None),
+        changed=tuple(c for _, c in filter(None, changed)),
         replaced=tuple((a[i], b[j]) for i, j in replaced),
         removed=tuple(a[i] for i in removed),
         added=tuple(b[j] for j in rest_b if j not in used_b),
+        anchors=len(anchors), moved=len(moved),
+        notes=_notes(len(anchors), cut, longest, budget),
     )
+
+
+def _notes(anchors: int, cut: int, longest: int, budget: Budget) -> tuple[str, ...]:
+    notes = []
+    if cut:
+        notes.append(f"few unchanged GEMMs anchor the kernel alignment ({anchors:,} in the unit): "
+                     f"{cut} stretch{'es' if cut > 1 else ''} of more than {MAX_SEGMENT} kernels without one "
+                     f"(the longest {longest:,}) {'were' if cut > 1 else 'was'} cut at {'their' if cut > 1 else 'its'} "
+                     "other unchanged kernels instead, so a change found there by position alone is a neighbour, "
+                     "not a proof")
+    if budget.gave_up:
+        notes.append(f"the kernel alignment is coarse: matching stopped at its work bound, leaving "
+                     f"{budget.gave_up_kernels:,} kernels in {budget.gave_up} range{'s' if budget.gave_up > 1 else ''} "
+                     "unmatched (counted as removed or added)")
+    return tuple(notes)
+
+
+def _seg_counts(indices: list[int], seg_of: list[int]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for i in indices:
+        out[seg_of[i]] = out.get(seg_of[i], 0) + 1
+    return out
 
 
 def _epilogue_ops(change: Change) -> set[str]:
@@ -240,25 +517,31 @@ def _epilogue_ops(change: Change) -> set[str]:
     return gained
 
 
-def _fusion_for(k: KernelRef, seg: int | None, a: list[KernelRef], left_a: list[int], claimed: set[int],
-                seg_of_a: dict[int, int], left_b: list[int], seg_of_b: dict[int, int]):
-    free = [i for i in left_a if i not in claimed and a[i].kernel_class != "gemm"]
-    if k.kernel_class == "triton_fused" and k.decoded.get("fused_ops"):
-        vocabulary = {str(op).strip("_").lower() for op in k.decoded["fused_ops"]}
-        evidence = "inductor fused_ops"
-    else:
-        vocabulary = words(k.cpu_op, k.top_op, k.name)
-        evidence = "launching CPU op"
-    covered = [i for i in free if kernel_ops(a[i]) & vocabulary]
-    in_seg = [i for i in covered if seg_of_a.get(i) == seg]
-    members = in_seg if len(in_seg) >= 2 else covered
+def _fusion_for(k: KernelRef, seg: int, other_range: dict[int, tuple[int, int]], other: _Side,
+                ops_of: dict[int, set[str]], lone: dict[int, int], vocabularies: dict[int, tuple[set[str], str]]):
+    """The other side's kernels that ``k`` (in segment ``seg``, whose kernels on the other side lie in
+    ``other_range[seg]``) replaces, or None."""
+    if id(k) not in vocabularies:
+        vocabularies[id(k)] = _vocabulary(k)
+    vocabulary, evidence = vocabularies[id(k)]
+    lo, hi = other_range[seg]
+    lo, hi = lo - WINDOW, hi + WINDOW
+    covered: set[int] = set()
+    for op in vocabulary:
+        listed = other.by_op.get(op, ())
+        for i in listed[bisect_left(listed, lo):bisect_left(listed, hi)]:
+            if other.free(i):
+                covered.add(i)
+    in_seg = sorted(i for i in covered if other.seg_of[i] == seg)
+    members = in_seg if len(in_seg) >= 2 else sorted(covered)
     if len(members) >= 2:
-        ops = tuple(sorted({op for i in members for op in kernel_ops(a[i]) & vocabulary}))
+        ops = tuple(sorted({op for i in members for op in ops_of[id(other.seq[i])] & vocabulary}))
         return members, ops, evidence
-    # Position: alone in its segment on B's side, n >= 2 unmatched non-GEMM kernels on A's side.
-    alone = [j for j in left_b if seg_of_b.get(j) == seg]
-    positional = [i for i in free if seg_of_a.get(i) == seg]
-    if len(alone) == 1 and len(positional) >= 2:
-        ops = tuple(sorted({op for i in positional for op in kernel_ops(a[i])}))
+    # Position: a non-GEMM alone in its segment on its side, n >= 2 unmatched non-GEMM kernels on the other.
+    if k.kernel_class == "gemm" or lone.get(seg) != 1:
+        return None
+    positional = [i for i in other.by_seg.get(seg, ()) if other.free(i)]
+    if len(positional) >= 2:
+        ops = tuple(sorted({op for i in positional for op in ops_of[id(other.seq[i])]}))
         return positional, ops, "position"
     return None
