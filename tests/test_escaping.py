@@ -419,3 +419,26 @@ def test_for_display():
     assert len(shown) <= DISPLAY_LIMIT and shown.endswith("… [+4,756 chars]") and shown.startswith("\\x1b" * 244)
     assert for_display(shown) == shown  # applying it again changes nothing
     assert for_display(None) == ""
+
+
+def test_terminal_console_guards_text_that_skipped_the_choke_point():
+    """A section that prints a raw str or Text (not through term.text) still cannot drive the
+    terminal: the console reads no markup or emoji and shows control characters."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from tracekit.render.term import make_console
+
+    out = io.StringIO()
+    console = make_console(out, color=True, width=200)
+    console.print("[/] [bold]x[/bold] :smile: \x1b]0;t\x07")
+    console.print(Text("a\x1b[2Jb\u202ec", style="red"))
+    table = Table("col \x9b1m")
+    table.add_row("cell\x1b[31m")
+    console.print(table)
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())  # rich's own colours
+    assert TERMINAL_FORBIDDEN.search(plain) is None
+    # rich drops BEL itself; a table sized its columns before the guard, so a cell may be cut there
+    # (term.text escapes before measuring): the guard keeps the terminal safe, not the layout.
+    assert "[/] [bold]x[/bold] :smile: \\x1b]0;t" in plain
+    assert "a\\x1b[2Jb\\u202ec" in plain and "col \\x9b" in plain and "cell\\x1b" in plain
