@@ -333,6 +333,28 @@ def test_trace_without_steps_links_within_one_null_step(tmp_path):
     assert report.tensors["step"].to_list() == [None]
 
 
+def _copy(ts: float, corr: int, name: str, dims: list) -> list[dict]:
+    """An ``aten::copy_`` whose GPU activity is a memcpy (``name``), not a kernel."""
+    return [make_op("aten::copy_", ts, 10, **{"Input Dims": [dims, dims, []], "Input type": [BF16, BF16, "Scalar"],
+                                              "External id": corr}),
+            make_launch("cudaMemcpyAsync", ts + 1, 2, corr),
+            make_kernel(name, ts + 50, 5, corr, kind="memcpy", bytes=2 * dims[0] * dims[1])]
+
+
+def test_only_kernels_make_round_trips_not_copies(tmp_path):
+    events = [make_step(1, 0, 2000),
+              *op_kernel("aten::mm", 10, 1, [[4, 16], [16, 8]], [BF16, BF16], "gemm_k"),  # writes [4, 8]
+              *_copy(100, 2, "Memcpy DtoH (Device -> Pinned)", [4, 8]),   # a copy reads it: no round trip
+              *op_kernel("aten::relu", 200, 3, [[4, 8]], [BF16], "relu_k"),  # a kernel reads it: a round trip
+              *_copy(300, 4, "Memcpy HtoD (Pinned -> Device)", [2, 2]),   # input data arrives by copy
+              *op_kernel("aten::neg", 400, 5, [[2, 2]], [BF16], "neg_k")]    # reading it is no round trip
+    report = run(tmp_path, events)
+    # By hand: one [4, 8] bf16 tensor = 64 B, written by the GEMM and read back by relu; the DtoH copy
+    # that read it first and the HtoD copy that wrote neg's input are not kernels.
+    assert report.tensors.select("producer", "consumer", "bytes").rows() == [("gemm_k", "relu_k", 64)]
+    assert report.bytes_per_step.rows() == [(1, 64, 1, 0)]
+
+
 def test_memsets_beside_an_ops_kernels_are_their_own_rows_and_the_last_kernel_produces(tmp_path):
     """An op launching memset, kernel, memset: the kernel is the call, both memsets stand alone,
     and the consumer's link names the kernel (not the trailing memset) as producer."""

@@ -28,7 +28,12 @@ by ``rf_id`` (exact dtypes, TensorLists), else the Kineto ``Input Dims``/``Input
 launches several kernels, the first reads its inputs and the last writes its outputs; kernels between
 have no model. A cuBLAS workspace memset beside a GEMM is its own ``memset`` row.
 
-Linking, per step, in GPU start order (reads of an op before its writes):
+Linking, per step, in GPU start order (reads of an op before its writes). Only device kernels make
+round trips: a call whose activities are copies (``Memcpy HtoD``/``DtoD``/``DtoH``, e.g. ``aten::copy_``
+moving a batch to the GPU) or memsets still writes the values it produces on the device — so a later
+write replaces what a buffer held; a device-to-host copy writes nothing on the device — but a value
+a copy wrote is not an intermediate a kernel sent through HBM, and a copy reading a value back is
+not a kernel reading it: neither is a round trip.
 
 * ``execution_trace``: every write marks a byte range of a storage id as holding the producer's
   value (later writes overwrite ranges, which is how the caching allocator's reuse of storage ids
@@ -132,6 +137,7 @@ def analyze(trace: Trace, attributed: Attribution, *,
     first_code = calls.get_column("first_code").to_list()
     last_code = calls.get_column("last_code").to_list()
     rf_col = calls.get_column("record_function_id").to_list() if et is not None else None
+    kernel_call = calls.get_column("kernel_call").to_list()
 
     # Per call: the index of its (resolved) model in ``figures``, or None (unknown).
     figures: list[OpTraffic] = []
@@ -185,11 +191,13 @@ def analyze(trace: Trace, attributed: Attribution, *,
                     resolved[key] = (t, traffic_models.resolve_inductor(t, live))
                 call.traffic = t = resolved[key][1]
             consumer = names[first_code[j]]
-            for access in t.reads:
+            for access in (t.reads if kernel_call[j] else ()):  # a copy reading a value is no round trip
                 for prod, tensor, nbytes in linker.read(call, access):
-                    step_links.add(prod, consumer, call.op_name, tensor, nbytes)
-            producer = (names[last_code[j]], call.op_name)
-            for access in t.writes:
+                    if prod[2]:  # written by a kernel, not by a copy or memset
+                        step_links.add(prod, consumer, call.op_name, tensor, nbytes)
+            producer = (names[last_code[j]], call.op_name, kernel_call[j])
+            to_host = not kernel_call[j] and "DtoH" in names[first_code[j]]
+            for access in (() if to_host else t.writes):
                 linker.write(call, access, producer)
         ids = [figure(call.traffic) for _, call in step_calls]
         for (j, _), f in zip(step_calls, ids):
@@ -237,7 +245,7 @@ class _Links:
         self.steps: list = []
         self.columns: tuple[list, ...] = tuple([] for _ in self.COLUMNS)
 
-    def add(self, prod: tuple[str, str], consumer: str, consumer_op: str, tensor: TensorSpec,
+    def add(self, prod: tuple[str, str, bool], consumer: str, consumer_op: str, tensor: TensorSpec,
             nbytes: int) -> None:
         values = (prod[0], prod[1], consumer, consumer_op, _shape_text(tensor.shape),
                   tensor.short_dtype, nbytes)
@@ -266,7 +274,7 @@ def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl
     (row in GPU start order), ``primary``, ``first``/``last`` (the call's first and last primary
     positions); ``calls`` (steps ascending, no step last; then by first position) has ``step``,
     ``first``, ``first_code``/``last_code`` (the first/last primary activity's name as an index into
-    the distinct names), ``op_name`` (the op's name, else the first activity's ``cpu_op``,
+    the distinct names), ``kernel_call`` (its primary activities are kernels), ``op_name`` (the op's name, else the first activity's ``cpu_op``,
     else "?"), ``record_function_id``, ``input_dims`` and ``input_types``."""
     kind = pl.col("kind")
     alone = (pl.col("op_idx").is_null()
@@ -285,7 +293,7 @@ def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl
     ).with_columns(last_code=pl.col("code").gather(pl.col("last").fill_null(0)))
     calls = work.filter(pl.col("primary") & (pl.col("pos") == pl.col("first"))).select(
         "op_idx", "step", "first", pl.col("code").alias("first_code"), "last_code",
-        "first_cpu_op").sort(["step", "first"], nulls_last=True)
+        "first_cpu_op", kernel_call=pl.col("rank") == 0).sort(["step", "first"], nulls_last=True)
     calls = calls.join(
         ops.select(pl.col("idx").alias("op_idx"), "name",
                    "record_function_id", "input_dims", "input_types"),
@@ -399,7 +407,7 @@ class _ExactLinker:
         return [(prod, spec, min(e, end) - max(s, start))
                 for s, e, prod, spec in self.live.get(tensor.storage_id, ()) if s < end and start < e]
 
-    def write(self, call: _OpCall, access: Access, producer: tuple[str, str]) -> None:
+    def write(self, call: _OpCall, access: Access, producer: tuple[str, str, bool]) -> None:
         tensor = self._tensor(call, access)
         if tensor is None:
             return
@@ -459,7 +467,7 @@ class _ShapeLinker:
         used.add(best[0])
         return [(best[3], best[2], spec.nbytes)]
 
-    def write(self, call: _OpCall, access: Access, producer: tuple[str, str]) -> None:
+    def write(self, call: _OpCall, access: Access, producer: tuple[str, str, bool]) -> None:
         spec = access.tensor
         key = (spec.numel, spec.dtype)
         value = [self.count, spec.shape, spec, producer, False]
