@@ -75,6 +75,10 @@ LONG = HOSTILE[-1]
 FILE_HOSTILE = ("t [x](http:evil) ![i](www.evil.example) <img src=x onerror=alert(1)> @octocat #12 `b` a|b "
                 "[bold red]m :smile: \x1b[2J\x1b]0;t\x07 \u202eevil")
 
+#: A repeating annotation that the report picks as its unit (no ProfilerStep): titles, facts and
+#: step labels name it.
+UNIT = "[bold red]@octocat <img src=x onerror=alert(1)> \x1b]0;t\x07 #12 www.evil.example [/] `u` a|b"
+
 #: Characters no terminal output may hold (C0 but newline, DEL, C1, bidi controls, surrogates).
 TERMINAL_FORBIDDEN = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
                                 "\ud800-\udfff]")
@@ -109,6 +113,10 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
     hostile = write_trace(root / f"{FILE_HOSTILE}.json", _hostile_events())
     # No GPU work in B: every kernel of A is "removed", each named in its own row.
     plain = write_trace(root / "plain.json", [make_step(1, 0.0, 20), make_op("aten::mm", 1, 5)], gpu=False)
+    units = write_trace(root / "units.json", [
+        event for n in range(3) for event in (
+            make_annotation(UNIT, 20.0 * n, 15), make_op("aten::mul", 20.0 * n + 1, 5),
+            make_launch("cudaLaunchKernel", 20.0 * n + 2, 1, n + 1), make_kernel("k", 20.0 * n + 4, 1, n + 1))])
     ranks = root / "ranks"
     ranks.mkdir()
     write_trace(ranks / f"0 {FILE_HOSTILE}.json", _hostile_events())
@@ -121,7 +129,7 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
         'kernels_present = ["*"]',
         'cpu_ops_absent = ["*evil*"]',
     ]) + "\n", encoding="utf-8")
-    return {"hostile": hostile, "plain": plain, "ranks": ranks, "expect": expect}
+    return {"hostile": hostile, "plain": plain, "units": units, "ranks": ranks, "expect": expect}
 
 
 def _toml(s: str) -> str:
@@ -135,6 +143,7 @@ def _argv(command: str, inputs: dict[str, Path]) -> list[str]:
         "diff": ["diff", str(inputs["hostile"]), str(inputs["plain"])],
         "check": ["check", str(inputs["hostile"]), "--expect", str(inputs["expect"])],
         "ranks": ["report", str(inputs["ranks"])],
+        "units": ["report", str(inputs["units"])],
     }[command]
 
 
@@ -157,7 +166,7 @@ def _run(argv: list[str], monkeypatch, *, tty: bool = False) -> str:
     return out.getvalue()
 
 
-COMMANDS = ["report", "diff", "check", "ranks"]
+COMMANDS = ["report", "diff", "check", "ranks", "units"]
 
 
 @pytest.fixture(scope="module")
@@ -191,6 +200,8 @@ def _expected(command: str, outputs) -> list[str]:
         return [file_name] + HOSTILE + ["quiet " + s for s in HOSTILE] + [shown[s] for s in HOSTILE]
     if command == "check":  # the description line by line, each pattern, the example op found
         return [file_name] + HOSTILE[:-1]
+    if command == "units":
+        return [UNIT, f"{UNIT}#1", f"{UNIT}#3"]
     return [f"0 {FILE_HOSTILE}.json", f"1 {FILE_HOSTILE}.json"]
 
 
@@ -375,6 +386,10 @@ def test_json_keeps_every_name_exact(outputs):
     assert check["description"] == "\n".join(HOSTILE[:-1])
     assert [i["expected_value"] for i in check["items"] if i["key"] == "cpu_ops_present"] == HOSTILE[:-1]
     assert [i["example"] for i in check["items"] if i["key"] == "cpu_ops_absent"][0] in HOSTILE
+
+    units = json.loads(outputs["units", "json"])["units"]
+    assert (units["name"], units["source"], units["count"]) == (UNIT, "auto", 3)
+    assert [s["name"] for s in json.loads(outputs["units", "json"])["steps"]] == [f"{UNIT}#{n}" for n in (1, 2, 3)]
 
     ranks = json.loads(outputs["ranks", "json"])
     assert [r["file"] for r in ranks["ranks"]] == [f"0 {FILE_HOSTILE}.json", f"1 {FILE_HOSTILE}.json"]
