@@ -117,7 +117,39 @@ def decode(skeleton: str, frames: dict[str, bytes]) -> Report:
     report = _from_plain(top.get("report"), frames)
     if not isinstance(report, Report):
         raise CacheFormatError("skeleton does not describe a report")
+    _check_shape(_reference(), report, "report")
     return report
+
+
+@functools.cache
+def _reference() -> Report:
+    """The report of an empty trace: the classes, frame columns and dtypes this code produces."""
+    from tracekit.report import build
+    from tracekit.trace import LOADED_SCHEMAS, STEPS_SCHEMA, TraceMeta, empty_frame
+
+    meta = TraceMeta(path="", size_bytes=0, base_time_ns=None, devices=(), versions={}, distributed=None,
+                     vendor="cpu", time_format="empty", event_count=0)
+    return build(Trace(meta=meta, steps=empty_frame(STEPS_SCHEMA),
+                       **{name: empty_frame(schema) for name, schema in LOADED_SCHEMAS.items()}))
+
+
+def _check_shape(ref: Any, got: Any, where: str) -> None:
+    """CacheFormatError unless ``got`` has ``ref``'s shape: the same classes, frames with the same
+    columns and dtypes (a Null column in ``ref`` matches any), scalars of the same type — so that a
+    stored report damaged or tampered with is analysed afresh instead of crashing a renderer."""
+    if isinstance(ref, pl.DataFrame):
+        if not isinstance(got, pl.DataFrame) or got.columns != ref.columns or any(
+                a != b and a != pl.Null for a, b in zip(ref.dtypes, got.dtypes)):
+            raise CacheFormatError(f"{where}: not the frame this code writes")
+    elif dataclasses.is_dataclass(ref):
+        if type(got) is not type(ref):
+            raise CacheFormatError(f"{where}: not a {type(ref).__name__}")
+        for f in dataclasses.fields(ref):
+            if f.name not in _SKIPPED:
+                _check_shape(getattr(ref, f.name), getattr(got, f.name), f"{where}.{f.name}")
+    elif isinstance(ref, (bool, int, float, str)) and got is not None:
+        if type(got) is not type(ref) and not (type(ref) is float and type(got) is int):
+            raise CacheFormatError(f"{where}: a {type(got).__name__}, not a {type(ref).__name__}")
 
 
 def _to_plain(value: Any, where: str, frames: dict[str, bytes]) -> Any:

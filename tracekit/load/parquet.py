@@ -31,7 +31,7 @@ import polars as pl
 
 from tracekit.errors import TraceError
 from tracekit.output import atomic_path
-from tracekit.trace import FRAME_SCHEMAS, DeviceInfo, Trace, TraceMeta
+from tracekit.trace import FRAME_SCHEMAS, Trace, TraceMeta
 
 PARQUET_MAGIC = b"PAR1"
 FORMAT = "tracekit.parquet/1"
@@ -86,15 +86,10 @@ def stored_meta(path: str | os.PathLike[str], *, kv: Mapping[str, str] | None = 
     p = Path(path)
     kv = read_metadata(p) if kv is None else kv
     try:
-        return _meta_from_json(kv["tracekit.meta"])
-    except Exception as err:
-        raise TraceError(p, f"corrupt tracekit Parquet file ({type(err).__name__})") from None
-
-
-def _meta_from_json(text: str) -> TraceMeta:
-    fields = msgspec.json.decode(text)
-    devices = tuple(DeviceInfo(**d) for d in fields.pop("devices"))
-    return TraceMeta(devices=devices, **fields)
+        return msgspec.json.decode(kv["tracekit.meta"], type=TraceMeta)  # every field's type checked
+    except (KeyError, msgspec.MsgspecError, RecursionError) as err:
+        problem = str(err).splitlines()[0] if isinstance(err, msgspec.ValidationError) else type(err).__name__
+        raise TraceError(p, f"corrupt tracekit Parquet file (metadata: {problem})") from None
 
 
 def load_parquet(path: str | os.PathLike[str], *, kv: Mapping[str, str] | None = None) -> Trace:
