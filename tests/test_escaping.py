@@ -457,3 +457,20 @@ def test_terminal_console_guards_text_that_skipped_the_choke_point():
     # (term.text escapes before measuring): the guard keeps the terminal safe, not the layout.
     assert "[/] [bold]x[/bold] :smile: \\x1b]0;t" in plain
     assert "a\\x1b[2Jb\\u202ec" in plain and "col \\x9b" in plain and "cell\\x1b" in plain
+
+
+@pytest.mark.parametrize("damage", [(b'"name": "zz_op"', b'"name": "zz \\ud800 op"'),  # a lone surrogate escape
+                                    (b'"name": "zz_op"', b'"name": "zz \xff\xfe op"')])  # bytes not UTF-8
+def test_json_of_a_name_that_is_not_unicode(tmp_path, capsys, damage):
+    """Such a name never crashes the JSON writer: the loader refuses the trace with one line (exit 2,
+    its rule today) or the report is valid JSON."""
+    path = write_trace(tmp_path / "t.json", [make_step(1, 0.0, 20), make_op("zz_op", 1, 5)], gpu=False)
+    path.write_bytes(path.read_bytes().replace(*damage))
+    assert damage[1] in path.read_bytes()
+    with pytest.raises(SystemExit) as exit_:
+        main(["report", str(path), "--format", "json"])
+    out, err = capsys.readouterr()
+    if exit_.value.code == 2:
+        assert err.count("\n") == 1 and err.startswith("tracekit: error: ") and out == ""
+    else:
+        assert exit_.value.code == 0 and json.loads(out)["schema"] == "tracekit.report/1"
