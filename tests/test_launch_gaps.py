@@ -281,11 +281,57 @@ def test_empty_and_cpu_only_traces(tmp_path):
 def test_to_json_shape(tmp_path):
     report = run(tmp_path, _steps_with_walls([100, 100]))
     data = launch_gaps_data(report)
-    assert set(data) == {"steps", "queue_delay_ns", "idle_by_cause_ns", "thresholds"}
+    assert set(data) == {"steps", "queue_delay_ns", "idle_by_cause_ns", "thresholds", "clock"}
     assert set(data["steps"][0]) >= {"step", "gpu_busy_ns", "gpu_idle_ns", "verdict"}
     assert set(data["idle_by_cause_ns"]) == set(launch_gaps.CAUSES)
     assert data["thresholds"]["cpu_bound_tolerance_ns"] == 2_000
     assert json.dumps(data, sort_keys=True) == json.dumps(launch_gaps_data(run(tmp_path, _steps_with_walls([100, 100]), "u.json")), sort_keys=True)
+
+
+# -- clock skew ------------------------------------------------------------------------------------
+
+def _skewed(offset_us: float, latencies_us: tuple[float, ...]) -> list[dict]:
+    """Launches 100 µs apart (4 µs each), each kernel 10 µs long starting ``latency`` after its
+    launch returned on the CPU's clock, written on a GPU clock ``offset_us`` ahead."""
+    events = [make_step(1, 900, 1000)]
+    for i, latency in enumerate(latencies_us):
+        t = 1000 + 100 * i
+        events += [make_launch("cudaLaunchKernel", t, 4, 10 + i),
+                   make_kernel("k", t + 4 + latency + offset_us, 10, 10 + i)]
+    return events
+
+
+def test_gpu_clock_behind_the_cpu_is_found_and_not_shown_as_queue_delay(tmp_path):
+    report = run(tmp_path, _skewed(-150, (1, 2, 3, 4)))
+    clock = report.clock
+    # Every kernel starts over 140 µs before its launch call starts (impossible on one clock): skewed.
+    # Kernels 2-4 start on an idle GPU (the first has nothing before it in the trace); their delays
+    # after their launch returned are -148, -147, -146 µs: the median, -147 µs, estimates the offset.
+    assert (clock["skewed"], clock["early"], clock["linked"], clock["idle_starts"]) == (True, 4, 4, 3)
+    assert clock["offset_ns"] == -147_000
+    # Corrected queue delays: -149 and -148 + 147 -> 0 (floored), then 0 and +1 µs.
+    assert report.per_activity["queue_delay_ns"].to_list() == [0, 0, 0, 1_000]
+
+
+def test_gpu_clock_far_ahead_is_skew_not_a_300_ms_queue(tmp_path):
+    report = run(tmp_path, _skewed(300_000, (2, 2, 2)))
+    clock = report.clock
+    assert clock["skewed"] and clock["early"] == 0 and clock["offset_ns"] == 300_002_000
+    assert report.queue_delay_ns["max"] == 0  # never 300 ms of queue delay
+    # The GPU waited 90 µs for each next launch: cpu_bound once the clocks are aligned (on the raw
+    # clocks the launch "ended" 300 ms before the gap and the cause would be "other").
+    assert gap_causes(report) == [(90_000, "cpu_bound"), (90_000, "cpu_bound")]
+
+
+def test_work_queued_behind_a_busy_gpu_is_queue_delay_not_skew(tmp_path):
+    # One 10 ms kernel, then two launched while it runs: they wait ~10 ms, but none starts on an idle
+    # GPU with a long delay, so this is a real queue.
+    events = [make_step(1, 0, 20_000), make_launch("cudaLaunchKernel", 10, 4, 1), make_kernel("long", 16, 10_000, 1),
+              make_launch("cudaLaunchKernel", 30, 4, 2), make_kernel("a", 10_016, 10, 2),
+              make_launch("cudaLaunchKernel", 40, 4, 3), make_kernel("b", 10_026, 10, 3)]
+    report = run(tmp_path, events)
+    assert not report.clock["skewed"] and report.clock["offset_ns"] is None
+    assert report.queue_delay_ns["max"] == 10_026_000 - 44_000
 
 
 # -- the H200 sample traces ------------------------------------------------------------------------
@@ -361,3 +407,13 @@ def test_gzip_sample_is_read_not_modified():
     before = path.read_bytes()
     sample(path.name)
     assert path.read_bytes() == before and gzip.decompress(before)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SAMPLES.glob("*.json.gz") if ".et." not in p.name))
+def test_sample_clocks_agree(name):
+    # On the H200 captures work that starts on an idle GPU does so at most 2.2 µs after its launch
+    # call returned (median per trace; a CUDA-graph replay's first kernel even starts while the
+    # long cudaGraphLaunch call is still open, -12.5 µs), never before its launch call starts.
+    _, report = sample(name)
+    assert report.clock["skewed"] is False and report.clock["early"] == 0
+    assert report.clock["idle_start_delay_p50_ns"] < 3_000

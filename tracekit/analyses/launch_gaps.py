@@ -12,7 +12,10 @@ Definitions (the renderer states them from :data:`THRESHOLDS`):
   ``cudaMemsetAsync``, ``cudaGraphLaunch`` …). Every kernel of a CUDA-graph replay shares the one
   ``cudaGraphLaunch`` call, so its duration is counted once per replayed kernel.
 * **queue_delay_ns** — GPU start minus the end of the launch call, floored at 0 (a kernel may start
-  before its launch call returns). Null when the activity has no launch call in the trace.
+  before its launch call returns). Null when the activity has no launch call in the trace. When the
+  GPU clock is skewed against the CPU's (:mod:`tracekit.analyses.clock`, the report's ``clock``),
+  the estimated offset is taken off GPU times first — here and in the gap causes below, which also
+  compare a launch call's end with a GPU time — so the skew is never shown as queue delay.
 * **GPU busy** — the length of the union of activity intervals (streams overlap; never a sum).
 * **Step membership** — an activity belongs to the ``ProfilerStep#N`` whose CPU span contains its
   launch call (attribution's ``step``) — HTA's rule too, except that HTA also matches the GPU copies
@@ -45,12 +48,13 @@ Definitions (the renderer states them from :data:`THRESHOLDS`):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
 from tracekit.analyses import attribution as attribution_mod
+from tracekit.analyses import clock as clock_mod
 from tracekit.analyses import intervals
 from tracekit.analyses import steps as steps_analysis
 from tracekit.analyses.steps import (COLD_STEP_FACTOR, COMPUTE_BOUND_MIN_BUSY_FRAC,
@@ -136,6 +140,8 @@ class LaunchGapsReport:
     ``queue_delay_ns``: ``{"p50", "p90", "p99", "max"}`` over all linked activities (None if none).
     ``thresholds``: :data:`THRESHOLDS`.
     ``idle_by_cause``: :data:`IDLE_BY_CAUSE_SCHEMA`, the gaps summed by cause (see :func:`idle_by_cause`).
+    ``clock``: the clock check (:func:`tracekit.analyses.clock.check`): ``skewed``, ``offset_ns``
+    (taken off GPU times in ``queue_delay_ns`` and the gap causes when skewed) and its evidence.
     """
 
     per_activity: pl.DataFrame
@@ -146,14 +152,17 @@ class LaunchGapsReport:
     queue_delay_ns: dict[str, int | None]
     thresholds: dict[str, Any]
     idle_by_cause: pl.DataFrame
+    clock: dict[str, Any] = field(default_factory=dict)
 
 
 def analyze(trace: Trace, attributed: attribution_mod.Attribution, *,
             summary: pl.DataFrame | None = None) -> LaunchGapsReport:
     """Compute the launch-gap report of ``trace`` from its attribution; ``summary`` is the trace's
     per-step summary (:func:`tracekit.analyses.steps.summarize`) when the caller already has it."""
-    per_activity = _per_activity(attributed.gpu)
-    gaps = _gaps(trace, per_activity)
+    clock = clock_mod.check(attributed.gpu)
+    offset = clock["offset_ns"] or 0
+    per_activity = _per_activity(attributed.gpu, offset)
+    gaps = _gaps(trace, per_activity, offset)
     if summary is None:
         summary = steps_analysis.summarize(trace, attributed.gpu)
     per_step = summary.select(list(PER_STEP_SCHEMA))
@@ -166,19 +175,20 @@ def analyze(trace: Trace, attributed: attribution_mod.Attribution, *,
         queue_delay_ns=percentiles(per_activity["queue_delay_ns"]),
         thresholds=dict(THRESHOLDS),
         idle_by_cause=idle_by_cause(gaps),
+        clock=clock,
     )
 
 
 # -- per activity -------------------------------------------------------------------------------
 
-def _per_activity(gpu: pl.DataFrame) -> pl.DataFrame:
+def _per_activity(gpu: pl.DataFrame, offset: int = 0) -> pl.DataFrame:
     work = gpu.filter(pl.col("kind").is_in(GPU_WORK_KINDS))
     if work.height == 0:
         return pl.DataFrame(schema=PER_ACTIVITY_SCHEMA)
     return (
         work.with_columns(
             launch_dur_ns=pl.col("launch_end") - pl.col("launch_ts"),
-            queue_delay_ns=pl.max_horizontal(pl.col("ts") - pl.col("launch_end"), pl.lit(0)),
+            queue_delay_ns=pl.max_horizontal(pl.col("ts") - offset - pl.col("launch_end"), pl.lit(0)),
         )
         .with_columns(queue_delay_ns=pl.when(pl.col("launch_end").is_not_null())
                       .then(pl.col("queue_delay_ns")))
@@ -254,7 +264,7 @@ def _overlaps(gaps: pl.DataFrame, merged: pl.DataFrame) -> pl.Series:
     return (found["_bend"].fill_null(-(2**62)) > found["start_ns"]).alias("overlap")
 
 
-def _gaps(trace: Trace, per_activity: pl.DataFrame) -> pl.DataFrame:
+def _gaps(trace: Trace, per_activity: pl.DataFrame, offset: int = 0) -> pl.DataFrame:
     work = per_activity.filter(pl.col("device").is_not_null())
     if work.height == 0:
         return pl.DataFrame(schema=GAPS_SCHEMA)
@@ -284,7 +294,7 @@ def _gaps(trace: Trace, per_activity: pl.DataFrame) -> pl.DataFrame:
         positions = mask.arg_true()
         sync_hit = sync_hit.scatter(positions, hit)
     overhead_hit = _overlaps(holes, overhead)
-    waited = (pl.col("_next_launch_end") > pl.col("start_ns") - CPU_BOUND_TOLERANCE_NS).fill_null(False)
+    waited = (pl.col("_next_launch_end") + offset > pl.col("start_ns") - CPU_BOUND_TOLERANCE_NS).fill_null(False)
     holes = holes.with_columns(_sync=sync_hit, _overhead=overhead_hit).with_columns(
         cause=pl.when(waited & pl.col("_sync")).then(pl.lit("sync"))
         .when(waited & pl.col("_overhead")).then(pl.lit("profiler_overhead"))

@@ -32,7 +32,10 @@ nanoseconds.
 * ``launch_gaps`` — ``{steps: [{step, gpu_busy_ns, gpu_idle_ns, verdict, wall_ns, cpu_dispatch_ns,
   cold, warmup, compile, partial, steady}], queue_delay_ns: {p50, p90, p99, max}, idle_by_cause_ns:
   {cause: ns} (every cause, 0 when it caused no gap), idle_by_cause: [{cause, gaps, dur_ns}] (every cause, longest idle first),
-  thresholds: {…}, distributions: [{group, key, count, launch_dur_p50_ns … queue_delay_max_ns}]}``
+  thresholds: {…}, distributions: [{group, key, count, launch_dur_p50_ns … queue_delay_max_ns}],
+  clock: {skewed, offset_ns, linked, early, idle_starts, idle_start_delay_p10_ns … p90_ns, rule}}`` —
+  ``clock`` is the GPU-vs-CPU clock check (:mod:`tracekit.analyses.clock`); when ``skewed``, queue
+  delays and gap causes are corrected by ``offset_ns``
 * ``round_trips`` — ``{method ("execution_trace" | "shape_inference"), notes, tensors: [{step,
   producer, producer_op, consumer, consumer_op, shape, dtype, bytes}], bytes_per_step: [{step,
   round_trip_bytes, tensor_count, unknown_kernels}], unknown_ops: [{op, count}]}``
@@ -202,6 +205,7 @@ def launch_gaps_data(gaps: LaunchGapsReport) -> dict[str, Any]:
         "queue_delay_ns": dict(gaps.queue_delay_ns),
         "idle_by_cause_ns": dict(zip(gaps.idle_by_cause["cause"].to_list(), gaps.idle_by_cause["dur_ns"].to_list())),
         "thresholds": dict(gaps.thresholds),
+        "clock": dict(gaps.clock),
     }
 
 

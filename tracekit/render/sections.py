@@ -45,6 +45,9 @@ def facts_lines(report: Report) -> list[tuple[str, str]]:
     if units is not None and units.kind not in ("ProfilerStep", "none"):
         lines.append(("units", units.describe()))
     lines += [("not in any step", line) for line in orphan_lines(report)]
+    skew = clock_line(report)
+    if skew:
+        lines.append(("clock skew", skew))
     if report.selected_step is not None:
         lines.append(("selected step", step_label(report, report.selected_step)))
     return lines
@@ -88,6 +91,23 @@ def orphan_lines(report: Report) -> list[str]:
                            for kind, n in zip(part["kind"].to_list(), part["count"].to_list()))
         out.append(f"{counts}, {us(int(part['dur_ns'].sum()))} GPU time, {ORPHAN_REASONS.get(reason, reason)}")
     return out
+
+
+def clock_line(report: Report) -> str | None:
+    """The clock-skew finding in one sentence, or None when the clocks agree."""
+    clock = report.launch_gaps.clock if report.launch_gaps is not None else {}
+    if not clock.get("skewed"):
+        return None
+    evidence = []
+    if clock["early"]:
+        evidence.append(f"{clock['early']:,} of {clock['linked']:,} launched GPU activities start before their "
+                        "launch call")
+    if clock["idle_starts"]:
+        evidence.append(f"work starting on an idle GPU is {us(clock['idle_start_delay_p50_ns'])} after its launch "
+                        f"returned (p10 {us(clock['idle_start_delay_p10_ns'])}, "
+                        f"p90 {us(clock['idle_start_delay_p90_ns'])})")
+    return (f"GPU timestamps are offset from the CPU's by about {us(clock['offset_ns'])}: "
+            f"{'; '.join(evidence)}. Queue delays and idle-gap causes are corrected for it")
 
 
 def step_label(report: Report, number: int | None) -> str:
@@ -340,7 +360,9 @@ def notes(report: Report) -> list[str]:
         out.append(f"Gap causes: {t['gap_cause_rule']}.")
         q = report.launch_gaps.queue_delay_ns
         if q.get("p50") is not None:
-            out.append(f"Queue delay (GPU start − launch call end): p50 {us(q['p50'])}, p90 {us(q['p90'])}, "
+            corrected = (f", after taking off the GPU clock's offset of {us(report.launch_gaps.clock['offset_ns'])}"
+                         if report.launch_gaps.clock.get("skewed") else "")
+            out.append(f"Queue delay (GPU start − launch call end{corrected}): p50 {us(q['p50'])}, p90 {us(q['p90'])}, "
                        f"p99 {us(q['p99'])}, max {us(q['max'])}.")
     if report.round_trips is not None:
         for note in report.round_trips.notes:
