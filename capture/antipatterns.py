@@ -26,7 +26,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 LABEL = "train_step"
-DEFAULT_SHAPE = (4096, 1024, 4096, 4)  # batch, dim, hidden, blocks: GPU-bound on an H200 (TF32)
+# batch, dim, hidden, blocks: on an H200 (TF32) the healthy step's GPU work (~7 ms) is about twice its
+# CPU dispatch under the profiler (~3 ms); at batch 4096 the two were within 15 %.
+DEFAULT_SHAPE = (8192, 1024, 4096, 4)
 TINY = (32, 64, 256)  # batch, dim, hidden of the overhead-bound loop: microsecond kernels
 
 
@@ -57,6 +59,7 @@ class Antipattern:
     control_for: tuple[str, ...] = ()   # problems this trace is the near-miss control of
     loop: Loop = field(default_factory=Loop)
     cuda_only: str | None = None
+    incidental: str | None = None       # a known, unplanted problem this trace also shows (see _incidental)
 
 
 HEALTHY = "healthy"
@@ -110,7 +113,7 @@ TABLE: tuple[Antipattern, ...] = (
     Antipattern(
         "pointwise-fused", None,
         "near miss: the same GeGLU loop compiled with torch.compile (one fused kernel per chain)",
-        control_for=("unfused_pointwise",), loop=Loop(act="geglu", compiled=True)),
+        control_for=("unfused_pointwise",), loop=Loop(act="geglu", compiled=True), incidental="hot_path_copy"),
     Antipattern(
         "extra-copies", "hot_path_copy",
         "copies in the hot path: block 0 multiplies by up.weight.t().contiguous() and clones its activation",
@@ -186,6 +189,9 @@ def _evidence(ap: Antipattern, batch: int, dim: int, hidden: int, blocks: int, p
              "where": "block 0 forward: up.weight.t().contiguous()"},
             {"op": "aten::clone", "per_step": 1, "input_dims": [batch, hidden], "outside": "aten::contiguous",
              "where": "block 0 forward: relu(h).clone() (aten::contiguous's own aten::clone not counted)"},
+            {"op": "aten::copy_", "per_step": 1, "input_dims": [hidden, dim], "inside": "torch::autograd::AccumulateGrad",
+             "where": "backward: up.weight's gradient arrives transposed through t().contiguous(), so "
+                      "AccumulateGrad copies it into .grad (the healthy loop has no such copy)"},
         ],
         "optimizer_unfused": [{"op": "Optimizer.step#AdamW.step", "per_step": 1, "params": params,
                                "where": "AdamW(foreach=False): per-parameter kernels"}],
@@ -195,6 +201,17 @@ def _evidence(ap: Antipattern, batch: int, dim: int, hidden: int, blocks: int, p
     if ap.planted is None:  # the CPU-item near miss: the op is there, the synchronisation is not
         return [{"op": "aten::item", "per_step": 1, "device": "cpu", "where": "lr_scale.item() on a CPU tensor"}]
     return ev[ap.planted]
+
+
+def _incidental(ap: Antipattern, batch: int, dim: int, hidden: int, blocks: int) -> list[dict[str, Any]]:
+    """Problems a trace shows that were not planted (seen on the H200, torch 2.11), so a control is not
+    mistaken for a false positive when a rule rightly finds them."""
+    if ap.incidental == "hot_path_copy":
+        return [{"problem": "hot_path_copy", "op": "aten::addmm", "per_step": blocks - 1,
+                 "memcpy": "Memcpy DtoD (Device -> Device)", "bytes_each": batch * dim * 4,
+                 "where": "compiled backward: the input gradient of blocks 1.. is an addmm whose output is "
+                          "first seeded with a device-to-device copy (Inductor's addmm lowering)"}]
+    return []
 
 
 @contextmanager
@@ -288,7 +305,8 @@ def build(spec: Any, opts: Any) -> Any:
 
     def after_trace() -> dict[str, Any]:
         values = [float(v) for v in losses[: schedule.total]]  # the profiled loop's steps, not the bench's
-        return {"losses": values, "loss_decreased": bool(values and values[-1] < values[0])}
+        # The targets are random: the loop is a workload, not a model to train; losses show it ran.
+        return {"losses": values}
 
     notes = {
         "planted": ap.planted,
@@ -297,6 +315,7 @@ def build(spec: Any, opts: Any) -> Any:
         "control": ap.control,
         "control_for": list(ap.control_for),
         "evidence": _evidence(ap, batch, dim, hidden, blocks, params),
+        "incidental": _incidental(ap, batch, dim, hidden, blocks) if dev == "cuda" else [],
         "steps": steps,
         "cold_step": "ProfilerStep#0" if loop.cold else None,
         "loop": asdict(loop),

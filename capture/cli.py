@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 
+from capture.antipatterns import DEFAULT_SHAPE as ANTIPATTERN_SHAPE
+from capture.antipatterns import TINY
 from capture.record import Schedule
 from capture.variants import FIRST_CALL_VARIANTS, MODE_KINDS, SWEEP_KINDS, VARIANTS, Options
 from tracekit.errors import TracekitError, UsageError
@@ -92,8 +94,9 @@ class _RecordingCommand(click.Command):
 @click.option("--train-shape", callback=_ints(2), default="8,512", show_default=True, help="train: batch,seq.")
 @click.option("--train-model", callback=_ints(4), default="12,768,12,50304", show_default=True,
               help="train: layers,dim,heads,vocab (default GPT-2 small).")
-@click.option("--antipattern-shape", callback=_ints(4), default="4096,1024,4096,4", show_default=True,
-              help="antipatterns: batch,dim,hidden,blocks of the training loop (overhead-bound uses 32,64,256).")
+@click.option("--antipattern-shape", callback=_ints(4), default=",".join(map(str, ANTIPATTERN_SHAPE)),
+              show_default=True, help="antipatterns: batch,dim,hidden,blocks of the training loop "
+                                      f"(overhead-bound uses {','.join(map(str, TINY))},blocks).")
 @click.option("--from-first-call", is_flag=True,
               help="mlp: profile a shape sweep from the very first call, no schedule and no warm-up, so "
                    "compilations, recompiles, CUDA-graph records and Triton JIT are in the trace.")

@@ -10,7 +10,10 @@ over its own bookkeeping.
   ``unique_graphs`` and ``calls_captured``, ``frames``, ``aot_autograd``, ``inductor`` … whatever the
   running torch keeps) as plain dicts, and the change between two snapshots.
 - :class:`CompilationLog`: Dynamo's own CompilationMetrics records (compile id ``F/C`` as in the trace's
-  ``Torch-Compiled Region: F/C``, recompile reason, phase times) added since the last look.
+  ``Torch-Compiled Region: F/C``, recompile reason, phase times) added since the last look. A frame
+  compilation has ``is_runtime`` false; torch also files ``is_runtime`` records for compile work done
+  when a compiled graph first runs (Inductor's Triton autotuning, CUDA-graph recording), under the
+  compile id of the graph that ran.
 - :func:`cudagraph_state`: the CUDA-graph tree manager's state after a call (``WARMUP``, ``RECORDING``
   or ``EXECUTION`` = replay) and how many graphs it has recorded.
 - :func:`triton_cache_entries`: compiled kernels in the Triton cache directory in use (a call that adds
@@ -34,8 +37,10 @@ _METRIC_FIELDS = (
     "entire_frame_compile_time_s", "backend_compile_time_s", "inductor_compile_time_s", "code_gen_time_s",
     "triton_compile_time_us", "dynamo_time_before_restart_s", "gc_time_us", "guard_count",
     "shape_env_guard_count", "graph_op_count", "graph_node_count", "graph_input_count", "graph_node_shapes",
-    "num_graph_breaks", "is_forward", "cache_size", "accumulated_cache_size", "start_time_us", "duration_us",
-    "inductor_fx_local_cache_hit_count", "inductor_fx_local_cache_miss_count",
+    "num_graph_breaks", "is_forward", "is_runtime", "cache_size", "accumulated_cache_size", "start_time_us",
+    "duration_us", "runtime_triton_autotune_time_us", "runtime_cudagraphify_time_us",
+    "compile_time_autotune_time_us", "dynamo_cumulative_compile_time_us", "aot_autograd_cumulative_compile_time_us",
+    "inductor_cumulative_compile_time_us", "inductor_fx_local_cache_hit_count", "inductor_fx_local_cache_miss_count",
 )
 
 
