@@ -5,10 +5,13 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from factory import (make_annotation, make_flow, make_kernel, make_launch, make_op, make_step,
+import tracekit
+from factory import (make_annotation, make_flow, make_kernel, make_launch, make_op, make_step, span,
                      write_trace)
 from tracekit import report as report_mod
 from tracekit.analyses import attribution, op_tree
+from tracekit.analyses import units as units_mod
+from tracekit.errors import UsageError
 from tracekit.load import load
 
 NVJET = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
@@ -163,3 +166,165 @@ def test_compile_preops_per_step_with_hash(tmp_path):
         ("cache_lookup", 2000), ("compiled_region", 50_000), ("pregraph_bytecode", 1000),
         ("aot_prologue", 2000), ("call_compiled_graph", 30_000)]
     assert report.facts.graph_hashes == ["fabc123"]
+
+
+# -- GPU work launched before the trace began --------------------------------------------------------
+
+def test_work_without_a_launch_call_belongs_to_no_step(tmp_path):
+    # Two kernels of correlation 3 and 4 finish inside ProfilerStep#1 but were launched before the
+    # profiler started (no launch call, no flow); correlation 20 is missing from the launches too,
+    # though later ones are recorded: its launch record was lost.
+    events = [
+        make_step(1, 0.0, 100),
+        make_kernel("early_a_kernel", 2, 4, 3),
+        make_kernel("early_b_kernel", 5, 4, 4),           # overlaps early_a by 1 µs
+        make_op("aten::add", 10, 10),
+        make_launch("cudaLaunchKernel", 11, 2, 10),
+        make_kernel("own_kernel", 20, 5, 10),
+        make_kernel("lost_kernel", 30, 2, 20),
+        make_launch("cudaLaunchKernel", 40, 2, 30),
+        make_kernel("late_kernel", 45, 3, 30),
+    ]
+    report = report_mod.build(load(write_trace(tmp_path / "o.json", events)))
+    # Only own_kernel and late_kernel were launched in the step: 5 + 3 µs busy, 2 kernels.
+    step = report.steps.row(0, named=True)
+    assert (step["kernel_count"], step["gpu_busy_ns"]) == (2, 8_000)
+    assert report.orphans.select("reason", "kind", "count", "dur_ns", "busy_ns").rows() == [
+        ("before_trace", "kernel", 2, 8_000, 7_000), ("launch_missing", "kernel", 1, 2_000, 2_000)]
+    assert report.attribution.gpu.filter(pl.col("launch_idx").is_null())["step"].to_list() == [None] * 3
+
+
+# -- units without ProfilerStep ---------------------------------------------------------------------
+
+def _iteration(t0: float, corr: int, *, name: str = "mlp_fwd", tid: int = 100) -> list[dict]:
+    """One annotated iteration: two kernels launched inside ``name``."""
+    return [
+        span("user_annotation", name, t0, 50, tid=tid),
+        make_op("aten::mm", t0 + 1, 20, tid=tid),
+        make_launch("cudaLaunchKernel", t0 + 2, 2, corr, tid=tid),
+        make_kernel(NVJET, t0 + 5, 10, corr),
+        make_op("aten::relu", t0 + 25, 20, tid=tid),
+        make_launch("cudaLaunchKernel", t0 + 26, 2, corr + 1, tid=tid),
+        make_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::relu_kernel>", t0 + 30, 5, corr + 1),
+    ]
+
+
+def _units(tmp_path, events, unit=None):
+    trace = load(write_trace(tmp_path / "u.json", events))
+    return units_mod.detect(trace, attribution.analyze(trace).gpu, unit)
+
+
+def test_repeating_annotation_becomes_the_units(tmp_path):
+    events = [e for i in range(4) for e in _iteration(100.0 * i, 10 * i + 1)]
+    events += [make_annotation("log_metrics", 390, 5)]  # repeats never, covers nothing
+    found = _units(tmp_path, events)
+    assert (found.kind, found.name, found.source) == ("span", "mlp_fwd", "auto")
+    assert found.windows["name"].to_list() == ["mlp_fwd#1", "mlp_fwd#2", "mlp_fwd#3", "mlp_fwd#4"]
+    assert found.candidates.row(0, named=True)["coverage"] == 1.0
+    report = report_mod.build(load(write_trace(tmp_path / "r.json", events)))
+    assert report.steps["kernel_count"].to_list() == [2, 2, 2, 2]
+    assert report.launch_gaps.per_step.height == 4 and report.facts.step_numbers == [1, 2, 3, 4]
+
+
+def test_an_enclosing_loop_wins_over_the_spans_inside_it(tmp_path):
+    # "iteration" x2 each holding two "layer" spans: both cover every launch; the loop repeats less.
+    events = []
+    for i in range(2):
+        t0 = 200.0 * i
+        events += [make_annotation("iteration", t0, 150)]
+        events += _iteration(t0 + 1, 10 * i + 1, name="layer") + _iteration(t0 + 70, 10 * i + 5, name="layer")
+    assert _units(tmp_path, [make_annotation("benchmark", -1, 500)] + events).name == "iteration"
+
+
+def test_an_aten_op_that_holds_most_kernels_is_not_an_iteration(tmp_path):
+    # aten::mm repeats and holds half the launches, but is not a user annotation or a top-level op
+    # that covers >= 80 %: nothing repeats enough, one top-level annotation holds everything.
+    events = [make_annotation("forward", 0, 500)] + [e for i in range(4) for e in _iteration(100.0 * i + 1, 10 * i + 1,
+                                                                                               name="block")]
+    events = [e for e in events if e.get("name") != "block"]
+    found = _units(tmp_path, events)
+    assert (found.kind, found.name, found.windows.height) == ("span", "forward", 1)
+    assert "one iteration" in found.rule
+
+
+def test_iteration_markers_delimit_units_when_no_span_holds_one(tmp_path):
+    events = []
+    for i in range(3):
+        t0 = 100.0 * i
+        events += [make_annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t0, 3)]
+        events += [e for e in _iteration(t0 + 5, 10 * i + 1) if e.get("name") != "mlp_fwd"]
+        events += [make_annotation("Optimizer.step#SGD.step", t0 + 60, 5)]
+    found = _units(tmp_path, events)
+    assert (found.kind, found.name, found.partial) == ("period", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", (3,))
+    assert found.windows.select("name", "ts", "end").rows() == [
+        ("iteration#1", 0, 100_000), ("iteration#2", 100_000, 200_000), ("iteration#3", 200_000, 265_000)]
+
+
+def test_whole_trace_when_nothing_repeats_or_covers(tmp_path):
+    events = [e for i in range(2) for e in _iteration(100.0 * i, 10 * i + 1)]
+    events = [e for e in events if e.get("name") != "mlp_fwd"]
+    found = _units(tmp_path, events)
+    # From the first CPU event (aten::mm at 1 µs) to the last one's end (relu, 125 + 20 µs).
+    assert (found.kind, found.windows["number"].to_list(), found.windows["name"].to_list()) == (
+        "trace", [0], ["whole trace"])
+    assert found.windows.row(0, named=True)["ts"] == 1_000 and found.windows.row(0, named=True)["end"] == 145_000
+
+
+def test_unit_option_and_profiler_steps_and_busiest_thread(tmp_path):
+    events = [make_step(1, 0, 1000)] + [e for i in range(3) for e in _iteration(100.0 * i + 1, 10 * i + 1)]
+    assert _units(tmp_path, events).kind == "ProfilerStep"
+    found = _units(tmp_path, events, "mlp_fwd")
+    assert (found.kind, found.source, found.windows.height) == ("span", "user", 3)
+    with pytest.raises(UsageError, match="no span named 'nope'"):
+        _units(tmp_path, events, "nope")
+    # The same name on a second thread overlapping the first's spans: the busier thread's are used.
+    other = [span("user_annotation", "mlp_fwd", 10, 30, tid=200)]
+    assert _units(tmp_path, events + other, "mlp_fwd").windows["tid"].unique().to_list() == ["100"]
+
+
+def test_same_units_for_report_diff_and_check(tmp_path):
+    events = [e for i in range(3) for e in _iteration(100.0 * i, 10 * i + 1)]
+    path = write_trace(tmp_path / "s.json", events)
+    session = tracekit.open(path, execution_trace=None)
+    p = session.profile()
+    assert (p.unit_kind, p.units) == ("mlp_fwd", [1, 2, 3])
+    assert p.per_unit["kernels"].to_list() == session.report().steps["kernel_count"].cast(pl.Int64).to_list()
+    assert not p.unavailable  # dispatch, idle and round trips per unit too
+
+
+def test_compiling_and_cold_units_are_flagged_and_left_out_of_diff_medians(tmp_path):
+    events = []
+    for i in range(4):
+        events += _iteration(100.0 * i, 10 * i + 1)
+    # Unit 1 compiles (a Dynamo phase span inside it).
+    events += [make_op("_compile.compile_inner (dynamo_timed)", 2, 10)]
+    session = tracekit.open(write_trace(tmp_path / "c.json", events), execution_trace=None)
+    flags = session.report().launch_gaps.per_step
+    assert flags.filter(pl.col("compile"))["step"].to_list() == [1]
+    assert flags["steady"].to_list() == [False, True, True, True]
+    p = session.profile()
+    assert p.units == [2, 3, 4] and p.excluded == {1: "compiling"}
+
+
+# -- GPU time by class, library and stream ----------------------------------------------------------
+
+def test_class_and_stream_shares_of_busy_time_and_overlap(tmp_path):
+    events = [
+        make_step(1, 0, 200),
+        make_op("aten::mm", 1, 5), make_launch("cudaLaunchKernel", 2, 1, 1),
+        make_op("nccl:all_reduce", 10, 5), make_launch("cudaLaunchKernel", 11, 1, 2),
+        make_kernel(NVJET, 20, 40, 1, stream=7),                                       # 20..60
+        make_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 50, 30, 2,
+                    stream=9),                                                      # 50..80
+    ]
+    found = report_mod.build(load(write_trace(tmp_path / "b.json", events))).breakdown
+    shares = {(r["group"], r["key"]): r for r in found.shares.filter(pl.col("scope") == "trace").iter_rows(named=True)}
+    # Busy = union 20..80 = 60 µs; the GEMM 40 µs = 2/3, NCCL 30 µs = 1/2 (shares overlap: sum > 1).
+    assert shares[("class", "gemm")]["busy_share"] == pytest.approx(40 / 60)
+    assert shares[("class", "communication")]["busy_share"] == pytest.approx(30 / 60)
+    assert shares[("library", "nccl")]["gpu_ns"] == 30_000
+    assert found.streams.filter(pl.col("scope") == "trace").select("stream", "busy_ns").rows() == [(7, 40_000), (9, 30_000)]
+    # Communication 50..80 overlaps compute 20..60 for 10 µs: 1/3.
+    overlap = found.overlap.filter(pl.col("scope") == "trace").row(0, named=True)
+    assert (overlap["overlapped_ns"], overlap["overlap_frac"]) == (10_000, pytest.approx(1 / 3))
+    assert found.shares.filter(pl.col("scope") == "unit")["unit"].unique().to_list() == [1]

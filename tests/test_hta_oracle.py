@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -24,6 +25,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_traces"
 FIXTURE = ROOT / "tests" / "fixtures" / "kineto_2025_h200.json"
 SAMPLE_TRACES = sorted(p.name for p in SAMPLES.glob("*.json.gz") if ".et." not in p.name) if SAMPLES.exists() else []
+REAL = ROOT / "tests" / "data" / "real"
+#: Real NCCL traces (tests/data/real): DLRM on 8 V100s, ranks 0 and 1; a 2-way tensor-parallel Llama
+#: on RTX 4090s, ranks 0 and 1.
+NCCL_TRACES = ["facebookresearch__param__dlrm-8rank-v100-nccl-rank0", "facebookresearch__param__dlrm-8rank-v100-nccl-rank1",
+               "tugot17__tokenomics-from-first-principles__rtx4090-tp2-llama-rank0",
+               "tugot17__tokenomics-from-first-principles__rtx4090-tp2-llama-rank1"]
 
 
 def gpu_annotation(name: str, ts: float, dur: float) -> dict:
@@ -109,6 +116,33 @@ def test_stage_adds_rank_strips_cpu_streams_and_leaves_the_file_alone(tmp_path):
     assert "stream" not in triton["args"]
     kernel = next(e for e in doc["traceEvents"] if e["name"] == "gemm_kernel")
     assert kernel["args"]["stream"] == 7
+
+
+#: HTA 0.5's rank pattern (hta/common/trace_file.py), applied to the first line that matches it.
+HTA_RANK = re.compile(r'"rank":\s+(\d+)')
+
+
+def _hta_rank(path: Path) -> int | None:
+    with open(path) as f:
+        for line in f:
+            match = HTA_RANK.search(line)
+            if match:
+                return int(match.group(1))
+    return None
+
+
+def test_stage_keeps_the_rank_where_htas_pattern_finds_it(tmp_path):
+    # A trace re-saved compactly ("rank":3, no space), its args mentioning another rank first.
+    events = [make_op("record_param_comms", 1, 5, rank=7)] + three_steps()
+    doc = {"traceEvents": events, "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8}}
+    src = tmp_path / "rank3.json"
+    src.write_text(json.dumps(doc, separators=(",", ":")))
+    assert _hta_rank(src) is None  # HTA would have read rank 0 here: the bug
+    out = tmp_path / "stage"
+    out.mkdir()
+    rank, staged = hta_oracle.stage(src, out)
+    assert rank == 3 and _hta_rank(staged) == 3
+    assert json.loads(staged.read_text())["distributedInfo"] == {"rank": 3, "backend": "nccl", "world_size": 8}
 
 
 def test_missing_hta_raises_usage_error(monkeypatch):
@@ -207,3 +241,26 @@ def test_iteration_rule_vectorised_matches_htas_loop(tmp_path):
     overlapping = load(write_trace(tmp_path / "o.json", three_steps() + [gpu_annotation("ProfilerStep#1", 190, 30)]))
     steps = hta_oracle._step_events(overlapping)
     assert hta_oracle._hta_iteration(probes, steps).to_list() == [1, 1, 1, 1, 1, 3, None, None]
+
+
+@pytest.mark.parametrize("name", NCCL_TRACES)
+def test_hta_agrees_on_real_nccl_ranks_including_overlap_and_the_steps_table(hta, name):
+    import tracekit
+
+    report = tracekit.open(REAL / f"{name}.json.gz", execution_trace=None).report(hta=True)
+    table = report.extra["hta"]
+    rank = int(name[-1])
+    # HTA sees the file's own rank (the staged copy keeps it), and every figure agrees within 1 %.
+    assert set(table["rank"].to_list()) == {rank}
+    assert table.filter(~pl.col("agree")).height == 0, table
+    overlap = table.filter(pl.col("scope") == "comm_overlap").row(0, named=True)
+    # The report's own figure (the breakdown the user sees) is the one compared with HTA's.
+    shown = report.breakdown.overlap.filter(pl.col("scope") == "trace")["overlap_frac"][0]
+    assert overlap["ours_overlap_frac"] == pytest.approx(shown)
+    # HTA's get_comm_comp_overlap (percent, 2 decimals): DLRM ranks 4.5 % and 2.47 %; the TP Llama
+    # never overlaps communication with compute.
+    assert overlap["hta_overlap_frac"] == pytest.approx(dict(zip(NCCL_TRACES, (0.045, 0.0247, 0.0, 0.0)))[name])
+    if "dlrm" in name:  # one ProfilerStep: the Steps table the user sees against HTA's step
+        shown_steps = table.filter(pl.col("scope") == "steps_table")
+        assert shown_steps["key"].to_list() == [10]
+        assert shown_steps["ours_busy_ns"].to_list() == report.steps["gpu_busy_ns"].to_list()

@@ -171,3 +171,49 @@ def test_hta_flag_shows_hta_beside_ours(capsys):
     steps = [r for r in data["hta"] if r["scope"] == "step"]
     assert [r["key"] for r in steps] == [2, 3]  # HTA drops the last step
     assert all(r["agree"] for r in data["hta"])
+
+
+def _without_profiler_steps(name: str, tmp_path) -> Path:
+    """The sample trace with its ProfilerStep#N spans removed, as an unscheduled profile writes it."""
+    import gzip
+    import json
+
+    doc = json.loads(gzip.decompress((SAMPLES / f"{name}.json.gz").read_bytes()))
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    out = tmp_path / f"{name}.json"
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def test_without_profiler_steps_every_section_works_on_the_annotation(tmp_path, capsys):
+    import tracekit
+    from tracekit.commands import main
+
+    path = _without_profiler_steps("mlp_eager", tmp_path)
+    report = tracekit.open(path, execution_trace=None).report()
+    # The three mlp_fwd spans are the units: each holds the step's 5 kernels and 2 memsets, and the
+    # same figures as ProfilerStep#2-4 (see test_eager_mlp_step4_figures_match_hand_count).
+    assert (report.units.kind, report.units.name, report.units.source) == ("span", "mlp_fwd", "auto")
+    assert report.steps["name"].to_list() == ["mlp_fwd#1", "mlp_fwd#2", "mlp_fwd#3"]
+    assert report.steps["kernel_count"].to_list() == [5, 5, 5]
+    assert report.steps["gpu_busy_ns"].to_list() == [232_320, 231_104, 230_464]
+    assert report.launch_gaps.per_step["verdict"].to_list() == ["overhead-bound"] * 3
+    assert report.round_trips.bytes_per_step.select("step", "tensor_count").rows() == [(1, 4), (2, 4), (3, 4)]
+    assert report.paths.height == 5 and report.path_step == 3
+    with pytest.raises(SystemExit):
+        main(["report", str(path), "--format", "md", "--no-execution-trace"])
+    text = capsys.readouterr().out
+    for title in ("Steps", "Launch gaps and verdict per step", "Round-trip bytes per step"):
+        section = text.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+        assert "_none_" not in section, title
+    assert "spans of mlp\\_fwd (3 units; auto:" in text
+
+
+def test_without_profiler_steps_diff_finds_the_fusion_per_annotation(tmp_path):
+    import tracekit
+
+    eager = tracekit.open(_without_profiler_steps("mlp_eager", tmp_path), execution_trace=None)
+    diff = eager.diff(tracekit.open(_without_profiler_steps("mlp_compile", tmp_path), execution_trace=None))
+    assert (diff.a.unit_kind, diff.b.unit_kind) == ("mlp_fwd", "mlp_fwd")
+    assert diff.alignment.fusions[0].after.name == "triton_poi_fused__unsafe_view_gelu_mul_0"
+    assert "cpu_time" in diff.quantities and "idle_time" in diff.quantities
