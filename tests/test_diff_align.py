@@ -71,6 +71,20 @@ def test_an_aten_op_name_is_no_evidence_of_a_fusion():
     assert [(f.evidence, f.ops) for f in al.fusions] == [("launching CPU op", ("gelu", "mul"))]
 
 
+def test_kernels_of_one_op_are_no_fusion_on_words_alone():
+    # Two adds facing one add kernel of another variant (and a copy in the way): the add kernel's
+    # words name one op, so no "fused add (2 kernels)" on words; what is left is said as it is.
+    add_a = k("add_kernel", cpu_op="aten::add", functor="CUDAFunctor_add")
+    add_b = k("vectorized_add_kernel", cpu_op="aten::add", functor="CUDAFunctor_add")
+    copy = k("copy_kernel", "copy", "aten::copy_", functor="copy")
+    al = align.align((G1, add_a, add_a, G2), (G1, add_b, copy, G2))
+    assert not any(f.evidence == "launching CPU op" for f in al.fusions)
+    # Outside its segment, a kernel claims one kernel per op it names: the nearest.
+    liger = k("_geglu_tanh_forward_kernel", "triton_custom", "LigerGELUMulFunction")
+    al = align.align((G1, GELU, MUL, G2, GELU, G1, MUL), (G1, G2, liger, GELU, G1, MUL))
+    assert [len(f.before) for f in al.fusions] == [2]
+
+
 def test_a_gemm_is_no_fusion_target_by_position():
     other_gemm = k("cutlass_gemm_kernel", "gemm", "MyGemmOp", op="gemm")
     al = align.align((G1, GELU, MUL, G2), (G1, other_gemm, G2))

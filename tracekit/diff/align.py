@@ -27,14 +27,18 @@ hold 10,000+ kernels), because every costly step is bounded by a rule of :data:`
 4. **Fusions** — an unmatched kernel in B that replaces n ≥ 2 unmatched kernels of A:
    * ``triton_fused`` (Inductor): its ``fused_ops`` cover the A kernels' ops (the op of an A kernel
      is its ATen op — ``aten::gelu`` → ``gelu`` — and its functor, ``GeluCUDAKernelImpl`` → ``gelu``);
-   * any other kernel (``triton_custom`` such as Liger's): the words of its name and of its launching
-     CPU op (``LigerGELUMulFunction`` → liger, gelu, mul, function) cover the A kernels' ops. An ATen
-     op (``aten::linear``) gives no words: it names the op its own kernels compute, not work it
+   * any other kernel (``triton_custom`` such as Liger's): the words of its name (its functor's, for
+     an ATen kernel) and of its launching CPU op (``LigerGELUMulFunction`` → liger, gelu, mul,
+     function) cover the A kernels' ops, at least two different ones (a fusion joins ops; one op's
+     kernels run as fewer kernels of that op is not named a fusion on words alone). An ATen op
+     (``aten::linear``) gives no words: it names the op its own kernels compute, not work it
      absorbed from others;
    * failing both, position: a B kernel other than a GEMM (what a GEMM absorbs shows in its
-     epilogue, below) alone in a segment where A has n ≥ 2 unmatched non-GEMM kernels. Candidates are searched in the B kernel's segment first, then within ``WINDOW``
-     kernels of it (compilers reorder: Inductor launches GeLU·mul after the second GEMM, eager
-     before it).
+     epilogue, below) alone in a segment where A has n ≥ 2 unmatched non-GEMM kernels.
+   Candidates are searched in the B kernel's segment between two GEMMs first (all it covers
+   there), then within ``WINDOW`` kernels of it, the nearest one per op it names (compilers
+   reorder: Inductor launches GeLU·mul after the second GEMM, eager before it; and in a piece of a
+   long stretch cut at other kernels, a neighbour is no evidence of more).
    One B kernel replacing exactly one A kernel of the same class is a **variant change** (tile,
    layout, dtype, epilogue… listed from the decoded fields); a variant change whose GEMM epilogue
    gained an op that A ran as its own kernel nearby (``none`` → ``bias`` absorbing an ``add``) is a
@@ -176,11 +180,14 @@ def words(*texts: str | None) -> set[str]:
 
 
 def _vocabulary(k: KernelRef) -> tuple[set[str], str]:
-    """The op words a kernel claims to compute, and the evidence they come from."""
+    """The op words a kernel claims to compute, and the evidence they come from: Inductor's fused
+    ops, else the words of its launching CPU op unless that is an ATen op, and of its name (of its
+    functor only, for an ATen TensorIterator kernel: the rest of its name is template plumbing)."""
     if k.kernel_class == "triton_fused" and k.decoded.get("fused_ops"):
         return {str(op).strip("_").lower() for op in k.decoded["fused_ops"]}, "inductor fused_ops"
-    ops = [op for op in (k.cpu_op, k.top_op) if op and not op.startswith("aten::")]
-    return words(*ops, k.name), "launching CPU op"
+    functor = k.decoded.get("functor")
+    launched_by = k.cpu_op if k.cpu_op and not k.cpu_op.startswith("aten::") else None
+    return words(launched_by, functor if isinstance(functor, str) else k.name), "launching CPU op"
 
 
 def _field_changes(a: KernelRef, b: KernelRef) -> tuple[tuple[str, object, object], ...]:
@@ -352,6 +359,7 @@ def align(a: Sequence[KernelRef], b: Sequence[KernelRef]) -> Alignment:
     seg_range_b: dict[int, tuple[int, int]] = {}  # ... and in B
     ids_a, ids_b = [k.identity for k in a], [k.identity for k in b]
     cut, longest = 0, 0
+    cut_segments: set[int] = set()  # pieces of a long stretch, bounded by other kernels than GEMMs
     bounds = [(-1, -1), *anchors, (len(a), len(b))]
     for (a0, b0), (a1, b1) in zip(bounds, bounds[1:]):
         pairs = [(a0 + 1 + i, b0 + 1 + j) for i, j in match(ids_a[a0 + 1:a1], ids_b[b0 + 1:b1], budget)]
@@ -366,6 +374,8 @@ def align(a: Sequence[KernelRef], b: Sequence[KernelRef]) -> Alignment:
         for (i0, j0), (i1, j1) in zip(inner, inner[1:]):
             s = len(seg_range_a)
             seg_range_a[s], seg_range_b[s] = (i0 + 1, i1), (j0 + 1, j1)
+            if long:
+                cut_segments.add(s)
             for i in range(i0 + 1, i1):
                 seg_of_a[i] = s
             for j in range(j0 + 1, j1):
@@ -398,7 +408,7 @@ def align(a: Sequence[KernelRef], b: Sequence[KernelRef]) -> Alignment:
     fused_b: set[int] = set()
     lone_b = _seg_counts(left_b, seg_of_b)
     for j in left_b:
-        found = _fusion_for(b[j], seg_of_b[j], seg_range_a, side_a, ops_of, lone_b, vocabularies)
+        found = _fusion_for(b[j], seg_of_b[j], seg_range_a, side_a, ops_of, lone_b, vocabularies, cut_segments)
         if found is not None:
             members, ops, evidence = found
             side_a.claimed.update(members)
@@ -412,7 +422,7 @@ def align(a: Sequence[KernelRef], b: Sequence[KernelRef]) -> Alignment:
     split_a: set[int] = set()
     lone_a = _seg_counts(left_a, seg_of_a)
     for i in left_a:
-        found = _fusion_for(a[i], seg_of_a[i], seg_range_b, side_b, ops_of, lone_a, vocabularies)
+        found = _fusion_for(a[i], seg_of_a[i], seg_range_b, side_b, ops_of, lone_a, vocabularies, cut_segments)
         if found is not None:
             members, ops, evidence = found
             side_b.claimed.update(members)
@@ -518,7 +528,8 @@ def _epilogue_ops(change: Change) -> set[str]:
 
 
 def _fusion_for(k: KernelRef, seg: int, other_range: dict[int, tuple[int, int]], other: _Side,
-                ops_of: dict[int, set[str]], lone: dict[int, int], vocabularies: dict[int, tuple[set[str], str]]):
+                ops_of: dict[int, set[str]], lone: dict[int, int], vocabularies: dict[int, tuple[set[str], str]],
+                cut_segments: set[int]):
     """The other side's kernels that ``k`` (in segment ``seg``, whose kernels on the other side lie in
     ``other_range[seg]``) replaces, or None."""
     if id(k) not in vocabularies:
@@ -533,10 +544,12 @@ def _fusion_for(k: KernelRef, seg: int, other_range: dict[int, tuple[int, int]],
             if other.free(i):
                 covered.add(i)
     in_seg = sorted(i for i in covered if other.seg_of[i] == seg)
-    members = in_seg if len(in_seg) >= 2 else sorted(covered)
+    members = in_seg if len(in_seg) >= 2 and seg not in cut_segments else _nearest_per_op(covered, vocabulary, lo + WINDOW, hi - WINDOW,
+                                                                other, ops_of)
     if len(members) >= 2:
         ops = tuple(sorted({op for i in members for op in ops_of[id(other.seq[i])] & vocabulary}))
-        return members, ops, evidence
+        if len(ops) >= 2 or evidence == "inductor fused_ops":
+            return members, ops, evidence
     # Position: a non-GEMM alone in its segment on its side, n >= 2 unmatched non-GEMM kernels on the other.
     if k.kernel_class == "gemm" or lone.get(seg) != 1:
         return None
@@ -545,3 +558,15 @@ def _fusion_for(k: KernelRef, seg: int, other_range: dict[int, tuple[int, int]],
         ops = tuple(sorted({op for i in positional for op in ops_of[id(other.seq[i])]}))
         return positional, ops, "position"
     return None
+
+
+def _nearest_per_op(covered: set[int], vocabulary: set[str], lo: int, hi: int, other: _Side,
+                    ops_of: dict[int, set[str]]) -> list[int]:
+    """Outside its segment, a kernel replaces at most one kernel per op it names: for each op, the
+    candidate nearest the segment's range ``[lo, hi)`` (ties: the earlier)."""
+    picked: set[int] = set()
+    for op in sorted(vocabulary):
+        having = [i for i in covered if op in ops_of[id(other.seq[i])] and i not in picked]
+        if having:
+            picked.add(min(having, key=lambda i: (max(lo - i, i - hi + 1, 0), i)))
+    return sorted(picked)

@@ -45,6 +45,8 @@ QUANTITIES: tuple[tuple[str, str, str, str], ...] = (
     ("memsets", "memsets", "count", "memsets"),
     ("memcpys", "memcpys", "count", "memcpys"),
     ("preop_tax", "compile pre-ops (CPU)", "ns", "preop_tax_ns"),
+    ("host_sync", "host syncs (CPU blocked)", "ns", "host_sync_ns"),
+    ("graph_launches", "CUDA-graph launches", "count", "graph_launches"),
 )
 
 
@@ -103,6 +105,17 @@ class KernelTime:
 
 
 @dataclass(frozen=True)
+class HostSync:
+    """What blocked the host waiting for the device (:mod:`tracekit.diff.syncs`): its time per unit
+    (``quantity``) and its calls per unit (medians)."""
+
+    name: str
+    quantity: Quantity
+    count_a: float
+    count_b: float
+
+
+@dataclass(frozen=True)
 class OpChange:
     """A CPU op (``aten::t``…) that appeared or disappeared, with its count and CPU time per unit."""
 
@@ -139,6 +152,8 @@ class Diff:
     notes: tuple[str, ...] = field(default_factory=tuple)
     #: The verdict as data, in verdict order (:mod:`tracekit.diff.findings`).
     findings: tuple[findings_mod.Finding, ...] = ()
+    #: Host syncs by name, the largest time (in A or B) first.
+    host_syncs: tuple[HostSync, ...] = ()
 
     @property
     def structural_change(self) -> bool:
@@ -255,9 +270,20 @@ def compare(a: Profile, b: Profile) -> Diff:
         preops_a=_median_by(a.preops, a.units, "kind", "cpu_ns"),
         preops_b=_median_by(b.preops, b.units, "kind", "cpu_ns"),
         hidden_a=_hidden(a), hidden_b=_hidden(b), tensors_a=tuple(_tensor_rows(a)), tensors_b=tuple(_tensor_rows(b)),
-        tensors_fused_away=tuple(_fused_away(_tensor_rows(a), alignment)), notes=tuple(notes),
+        tensors_fused_away=tuple(_fused_away(_tensor_rows(a), alignment)),
+        notes=tuple(notes) + alignment.notes, host_syncs=_host_syncs(a, b),
     )
     return replace(diff, findings=findings_mod.find(diff))
+
+
+def _host_syncs(a: Profile, b: Profile) -> tuple[HostSync, ...]:
+    times_a, times_b = _per_unit_by(a.syncs, a.units, "name", "ns"), _per_unit_by(b.syncs, b.units, "name", "ns")
+    counts_a, counts_b = _median_by(a.syncs, a.units, "name", "count"), _median_by(b.syncs, b.units, "name", "count")
+    out = [HostSync(name, quantity(f"host_sync:{name}", name, "ns", times_a.get(name, [0] * len(a.units)),
+                                   times_b.get(name, [0] * len(b.units))),
+                    counts_a.get(name, 0), counts_b.get(name, 0))
+           for name in set(times_a) | set(times_b)]
+    return tuple(sorted(out, key=lambda s: (-max(s.quantity.a, s.quantity.b), s.name)))
 
 
 def _tensor_rows(p: Profile) -> list[dict[str, Any]]:
@@ -283,13 +309,16 @@ def _hidden(p: Profile) -> dict[str, float]:
 
 
 def _op_changes(a: Profile, b: Profile) -> tuple[tuple[OpChange, ...], tuple[OpChange, ...]]:
+    """CPU ops of B's typical unit that A's lacks (added) and the reverse (removed); an op is in a
+    trace's typical unit when its median count over the units is above 0 (an op that runs in one
+    unit of many, at an iteration's edge, neither appeared nor vanished)."""
     def table(p: Profile) -> dict[str, OpChange]:
         counts = _per_unit_by(p.cpu_ops, p.units, "name", "count")
         times = _per_unit_by(p.cpu_ops, p.units, "name", "cpu_ns")
         gpu = {r["name"]: r["launches_gpu"] for r in p.cpu_ops.iter_rows(named=True)}
         return {name: OpChange(name, _num(statistics.median(counts[name])),
                                _num(statistics.median(times[name])), bool(gpu.get(name)))
-                for name in counts}
+                for name in counts if statistics.median(counts[name]) > 0}
     ta, tb = table(a), table(b)
     order = lambda ops: tuple(sorted(ops, key=lambda o: (-o.cpu_ns, o.name)))  # noqa: E731
     return (order(ta[n] for n in ta if n not in tb), order(tb[n] for n in tb if n not in ta))

@@ -9,6 +9,12 @@ A :class:`Finding` is ``kind`` + ``subjects`` (the kernels and ops it is about, 
 ``role``) + ``quantities`` (numbers, and a few labels such as a fusion's evidence). Kinds, in
 verdict order — *when* it is found: *subjects*; *quantities*:
 
+* ``different_devices`` — A and B ran on devices of other names (:class:`~tracekit.diff.profile.Setup`;
+  kernel times are not comparable across devices): ``a``, ``b`` (the device names, joined by
+  " + "). ``different_versions`` — a software version both traces state differs (CUDA runtime or
+  driver, CUPTI, ROCm, NCCL): one subject per version key (role ``version``, ``changes``
+  ``[(key, a, b)]``). ``different_world_size`` — distributed runs of other sizes: ``a``, ``b``.
+  These come first (:data:`SETUP_KINDS`): they say how far the rest can be trusted.
 * ``fusion`` — every fusion (:mod:`~tracekit.diff.align`): before…, after, op… (the fused op
   words), launched_by (the after kernel's CPU op, if any); ``kernels`` (before), ``evidence``.
 * ``split`` — every split: before, after…; ``kernels`` (after), ``evidence``.
@@ -20,7 +26,8 @@ verdict order — *when* it is found: *subjects*; *quantities*:
 * ``removed``, ``added`` — kernels removed / added: each kernel when at most
   :data:`MAX_KERNELS_NAMED`, else none; ``kernels``.
 * ``gemms_unchanged`` — a structural change while GEMMs stayed: the kernel when exactly one;
-  ``kernels`` (GEMM launches). Else ``same_kernels`` — a structural change (CPU ops, pre-ops)
+  ``kernels`` (launches of main GEMMs, :func:`~tracekit.diff.align.is_main_gemm`: split-K reduces
+  and cuBLAS helpers are not counted). Else ``same_kernels`` — a structural change (CPU ops, pre-ops)
   over the very same kernels.
 * ``gpu_time`` — GPU time changed, or anything structural did: ``a, b, delta, delta_pct, noise,
   within_noise`` (ns; ``delta_pct`` None when ``a`` is 0).
@@ -29,9 +36,16 @@ verdict order — *when* it is found: *subjects*; *quantities*:
   ``more_tensors``.
 * ``preop_tax`` — compile pre-ops appeared, vanished, or changed outside the noise: ``a, b`` (ns).
 * ``cpu_time`` — CPU dispatch changed outside the noise: ``a, b`` (ns).
+* ``host_sync`` — a host sync (``aten::item``, ``cudaStreamSynchronize``, a device-to-host copy…,
+  :mod:`tracekit.diff.syncs`) appeared, vanished or changed by at least
+  :data:`HOST_SYNC_MIN_NS` and :data:`HOST_SYNC_MIN_FRACTION` of A's time, outside the noise; the
+  :data:`MAX_SYNCS_NAMED` largest changes, each: the sync as cpu_op subject; ``a, b`` (ns per
+  step), ``count_a, count_b`` (calls per step).
 * ``quiet_ops_gone`` — CPU ops that launch no GPU work disappeared: the first
   :data:`MAX_QUIET_OPS_NAMED` as cpu_op subjects; ``ops`` (all of them).
 * ``memsets``, ``memcpys`` — hidden memsets / memcpys changed outside the noise: ``a, b, delta``.
+* ``graph_launches`` — CUDA-graph launches (``cudaGraphLaunch``, ``hipGraphLaunch``) appeared,
+  vanished or changed in number outside the noise: ``a, b`` (per step).
 * ``launches`` — launch calls changed outside the noise: ``a, b``.
 
 Quantities are per step (medians over steps, see :mod:`~tracekit.diff.compare`).
@@ -43,6 +57,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tracekit.diff.align import is_main_gemm
 from tracekit.diff.profile import KernelRef
 
 if TYPE_CHECKING:
@@ -58,6 +73,16 @@ MAX_REPLACED_NAMED = 2
 MAX_KERNELS_NAMED = 2
 #: CPU ops without GPU work named in ``quiet_ops_gone``; the rest are counted.
 MAX_QUIET_OPS_NAMED = 4
+#: A host sync's change counts when it is at least this many ns per step (less does not stall a
+#: step worth a clause) ...
+HOST_SYNC_MIN_NS = 100_000
+#: ... and at least this fraction of its time in A (a sync that is there anyway and varies a little
+#: is not news), and outside the step-to-step noise.
+HOST_SYNC_MIN_FRACTION = 0.25
+#: Host syncs named in the verdict (largest change first); every one is in the diff's table.
+MAX_SYNCS_NAMED = 2
+#: Findings about what the traces ran on, not about what changed; they open the verdict.
+SETUP_KINDS = ("different_devices", "different_versions", "different_world_size")
 
 Value = int | float | str | bool | None
 
@@ -102,7 +127,23 @@ def _kernels(role: str, ks: Iterable[KernelRef]) -> tuple[Subject, ...]:
 
 def find(diff: Diff) -> tuple[Finding, ...]:
     """The findings of ``diff`` in verdict order (see module docstring)."""
-    return tuple(_structure(diff)) + tuple(_figures(diff))
+    return tuple(_setup(diff)) + tuple(_structure(diff)) + tuple(_figures(diff))
+
+
+def _setup(diff: Diff) -> list[Finding]:
+    """What differs in what A and B ran on: devices, software versions, world size (each only when
+    both traces state it)."""
+    a, b = diff.a.setup, diff.b.setup
+    out: list[Finding] = []
+    if a.devices and b.devices and a.devices != b.devices:
+        out.append(Finding("different_devices", quantities={"a": " + ".join(a.devices), "b": " + ".join(b.devices)}))
+    versions = [Subject("version", key, changes=((key, a.versions[key], b.versions[key]),))
+                for key in sorted(set(a.versions) & set(b.versions)) if a.versions[key] != b.versions[key]]
+    if versions:
+        out.append(Finding("different_versions", tuple(versions)))
+    if a.world_size is not None and b.world_size is not None and a.world_size != b.world_size:
+        out.append(Finding("different_world_size", quantities={"a": a.world_size, "b": b.world_size}))
+    return out
 
 
 def _structure(diff: Diff) -> list[Finding]:
@@ -130,7 +171,7 @@ def _structure(diff: Diff) -> list[Finding]:
         if kernels:
             named = _kernels("kernel", kernels) if len(kernels) <= MAX_KERNELS_NAMED else ()
             out.append(Finding(kind, named, {"kernels": len(kernels)}))
-    gemms = [ka for ka, _ in al.unchanged if ka.kernel_class == "gemm"]
+    gemms = [ka for ka, _ in al.unchanged if is_main_gemm(ka)]
     if diff.structural_change and gemms:
         named = _kernels("kernel", gemms) if len(gemms) == 1 else ()
         out.append(Finding("gemms_unchanged", named, {"kernels": len(gemms)}))
@@ -167,6 +208,7 @@ def _figures(diff: Diff) -> list[Finding]:
     if _outside_noise(diff, "cpu_time"):
         cpu = diff.quantities["cpu_time"]
         out.append(Finding("cpu_time", quantities={"a": cpu.a, "b": cpu.b}))
+    out += _host_syncs(diff)
     quiet = [o for o in diff.cpu_ops_removed if not o.launches_gpu]
     if quiet:
         out.append(Finding("quiet_ops_gone", tuple(Subject("cpu_op", o.name) for o in quiet[:MAX_QUIET_OPS_NAMED]),
@@ -175,7 +217,24 @@ def _figures(diff: Diff) -> list[Finding]:
         if _outside_noise(diff, key):
             hq = diff.quantities[key]
             out.append(Finding(key, quantities={"a": hq.a, "b": hq.b, "delta": hq.delta}))
+    if _outside_noise(diff, "graph_launches"):
+        graphs = diff.quantities["graph_launches"]
+        out.append(Finding("graph_launches", quantities={"a": graphs.a, "b": graphs.b}))
     if _outside_noise(diff, "launches"):
         launches = diff.quantities["launches"]
         out.append(Finding("launches", quantities={"a": launches.a, "b": launches.b}))
     return out
+
+
+def _host_syncs(diff: Diff) -> list[Finding]:
+    """Host syncs that appeared, vanished or changed enough to count (see module docstring)."""
+    counted = []
+    for sync in diff.host_syncs:
+        q = sync.quantity
+        big = abs(q.delta) >= HOST_SYNC_MIN_NS and abs(q.delta) >= HOST_SYNC_MIN_FRACTION * q.a
+        if big and not q.within_noise:
+            counted.append(sync)
+    counted.sort(key=lambda s: (-abs(s.quantity.delta), s.name))
+    return [Finding("host_sync", (Subject("cpu_op", s.name),),
+                    {"a": s.quantity.a, "b": s.quantity.b, "count_a": s.count_a, "count_b": s.count_b})
+            for s in counted[:MAX_SYNCS_NAMED]]

@@ -4,11 +4,12 @@ Grammar (one expression per ``--fail-if``, repeatable; spaces are allowed anywhe
 
     EXPR   := METRIC OP VALUE
     METRIC := gpu_time | cpu_time | idle_time | kernels | launches | round_trip_bytes
-              | round_trip_tensors | memsets | memcpys | preop_tax
+              | round_trip_tensors | memsets | memcpys | preop_tax | host_sync | graph_launches
     OP     := ">" | ">=" | "<" | "<="
     VALUE  := [+|-] NUMBER [UNIT]
     UNIT   := "%"                                   (relative to A, any metric)
-            | "ns" | "us" | "µs" | "ms" | "s"        (time metrics: gpu_time, cpu_time, idle_time, preop_tax)
+            | "ns" | "us" | "µs" | "ms" | "s"        (time metrics: gpu_time, cpu_time, idle_time, preop_tax,
+                                                     host_sync)
             | "B" | "KB" | "MB" | "GB" | "KiB" | "MiB" | "GiB"   (round_trip_bytes)
             | nothing                               (counts; or 0 for any metric)
 
@@ -24,7 +25,9 @@ failed. So a trace compared with itself passes every gate. Metrics: ``gpu_time``
 ``cpu_time`` CPU dispatch time, ``idle_time`` GPU idle inside the step, ``kernels`` kernel count,
 ``launches`` launch calls, ``round_trip_bytes``/``round_trip_tensors`` intermediate tensors written
 to and read back from HBM, ``memsets``/``memcpys`` hidden memory operations, ``preop_tax`` the CPU
-time of torch.compile's wrappers. A gate on a metric the traces cannot provide (e.g. ``cpu_time``
+time of torch.compile's wrappers, ``host_sync`` the time the CPU was blocked in host syncs
+(``aten::item``, ``cudaStreamSynchronize``, device-to-host copies: ``host_sync>+1ms``),
+``graph_launches`` CUDA-graph launch calls (``graph_launches<-0`` fails when replays vanished). A gate on a metric the traces cannot provide (e.g. ``cpu_time``
 with ``--unit``) is a usage error (exit 2). Exit status of ``tracekit diff``: 0 all gates pass,
 1 one or more failed (the output lists which), 2 bad input.
 """
@@ -38,11 +41,11 @@ from dataclasses import dataclass
 
 from tracekit.errors import UsageError
 
-TIME_METRICS = ("gpu_time", "cpu_time", "idle_time", "preop_tax")
+TIME_METRICS = ("gpu_time", "cpu_time", "idle_time", "preop_tax", "host_sync")
 BYTE_METRICS = ("round_trip_bytes",)
-COUNT_METRICS = ("kernels", "launches", "round_trip_tensors", "memsets", "memcpys")
+COUNT_METRICS = ("kernels", "launches", "round_trip_tensors", "memsets", "memcpys", "graph_launches")
 METRICS = TIME_METRICS[:3] + ("kernels", "launches", "round_trip_bytes", "round_trip_tensors",
-                              "memsets", "memcpys", "preop_tax")
+                              "memsets", "memcpys", "preop_tax", "host_sync", "graph_launches")
 _TIME_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _BYTE_UNITS = {"b": 1, "kb": 1_000, "mb": 1_000_000, "gb": 1_000_000_000, "kib": 1024,
                "mib": 1024 ** 2, "gib": 1024 ** 3}

@@ -32,6 +32,12 @@ round trip (empty when round trips are unavailable).
 ``cpu_ops``: ``unit i64, name str, count i64, cpu_ns i64, launches_gpu bool``.
 ``hidden``: ``unit i64, kind str, cpu_op str, count i64, ns i64`` (memset / memcpy activity).
 ``preops``: ``unit i64, kind str, count i64, cpu_ns i64``.
+``syncs``: ``unit i64, name str, count i64, ns i64`` — host syncs by what blocked the host
+(:mod:`tracekit.diff.syncs`); ``per_unit`` also has their sum ``host_sync_ns i64`` and the graph
+launch calls ``graph_launches i64``.
+
+``setup`` (:class:`Setup`) is what the trace ran on — devices, software versions, world size —
+so that the diff can say first when A's and B's times are not comparable.
 """
 
 from __future__ import annotations
@@ -47,7 +53,8 @@ from tracekit.analyses import steps as steps_analysis
 from tracekit.analyses import units as units_mod
 from tracekit.analyses.compile_ops import preop_kind
 from tracekit.classify.names import decoded_fields
-from tracekit.trace import Trace
+from tracekit.diff import syncs as syncs_mod
+from tracekit.trace import GPU_WORK_KINDS, Trace
 
 #: Compile wrappers counted as CPU "tax" per call: they run before the compiled graph and contain
 #: none of its work (Torch-Compiled Region and Call CompiledFxGraph enclose the graph's own ops).
@@ -73,6 +80,18 @@ class KernelRef:
 
 
 @dataclass(frozen=True)
+class Setup:
+    """What a trace ran on: the names of the devices that ran its GPU work (every listed device when
+    none did), its software versions (the trace's version keys but ``schemaVersion``, which is the
+    file format's, and NCCL's from ``distributedInfo``), and the world size of a distributed run."""
+
+    devices: tuple[str, ...] = ()
+    versions: dict[str, str] = field(default_factory=dict)
+    world_size: int | None = None
+    rank: int | None = None
+
+
+@dataclass(frozen=True)
 class Profile:
     """One trace seen unit by unit (see module docstring)."""
 
@@ -92,6 +111,8 @@ class Profile:
     #: Units left out of ``units`` (and of every frame's medians) because they are not steady
     #: state, with why (``{unit: "cold"}``); ``unit_labels`` still names them.
     excluded: dict[int, str] = field(default_factory=dict)
+    setup: Setup = field(default_factory=Setup)
+    syncs: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=syncs_mod.SYNC_SCHEMA))
 
 
 def kernel_identity(name: str, kernel_class: str, decoded: dict[str, Any]) -> str:
@@ -166,10 +187,14 @@ def build(trace: Trace, report, *, unit: str | None = None, complete: bool = Tru
     )
     tax = (preops.filter(pl.col("kind").is_in(TAX_KINDS)).group_by("unit")
            .agg(preop_tax_ns=pl.col("cpu_ns").sum()))
+    syncs, graphs = syncs_mod.measure(trace, gpu, windows)
+    sync_ns = syncs.group_by("unit").agg(host_sync_ns=pl.col("ns").sum())
     per_unit = (base.join(busy.rename({"busy_ns": "gpu_ns"}), on="unit", how="left")
                 .join(counts, on="unit", how="left").join(tax, on="unit", how="left")
+                .join(sync_ns, on="unit", how="left").join(graphs, on="unit", how="left")
                 .with_columns(pl.col(c).fill_null(0).cast(pl.Int64) for c in
-                              ("gpu_ns", "kernels", "launches", "memsets", "memcpys", "preop_tax_ns")))
+                              ("gpu_ns", "kernels", "launches", "memsets", "memcpys", "preop_tax_ns",
+                               "host_sync_ns", "graph_launches")))
     unavailable: dict[str, str] = {}
     per_unit = _attach_launch_gaps(per_unit, report, unavailable)
     per_unit = _attach_round_trips(per_unit, report, unavailable)
@@ -184,8 +209,28 @@ def build(trace: Trace, report, *, unit: str | None = None, complete: bool = Tru
         unit_labels=labels, sequences={n: sequences[n] for n in kept},
         per_unit=only(per_unit).sort("unit"), kernel_ns=only(kernel_ns), class_ns=only(class_ns),
         cpu_ops=only(cpu_ops), hidden=only(hidden), preops=only(preops), tensors=_tensors(report, kept),
-        unavailable=unavailable, excluded=excluded,
+        unavailable=unavailable, excluded=excluded, setup=setup_of(trace, gpu), syncs=only(syncs),
     )
+
+
+def setup_of(trace: Trace, gpu: pl.DataFrame) -> Setup:
+    """The :class:`Setup` of ``trace``; ``gpu`` is its GPU activity (column ``device``)."""
+    meta = trace.meta
+    used = set(gpu.filter(pl.col("kind").is_in(GPU_WORK_KINDS))["device"].drop_nulls().to_list())
+    names = [d.name for d in meta.devices if d.id in used] or [d.name for d in meta.devices]
+    versions = {k: v for k, v in meta.versions.items() if k != "schemaVersion"}
+    dist = meta.distributed or {}
+    if dist.get("nccl_version") is not None:
+        versions["nccl_version"] = str(dist["nccl_version"])
+    return Setup(devices=tuple(sorted({n for n in names if n})), versions=dict(sorted(versions.items())),
+                 world_size=_int(dist.get("world_size")), rank=_int(dist.get("rank")))
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _unsteady(report, numbers: list[int]) -> dict[int, str]:

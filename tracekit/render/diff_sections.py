@@ -174,6 +174,80 @@ def _hidden(noun: str) -> Callable[[Finding], list[str]]:
     return words
 
 
+#: Version keys as words, with how their values read ("12080" -> "12.8" for CUDA's version numbers).
+_VERSION_WORDS: dict[str, tuple[str, Callable[[str], str]]] = {
+    "cuda_runtime_version": ("CUDA runtime", lambda v: _cuda_version(v)),
+    "cuda_driver_version": ("CUDA driver", lambda v: _cuda_version(v)),
+    "cupti_version": ("CUPTI", str), "roctracer_version": ("roctracer", str),
+    "rocprofiler_version": ("rocprofiler", str), "hip_runtime_version": ("HIP runtime", str),
+    "hip_driver_version": ("HIP driver", str), "nccl_version": ("NCCL", str),
+}
+_DEVICE_PREFIXES = ("NVIDIA ", "Tesla ", "GeForce ", "AMD ", "Instinct ", "Radeon ")
+
+
+def _cuda_version(value: str) -> str:
+    """CUDA's 1000 * major + 10 * minor as major.minor; anything else as written."""
+    if not value.isdigit() or int(value) < 1000:
+        return value
+    n = int(value)
+    return f"{n // 1000}.{n % 1000 // 10}"
+
+
+def _device(names: str) -> str:
+    out = []
+    for name in names.split(" + "):
+        short = name
+        while short.startswith(_DEVICE_PREFIXES):
+            short = short.split(" ", 1)[1]
+        out.append(short or name)
+    return " + ".join(out)
+
+
+def _different_devices(f: Finding) -> list[str]:
+    a, b = str(f.quantities["a"]), str(f.quantities["b"])
+    sa, sb = _device(a), _device(b)
+    if sa == sb:
+        sa, sb = a, b
+    return [f"A: {sa}, B: {sb} — kernel times are not comparable across devices"]
+
+
+def _different_versions(f: Finding) -> list[str]:
+    def side(n: int) -> str:
+        parts = []
+        for s in f.subjects:
+            key, *values = s.changes[0]
+            label, word = _VERSION_WORDS.get(key, (key, str))
+            parts.append(f"{label} {word(str(values[n]))}")
+        return ", ".join(parts)
+    return [f"A: {side(0)}; B: {side(1)} — other software versions can change the kernels and their times"]
+
+
+def _different_world_size(f: Finding) -> list[str]:
+    return [f"A: world size {f.quantities['a']}, B: world size {f.quantities['b']} — each rank's share of the "
+            "work differs"]
+
+
+def _host_sync(f: Finding) -> list[str]:
+    (sync,) = f.of("cpu_op")
+    a, b, ca, cb = _n(f, "a"), _n(f, "b"), _n(f, "count_a"), _n(f, "count_b")
+    if a == 0:
+        return ["a host sync appeared: ", Code(sync.name), f" {fmt_value(b, 'ns')} per step "
+                f"({fmt_value(cb, 'count')} call{'s' if cb != 1 else ''})"]
+    if b == 0:
+        return ["the host sync ", Code(sync.name), f" ({fmt_value(a, 'ns')} per step) is gone"]
+    calls = f" ({fmt_value(ca, 'count')} → {fmt_value(cb, 'count')} calls)" if ca != cb else ""
+    return ["host sync ", Code(sync.name), f" {fmt_value(a, 'ns')} → {fmt_value(b, 'ns')} per step{calls}"]
+
+
+def _graph_launches(f: Finding) -> list[str]:
+    a, b = fmt_value(_n(f, "a"), "count"), fmt_value(_n(f, "b"), "count")
+    if _n(f, "a") == 0:
+        return [f"CUDA-graph launches appeared ({b} per step)"]
+    if _n(f, "b") == 0:
+        return [f"CUDA-graph launches vanished ({a} per step in A)"]
+    return [f"CUDA-graph launches per step {a} → {b}"]
+
+
 def _launches(f: Finding) -> list[str]:
     return [f"{fmt_value(_n(f, 'a'), 'count')} → {fmt_value(_n(f, 'b'), 'count')} launch calls per step"]
 
@@ -186,13 +260,18 @@ CLAUSES: dict[str, Callable[[Finding], list[str]]] = {
     "same_kernels": lambda f: ["the same kernels"], "gpu_time": _gpu_time,
     "round_trip_bytes": _round_trip_bytes, "preop_tax": _preop_tax, "cpu_time": _cpu_time,
     "quiet_ops_gone": _quiet_ops_gone, "memsets": _hidden("memset"), "memcpys": _hidden("memcpy"),
-    "launches": _launches,
+    "launches": _launches, "different_devices": _different_devices, "different_versions": _different_versions,
+    "different_world_size": _different_world_size, "host_sync": _host_sync, "graph_launches": _graph_launches,
 }
 NO_CHANGE = "No change: the same kernels run in every step and every quantity is within the step-to-step noise."
+#: After findings about the traces' setup alone (:data:`tracekit.diff.findings.SETUP_KINDS`).
+NO_OTHER_CHANGE = "no other change: the same kernels run in every step and every quantity is within the step-to-step noise"
 
 
 def verdict_parts(diff: Diff) -> list[str]:
     """The verdict as a list of segments, one clause per finding; :class:`Code` segments are names."""
+    from tracekit.diff.findings import SETUP_KINDS
+
     if not diff.findings:
         return [NO_CHANGE]
     out: list[str] = []
@@ -203,6 +282,8 @@ def verdict_parts(diff: Diff) -> list[str]:
         elif not isinstance(first, Code):
             first = first[:1].upper() + first[1:]
         out += [first, *rest]
+    if all(f.kind in SETUP_KINDS for f in diff.findings):
+        out += ["; ", NO_OTHER_CHANGE]
     out.append(".")
     return out
 
@@ -220,8 +301,11 @@ def quantity_rows(diff: Diff) -> tuple[list[str], list[list[str]]]:
     n = min(len(diff.a.units), len(diff.b.units))
     headers = [f"per step (median of {n})" if n > 1 else "per step", "A", "B", "Δ", "noise ±", ""]
     rows = []
+    syncs_found = any(f.kind == "host_sync" for f in diff.findings)
     for q in diff.quantities.values():
-        if q.key in ("memcpys", "memsets", "preop_tax", "round_trip_tensors") and q.a == 0 and q.b == 0:
+        if q.key in ("memcpys", "memsets", "preop_tax", "round_trip_tensors", "graph_launches") and q.a == 0 and q.b == 0:
+            continue
+        if q.key == "host_sync" and not syncs_found:  # shown when the verdict speaks of host syncs
             continue
         rows.append([q.label, fmt_value(q.a, q.unit), fmt_value(q.b, q.unit), fmt_delta(q),
                      fmt_value(q.noise, q.unit), fmt_status(q)])
@@ -348,9 +432,20 @@ def method_lines(diff: Diff) -> list[str]:
     return lines + list(diff.notes)
 
 
+def host_sync_table(diff: Diff) -> Table:
+    rows = []
+    for s in diff.host_syncs:
+        q = s.quantity
+        rows.append([Code(s.name), fmt_value(q.a, "ns"), fmt_value(q.b, "ns"), fmt_delta(q), fmt_value(q.noise, "ns"),
+                     fmt_status(q), fmt_value(s.count_a, "count"), fmt_value(s.count_b, "count")])
+    return ("Host syncs (the CPU blocked waiting for the GPU; outermost sync of each nest, per step)",
+            ["sync", "A", "B", "Δ", "noise ±", "", "calls A", "calls B"], rows)
+
+
 def detail_tables(diff: Diff) -> list[Table]:
+    syncs = [host_sync_table(diff)] if any(f.kind == "host_sync" for f in diff.findings) else []
     return [changes_table(diff), class_table(diff), kernel_table(diff), cpu_ops_table(diff),
-            preops_table(diff), hidden_table(diff)] + (
+            preops_table(diff), hidden_table(diff)] + syncs + (
                 [tensors_table(diff)] if "round_trip_bytes" not in diff.unavailable else [])
 
 

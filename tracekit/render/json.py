@@ -48,7 +48,9 @@ nanoseconds.
 
 ``tracekit.diff/1`` top-level keys (sorted on output, always present):
 
-* ``schema``; ``a``, ``b`` — ``{trace (basename), unit_kind, units: [labels]}``
+* ``schema``; ``a``, ``b`` — ``{trace (basename), unit_kind, units: [labels], setup: {devices: [names],
+  versions: {key: text}, world_size, rank}}`` (``setup``: what the trace ran on; the verdict's
+  ``different_*`` findings come from it)
 * ``verdict`` — the one-sentence summary (plain text), worded from ``findings``
 * ``findings`` — the verdict as data, in verdict order: ``[{kind, subjects: [{role, name, class,
   changes: [[field, before, after]]}], quantities: {name: number | text | bool | null}}]``; the
@@ -65,7 +67,13 @@ nanoseconds.
   when not measured: ``gpu_ns_per_step``, ``cpu_ns_per_step``, ``idle_ns_per_step``,
   ``kernels_per_step``, ``launches_per_step``, ``round_trip_bytes_per_step``,
   ``round_trip_tensors_per_step``, ``memsets_per_step``, ``memcpys_per_step``,
-  ``preop_tax_ns_per_step``
+  ``preop_tax_ns_per_step``, ``host_sync_ns_per_step`` (time the CPU was blocked in host syncs),
+  ``graph_launches_per_step`` (``cudaGraphLaunch``/``hipGraphLaunch`` calls)
+* ``host_syncs`` — ``[{name, count_a, count_b, …quantity}]``: each host sync (``aten::item``,
+  ``cudaStreamSynchronize``, ``cudaMemcpyAsync (DtoH)``…, the outermost of each nest), its time per
+  step, largest first
+* ``alignment`` — ``{anchors, moved, notes}``: unchanged main GEMMs that anchored the kernel
+  alignment, kernels matched out of order, and where the alignment is approximate (also in ``notes``)
 * ``class_ns_per_step`` — ``{class: quantity}``; ``kernel_ns_per_step`` — ``[{a_name, b_name,
   class, …quantity}]`` for unchanged kernels
 * ``cpu_ops`` — ``{removed: [{name, count, cpu_ns, launches_gpu}], added: […]}`` (per step)
@@ -258,6 +266,7 @@ _PER_STEP_KEYS = {
     "kernels": "kernels_per_step", "launches": "launches_per_step",
     "round_trip_bytes": "round_trip_bytes_per_step", "round_trip_tensors": "round_trip_tensors_per_step",
     "memsets": "memsets_per_step", "memcpys": "memcpys_per_step", "preop_tax": "preop_tax_ns_per_step",
+    "host_sync": "host_sync_ns_per_step", "graph_launches": "graph_launches_per_step",
 }
 
 
@@ -284,7 +293,9 @@ def diff_data(diff: Diff, gate_results: Sequence[GateResult] = ()) -> dict[str, 
 
     al = diff.alignment
     side = lambda p: {"trace": p.label, "unit_kind": p.unit_kind,  # noqa: E731
-                      "units": [p.unit_labels[u] for u in p.units]}
+                      "units": [p.unit_labels[u] for u in p.units],
+                      "setup": {"devices": list(p.setup.devices), "versions": p.setup.versions,
+                                "world_size": p.setup.world_size, "rank": p.setup.rank}}
     data: dict[str, Any] = {
         "schema": schemas.DIFF, "a": side(diff.a), "b": side(diff.b),
         "verdict": S.plain(S.verdict_parts(diff)),
@@ -315,6 +326,9 @@ def diff_data(diff: Diff, gate_results: Sequence[GateResult] = ()) -> dict[str, 
         "hidden_per_step": {"a": diff.hidden_a, "b": diff.hidden_b},
         "round_trip_tensors": {"a": list(diff.tensors_a), "b": list(diff.tensors_b),
                                "fused_away": list(diff.tensors_fused_away)},
+        "host_syncs": [{"name": h.name, "count_a": h.count_a, "count_b": h.count_b, **_q(h.quantity)}
+                       for h in diff.host_syncs],
+        "alignment": {"anchors": al.anchors, "moved": al.moved, "notes": list(al.notes)},
         "unavailable": diff.unavailable,
         "noise_rule": NOISE_RULE,
         "notes": list(diff.notes),
