@@ -224,30 +224,31 @@ def _candidate_spans(trace: Trace) -> pl.DataFrame:
         & ((pl.col("cat") == "user_annotation") | ((pl.col("cat") == "cpu_op") & pl.col("top_level"))))
 
 
-def _covered(windows: pl.DataFrame, launched: pl.Series) -> int:
-    """How many of the (sorted) launch times fall in one of ``windows`` (disjoint ``ts``/``end``)."""
-    if windows.height == 0 or launched.len() == 0:
-        return 0
-    inside = steps_analysis.tag_steps(pl.DataFrame({"ts": launched}),
-                                      windows.select("ts", "end", number=pl.int_range(0, pl.len())), "ts")
-    return int(inside["step"].is_not_null().sum())
+def _covered(windows: pl.DataFrame, launched: pl.Series) -> pl.Series:
+    """Per window, how many of the (sorted) launch times fall in its ``[ts, end)``."""
+    return (launched.search_sorted(windows["end"], side="left").cast(pl.Int64)
+            - launched.search_sorted(windows["ts"], side="left").cast(pl.Int64))
 
 
 def _candidates(trace: Trace, launched: pl.Series) -> pl.DataFrame:
-    """Every candidate name with its outermost occurrences (on one thread) and coverage, best first."""
+    """Every candidate name with its outermost occurrences (on one thread) and coverage, best first.
+
+    Vectorised over all names at once: a name's occurrences on one thread are disjoint, so its
+    coverage is the sum over its windows of the launch times inside each (two binary searches)."""
     spans = _candidate_spans(trace)
     if spans.height == 0:
         return pl.DataFrame(schema=CANDIDATES_SCHEMA)
     outer = _outermost(spans)
+    busiest = (outer.group_by("name", "pid", "tid").agg(_n=pl.len(), _first=pl.col("ts").min())
+               .sort(["name", "_n", "_first", "pid", "tid"], descending=[False, True, False, False, False])
+               .unique(subset=["name"], keep="first").select("name", "pid", "tid"))
+    mine = outer.join(busiest, on=["name", "pid", "tid"], how="semi")
     total = launched.len()
-    rows = []
-    for name, part in outer.group_by("name", maintain_order=True):
-        mine = _one_thread(part)
-        rows.append({"name": name[0], "cat": mine["cat"][0], "occurrences": mine.height,
-                     "top_level": bool(mine["top_level"].any()),
-                     "coverage": _covered(mine, launched) / total if total else 0.0,
-                     "first_ns": mine["ts"][0]})
-    frame = pl.DataFrame(rows, schema=CANDIDATES_SCHEMA)
+    mine = mine.with_columns(_inside=_covered(mine, launched) if total else pl.lit(0, pl.Int64))
+    frame = (mine.group_by("name")
+             .agg(cat=pl.col("cat").sort_by("ts").first(), occurrences=pl.len(), top_level=pl.col("top_level").any(),
+                  coverage=(pl.col("_inside").sum() / total) if total else pl.lit(0.0), first_ns=pl.col("ts").min())
+             .select(list(CANDIDATES_SCHEMA)).cast(CANDIDATES_SCHEMA))  # type: ignore[arg-type]
     return (frame.filter(pl.col("coverage") >= MIN_COVERAGE)
             .sort(["top_level", "coverage", "occurrences", "first_ns", "name"],
                   descending=[True, True, False, False, False]))
@@ -280,7 +281,7 @@ def _periods(trace: Trace, launched: pl.Series) -> Units | None:
             "ts", pl.col("ts").shift(-1).fill_null(last_end).alias("end"), "pid", "tid",
         ).with_columns(dur=pl.col("end") - pl.col("ts")).select(list(STEPS_SCHEMA)).cast(STEPS_SCHEMA)  # type: ignore[arg-type]
         total = launched.len()
-        coverage = _covered(windows, launched) / total if total else 0.0
+        coverage = int(_covered(windows, launched).sum()) / total if total else 0.0
         if coverage < MIN_COVERAGE:
             continue
         name = marks["name"][0]
