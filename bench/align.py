@@ -14,15 +14,15 @@ Sequences:
 * ``layered`` — a 14-kernel "layer" (two GEMMs and 12 elementwise kernels) repeated; in B two
   elementwise kernels of each layer are one Inductor kernel, and one layer in 20 launches an extra
   kernel.
-* ``real: <trace>, shifted`` — the kernel sequence of a real trace's first unit (its
-  ``KernelRef`` objects, as ``diff`` builds them), repeated to the size; B is the same cut half a
-  unit later, as when two traces' units start at different points of the iteration.
+* ``real: <trace>, shifted`` — the kernel sequence of a real trace (its units' sequences one after
+  the other, the ``KernelRef`` objects ``diff`` builds), repeated to the size; B is the same cut
+  half a sequence later, as when two traces' units start at different points of the iteration.
 * ``real: <trace>, perturbed`` — B is A with every 50th kernel dropped and a new kernel launched
   every 97th.
 
 Real traces: ``sample_traces/train_eager.json.gz`` (shipped) and, from ``--real DIR`` (default:
-the folder named by ``TRACEKIT_REAL_TRACES``), the vLLM decode trace (13,530 kernels in one unit)
-and the ResNet training trace when present. Nothing is written.
+the folder named by ``TRACEKIT_REAL_TRACES``), the vLLM decode trace (13,530 kernels) and the
+ResNet training trace when present. Nothing is written.
 """
 
 from __future__ import annotations
@@ -73,11 +73,11 @@ def layered(n: int, rng: random.Random) -> tuple[tuple[KernelRef, ...], tuple[Ke
     return tuple(a[:n]), tuple(b[:n])
 
 
-def real_unit(path: Path) -> tuple[KernelRef, ...]:
+def real_sequence(path: Path) -> tuple[KernelRef, ...]:
     import tracekit
 
     p = tracekit.open(path).profile()
-    return max((p.sequences[u] for u in p.units), key=len)
+    return tuple(k for u in p.units for k in p.sequences[u])
 
 
 def repeated(unit: tuple[KernelRef, ...], n: int, start: int = 0) -> tuple[KernelRef, ...]:
@@ -118,10 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.real:
         sources += [(Path(args.real) / f, label) for f, label in REAL if (Path(args.real) / f).is_file()]
     for path, label in sources:
-        unit = real_unit(path)
-        cases.append((f"real: {label} ({len(unit):,}-kernel unit), shifted",
+        unit = real_sequence(path)
+        cases.append((f"real: {label} ({len(unit):,} kernels), shifted",
                       lambda n, _rng, u=unit: (repeated(u, n), repeated(u, n, len(u) // 2))))
-        cases.append((f"real: {label} ({len(unit):,}-kernel unit), perturbed",
+        cases.append((f"real: {label} ({len(unit):,} kernels), perturbed",
                       lambda n, _rng, u=unit: (repeated(u, n), perturbed(repeated(u, n)))))
 
     print("| sequences | kernels A / B | seconds | unchanged | fusions | changed | removed / added | notes |")
