@@ -297,3 +297,13 @@ def test_b200_gpu_clock_skew_is_found_and_not_shown_as_queue_delay():
 @pytest.mark.parametrize("path", [DLRM0, TUGOT0, RESNET, MEMCPY_2022, NANO_VLLM], ids=lambda p: p.name[:30])
 def test_traces_on_one_clock_are_not_called_skewed(path):
     assert tracekit.open(path, execution_trace=None).report().launch_gaps.clock["skewed"] is False
+
+
+def test_report_dir_summarises_ranks_without_steps_per_unit(tmp_path):
+    from tracekit import ranks
+
+    for path in (TUGOT0, TUGOT1):
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    table = ranks.analyze(tmp_path, workers=1).ranks
+    # Each rank's Model_Forward is its one unit, holding all 156 kernels of the file.
+    assert table.select("rank", "steps", "kernel_count").rows() == [(0, 1, 156), (1, 1, 156)]
