@@ -103,7 +103,7 @@ class _RecordingCommand(click.Command):
 @click.option("--shapes", callback=_shapes, default=None,
               help="With --from-first-call: the sweep's input shapes, BATCHxSEQ comma-separated "
                    "(default: --mlp-shape's batch x seq).")
-@click.option("--calls-per-shape", type=click.IntRange(1), default=4, show_default=True,
+@click.option("--calls-per-shape", callback=_ints(1), default="4", show_default=True,
               help="With --from-first-call: calls per shape (steady calls follow each (re)compile).")
 @click.option("--wait", type=click.IntRange(0), default=1, show_default=True, help="Profiler schedule: wait steps.")
 @click.option("--warmup", type=click.IntRange(0), default=1, show_default=True, help="Profiler schedule: warmup steps.")
@@ -162,7 +162,7 @@ def capture_command(variants, modes, out, device, dtype, sizes, linear_shape, ml
                    linear_shape=linear_shape, mlp_shape=mlp_shape, train_shape=train_shape, train_model=train_model,
                    antipattern_shape=antipattern_shape, kernel_repo=str(kernel_repo) if kernel_repo else None,
                    seed=seed, schedule=Schedule(wait, warmup, active), from_first_call=from_first_call,
-                   sweep_shapes=shapes, calls_per_shape=calls_per_shape, profile_memory=memory)
+                   sweep_shapes=shapes, calls_per_shape=calls_per_shape[0], profile_memory=memory)
     specs = variants_mod.plan(chosen, kinds, opts)
     if not specs:
         raise UsageError(f"no mode {'/'.join(kinds)} exists for variant(s) {', '.join(chosen)}")
