@@ -273,8 +273,8 @@ def _values(values: list[Any], types: tuple[str, ...]) -> tuple[EtValue, ...]:
     for i, value in enumerate(values):
         type_name = types[i] if i < len(types) else ""
         dtypes = _TENSOR_TYPE.findall(type_name)
-        if type_name.startswith("Tensor(") and _is_tensor_value(value):
-            out.append(_tensor(value, dtypes[0]))
+        if type_name.startswith("Tensor("):  # one tensor: its value, or nothing usable
+            out.append(_tensor(value, dtypes[0]) if _is_tensor_value(value) and dtypes else None)
         elif dtypes and isinstance(value, list):
             items = [v for v in value if _is_tensor_value(v)]
             out.append(tuple(_tensor(v, dtypes[min(j, len(dtypes) - 1)]) for j, v in enumerate(items)))

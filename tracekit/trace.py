@@ -109,6 +109,27 @@ KERNEL_LAUNCH_APIS = frozenset({
 })
 
 
+#: Device activity tracekit does not analyse, by category: (family named in the report, vendor).
+#: From Kineto's ActivityType names (``libkineto/src/ActivityType.cpp``) and the vendor forks that
+#: write Kineto traces (Cambricon MLU, Enflame GCU): the loader counts the events
+#: (``TraceMeta.unanalysed_activity``) and the report names their family, never passing them over
+#: in silence. XPU, MLU and GCU kernels arrive as ``kernel`` (analysed like any kernel); what is
+#: listed here is their other activity.
+UNANALYSED: dict[str, tuple[str, str]] = {
+    "mtia_ccp_events": ("MTIA", "mtia"), "mtia_insight": ("MTIA", "mtia"),
+    "mtia_counters": ("MTIA", "mtia"), "mtia_workloadd": ("MTIA", "mtia"),
+    "hpu_op": ("HPU", "habana"),
+    "xpu_scope_profiler": ("XPU", "intel"), "xpu_sync": ("XPU", "intel"),
+    "mlu_user_annotation": ("MLU", "cambricon"), "mlu_memcpy": ("MLU", "cambricon"),
+    "mlu_memset": ("MLU", "cambricon"), "mlu_notifier": ("MLU", "cambricon"),
+    "mlu_profiler_range": ("MLU", "cambricon"),
+    "GCU_USER_ANNOTATION": ("GCU", "enflame"), "GCU_MEMCPY": ("GCU", "enflame"),
+    "GCU_MEMSET": ("GCU", "enflame"), "gcu_sync": ("GCU", "enflame"),
+    "gcu_profiler_range": ("GCU", "enflame"),
+    "cuda_profiler_range": ("CUDA profiler-range", "nvidia"), "cuda_event": ("CUDA event", "nvidia"),
+}
+
+
 def empty_frame(schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """An empty frame with ``schema`` (used for traces without such events)."""
     return pl.DataFrame(schema=schema)
@@ -133,7 +154,7 @@ class TraceMeta:
     ``cuda_driver_version``, ``cupti_version``, ``roctracer_version``, ``hip_*``...) to their text.
     ``vendor`` is decided from the kinds of device activity found (GPU rows through their launch
     calls' family, :data:`tracekit.load.frames.LAUNCH_VENDORS`; else activity tracekit does not
-    analyse, :data:`tracekit.load.frames.UNANALYSED`): ``"nvidia"``, ``"amd"``, ``"intel"`` (XPU),
+    analyse, :data:`tracekit.trace.UNANALYSED`): ``"nvidia"``, ``"amd"``, ``"intel"`` (XPU),
     ``"mtia"``, ``"habana"`` (HPU), ``"cambricon"`` (MLU), ``"enflame"`` (GCU), ``"privateuse1"``,
     or ``"cpu"`` when the trace has no device activity and no launch calls.
 

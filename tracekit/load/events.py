@@ -192,23 +192,27 @@ def decode_chunk(path: Path, decode: Decode, start: int) -> tuple[list[Any], int
             raise TraceError(path, f"malformed event JSON ({short(err)})") from None
         skipped = 0
         try:
-            events = decode(LENIENT_DECODER)
-        except msgspec.ValidationError:
-            events = []
-            for raw in decode(BARE_LIST_DECODER):
-                try:
-                    events.append(_ONE_LENIENT_DECODER.decode(raw))
-                    continue
-                except msgspec.ValidationError:
-                    pass
-                try:  # an event whose args are not an object keeps everything but them
-                    e = _ONE_ARGLESS_DECODER.decode(raw)
-                except msgspec.ValidationError:
-                    skipped += 1
-                else:
-                    events.append(LenientEvent(*(getattr(e, f) for f in e.__struct_fields__)))
+            # The typed decode can stop at a wrong type before reaching the text that is not JSON:
+            # each decode below may still find that it is not.
+            try:
+                events = decode(LENIENT_DECODER)
+            except msgspec.ValidationError:
+                events = None
+            if events is None:
+                events = []
+                for raw in decode(BARE_LIST_DECODER):
+                    try:
+                        events.append(_ONE_LENIENT_DECODER.decode(raw))
+                        continue
+                    except msgspec.ValidationError:
+                        pass
+                    try:  # an event whose args are not an object keeps everything but them
+                        e = _ONE_ARGLESS_DECODER.decode(raw)
+                    except msgspec.ValidationError:
+                        skipped += 1
+                    else:
+                        events.append(LenientEvent(*(getattr(e, f) for f in e.__struct_fields__)))
         except msgspec.DecodeError as err:
-            # The typed decode can stop at a wrong type before reaching the text that is not JSON.
             raise TraceError(path, f"malformed event JSON ({short(err)})") from None
     except RecursionError:
         raise TraceError(path, NESTING_PROBLEM) from None

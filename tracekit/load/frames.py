@@ -30,6 +30,7 @@ from tracekit.load.events import (MAX_DUR_NS, MAX_TS_NS, MIN_TS_NS, NO_ARGS, UNU
 from tracekit.trace import (
     LOADED_SCHEMAS,
     STEPS_SCHEMA,
+    UNANALYSED,
     DeviceInfo,
     TraceMeta,
     empty_frame,
@@ -59,24 +60,6 @@ _ROUTES: dict[str, tuple[int, str]] = {
 }
 
 
-#: Device activity tracekit does not analyse, by category: (family named in the report, vendor).
-#: From Kineto's ActivityType names (``libkineto/src/ActivityType.cpp``) and the vendor forks that
-#: write Kineto traces (Cambricon MLU, Enflame GCU): the events are counted and named
-#: (``TraceMeta.unanalysed_activity``), never passed over in silence. XPU, MLU and GCU kernels
-#: arrive as ``kernel`` (analysed like any kernel); what is listed here is their other activity.
-UNANALYSED: dict[str, tuple[str, str]] = {
-    "mtia_ccp_events": ("MTIA", "mtia"), "mtia_insight": ("MTIA", "mtia"),
-    "mtia_counters": ("MTIA", "mtia"), "mtia_workloadd": ("MTIA", "mtia"),
-    "hpu_op": ("HPU", "habana"),
-    "xpu_scope_profiler": ("XPU", "intel"), "xpu_sync": ("XPU", "intel"),
-    "mlu_user_annotation": ("MLU", "cambricon"), "mlu_memcpy": ("MLU", "cambricon"),
-    "mlu_memset": ("MLU", "cambricon"), "mlu_notifier": ("MLU", "cambricon"),
-    "mlu_profiler_range": ("MLU", "cambricon"),
-    "GCU_USER_ANNOTATION": ("GCU", "enflame"), "GCU_MEMCPY": ("GCU", "enflame"),
-    "GCU_MEMSET": ("GCU", "enflame"), "gcu_sync": ("GCU", "enflame"),
-    "gcu_profiler_range": ("GCU", "enflame"),
-    "cuda_profiler_range": ("CUDA profiler-range", "nvidia"), "cuda_event": ("CUDA event", "nvidia"),
-}
 #: Launch-call categories by prefix -> vendor (the host side of each device family; ROCm writes
 #: ``cuda_runtime`` too and is told apart by its metadata and ``hip*`` names).
 LAUNCH_VENDORS: tuple[tuple[str, str], ...] = (

@@ -56,7 +56,7 @@ def facts_lines(report: Report) -> list[tuple[str, str]]:
 def input_lines(f) -> list[tuple[str, str]]:
     """What the load left out or could not analyse, one line each: the input read in part, events
     dropped, device activity tracekit does not analyse (by family)."""
-    from tracekit.load.frames import UNANALYSED
+    from tracekit.trace import UNANALYSED
 
     lines = []
     if f.partial:

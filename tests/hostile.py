@@ -1,0 +1,428 @@
+"""Hostile inputs for every command: a fixed corpus, event mutations, and a bounded runner.
+
+Used by ``tests/test_hostile_inputs.py`` (the corpus and hypothesis mutations) and ``bench/fuzz.py``
+(longer, coverage-guided runs). Three parts:
+
+- :func:`corpus`: named :class:`Case` s along the axes of hostile input — numbers, structure,
+  compression, non-regular inputs, execution traces, Parquet files, expectations files, rank
+  directories — each a set of files and the trace to run on, built from real sample traces.
+- :func:`mutate`: a list of :data:`Mutation` s (set or delete an event field, drop, repeat or
+  insert an entry, change a metadata field) applied to a decoded trace; :func:`random_mutations`
+  draws them without hypothesis (the fuzzer's fallback).
+- :func:`run_matrix`: every command (report, convert then report of the Parquet, diff, check) in
+  every format (term, md, json), in this process; :func:`check_outcomes` states what each may
+  end in: exit 0 with output, exit 2 with one line on stderr (1 for a broken expectation), never a
+  traceback or an internal error. ``python tests/hostile.py serve`` runs matrices for a parent
+  that sends cases as JSON lines, under an address-space limit (the tests' bounded child).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import os
+import random
+import resource
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_traces"
+REAL = Path(__file__).resolve().parent / "data" / "real"
+#: The real traces mutated: an H200 capture of this project and a public 2022 A100 trace.
+SEEDS = {
+    "mlp_eager": SAMPLES / "mlp_eager.json.gz",
+    "a100_2022": REAL / "pytorch__benchmark__a100x8-memcpy-only-2022.json.gz",
+}
+#: Expectations used by ``check`` (a few keys of every kind).
+EXPECT = b'''description = "hostile-input run"
+[per_step]
+kernels_min = 0
+classes_absent = ["no_such_class"]
+cpu_ops_absent = ["no::such_op"]
+'''
+FORMATS = ("term", "md", "json")
+
+
+def seed(name: str = "mlp_eager") -> dict[str, Any]:
+    return json.loads(gzip.decompress(SEEDS[name].read_bytes()))
+
+
+def seed_bytes(name: str = "mlp_eager") -> bytes:
+    return gzip.decompress(SEEDS[name].read_bytes())
+
+
+# --- mutations ----------------------------------------------------------------------------------
+
+#: Values that have broken or could break a loader: overflowing and special numbers, wrong types,
+#: markup and control characters, deep-ish structures, absurd shapes.
+VALUES: list[Any] = [
+    2**62, 2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63) - 1, 2**70, 10**30, 1e300, -1e300, 1e-300,
+    float("nan"), float("inf"), float("-inf"), -1, -1.5, 0, 0.5, 12.345678, "", "abc", "12", "1e400",
+    "\x1b[31mred\x1b[0m", "[/]", "[bold]x[/bold]", "a" * 5000, "\u202e\x00", None, True, False, [],
+    [1, [2, [3]]], {}, {"a": {"b": 1}}, [[2**62, 2**62]], [["a", 1.5, None]], [[]] * 50,
+]
+#: Event fields mutated (``args.X``: a field inside ``args``).
+FIELDS = ("ts", "dur", "ph", "cat", "name", "pid", "tid", "id", "args", "args.External id",
+          "args.correlation", "args.Input Dims", "args.Input type", "args.grid", "args.block",
+          "args.stream", "args.device", "args.bytes", "args.Record function id", "args.name",
+          "args.Bytes", "args.Addr")
+#: Top-level metadata fields mutated.
+TOP_FIELDS = ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "roctracer_version",
+              "schemaVersion", "traceName", "cuda_runtime_version")
+#: A mutation: (kind, event index, field, value); kinds ``set``, ``delete``, ``drop``, ``repeat``,
+#: ``insert`` (a non-event entry), ``top`` (a metadata field; index unused).
+Mutation = tuple[str, int, str, Any]
+
+
+def mutate(doc: dict[str, Any], mutations: list[Mutation]) -> dict[str, Any]:
+    """``doc`` (a decoded trace, changed in place) with ``mutations`` applied; indices wrap."""
+    events = doc["traceEvents"]
+    for kind, index, name, value in mutations:
+        if kind == "top":
+            doc[name] = value
+            continue
+        if not events:
+            events.append(value)
+            continue
+        i = index % len(events)
+        event = events[i]
+        if kind == "drop":
+            del events[i]
+        elif kind == "repeat":
+            events.insert(i, json.loads(json.dumps(event)))
+        elif kind == "insert":
+            events.insert(i, value)
+        elif isinstance(event, dict):
+            target, key = event, name
+            if name.startswith("args."):
+                args = event.get("args")
+                if not isinstance(args, dict):
+                    args = event["args"] = {}
+                target, key = args, name[5:]
+            if kind == "set":
+                target[key] = value
+            else:
+                target.pop(key, None)
+    return doc
+
+
+def random_mutations(rng: random.Random, count: int) -> list[Mutation]:
+    """``count`` mutations drawn with ``rng`` (for the fuzzer without hypothesis)."""
+    out: list[Mutation] = []
+    for _ in range(count):
+        kind = rng.choice(("set", "set", "set", "delete", "drop", "repeat", "insert", "top"))
+        value = rng.choice(VALUES) if rng.random() < 0.8 else rng.randint(-(2**70), 2**70)
+        name = rng.choice(TOP_FIELDS if kind == "top" else FIELDS)
+        out.append((kind, rng.randrange(10_000), name, value))
+    return out
+
+
+def dumps(doc: Any) -> bytes:
+    """JSON as Python writes it: NaN and Infinity as literals (not JSON, but seen in re-saved traces)."""
+    return json.dumps(doc, allow_nan=True).encode()
+
+
+# --- the fixed corpus -------------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    """Files to write (relative path -> bytes, or a FIFO/device marker) and what to run.
+
+    ``trace``: the TRACE argument (a path relative to the case's directory, or absolute);
+    ``commands``: which commands apply; ``args``: extra arguments for every command;
+    ``expect``: exit statuses allowed per command, beyond the defaults of :func:`check_outcomes`
+    (for cases whose outcome is known: e.g. ``{"report": {2}}``).
+    """
+
+    name: str
+    files: dict[str, bytes | str] = field(default_factory=dict)
+    trace: str = "t.json"
+    commands: tuple[str, ...] = ("report", "convert", "diff", "check")
+    args: tuple[str, ...] = ()
+    expect: dict[str, set[int]] = field(default_factory=dict)
+    expect_file: str = "e.toml"
+    formats: tuple[str, ...] = FORMATS
+
+
+def _nest(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def corpus() -> list[Case]:
+    """The fixed hostile-input corpus (see the module docstring)."""
+    base = seed()
+    raw = seed_bytes()
+    gz = gzip.compress(raw)
+    cases: list[Case] = []
+
+    def add(name: str, data: bytes, **kw: Any) -> None:
+        files = {"t.json": data, **kw.pop("files", {})}
+        cases.append(Case(name, files, **kw))
+
+    def with_event(field_path: str, text: str, index: int = 5) -> bytes:
+        doc = seed()
+        mutate(doc, [("set", index, field_path, "@@MARK@@")])
+        return json.dumps(doc).replace('"@@MARK@@"', text).encode()
+
+    ok_or_bad = {"report": {0, 2}}
+    # Numbers: each event kept or dropped and counted, never a crash.
+    for label, text in (("ts_2^63", str(2**63)), ("ts_2^64", str(2**64)), ("ts_1e300", "1e300"),
+                        ("ts_NaN", "NaN"), ("ts_Infinity", "Infinity"), ("ts_-Infinity", "-Infinity"),
+                        ("ts_string", '"12x"'), ("ts_2^70", str(2**70))):
+        add(f"numbers/{label}", with_event("ts", text), expect={"report": {0}})
+    for label, text in (("dur_negative", "-5.5"), ("dur_1e300", "1e300"), ("dur_NaN", "NaN"),
+                        ("dur_2^63", str(2**63)), ("dur_float_int", "7.0")):
+        add(f"numbers/{label}", with_event("dur", text), expect={"report": {0}})
+    for label, key in (("correlation_2^64", "args.correlation"), ("external_id_float", "args.External id"),
+                       ("pid_float", "pid"), ("stream_2^70", "args.stream"), ("bytes_1e300", "args.bytes")):
+        value = {"correlation_2^64": str(2**64), "external_id_float": "3.5", "pid_float": "1.5",
+                 "stream_2^70": str(2**70), "bytes_1e300": "1e300"}[label]
+        add(f"numbers/{label}", with_event(key, value), expect={"report": {0}})
+    # Structure: deep nesting anywhere, odd shapes of the whole.
+    for depth in (1000, 10_000, 100_000):
+        for where, key in (("args", "args.foo"), ("input_dims", "args.Input Dims"), ("grid", "args.grid"),
+                           ("event_field", "name")):
+            add(f"nesting/{where}_{depth}", with_event(key, _nest(depth)), expect=ok_or_bad)
+        add(f"nesting/top_{depth}", _nest(depth).encode(), expect={"report": {2}})
+    add("nesting/args_object_1000", with_event("args.foo", '{"a":' * 1000 + "1" + "}" * 1000), expect=ok_or_bad)
+    doc = seed()
+    doc["traceEvents"].insert(3, 5)
+    doc["traceEvents"].insert(4, "text")
+    doc["traceEvents"].insert(5, {"name": "no ph"})
+    add("structure/non_object_events", dumps(doc), expect={"report": {0}})
+    add("structure/duplicate_keys", raw.replace(b'"ph": "X",', b'"ph": "i", "ph": "X",', 20)
+        .replace(b'"traceEvents"', b'"traceEvents": [], "traceEvents"', 1), expect={"report": {0}})
+    add("structure/traceEvents_object", dumps({**base, "traceEvents": {"a": 1}}), expect={"report": {2}})
+    add("structure/no_traceEvents", dumps({k: v for k, v in base.items() if k != "traceEvents"}),
+        expect={"report": {2}})
+    add("structure/empty_list", dumps({**base, "traceEvents": []}), expect={"report": {0}})
+    add("structure/chrome_array", dumps(base["traceEvents"]), expect={"report": {0}})
+    add("structure/trailing_junk", raw + b"\n}garbage", expect={"report": {2}})
+    add("structure/odd_metadata", dumps({**base, "roctracer_version": 4.1, "schemaVersion": 1.5,
+                                        "deviceProperties": {"a": 1}, "distributedInfo": [1],
+                                        "baseTimeNanoseconds": "soon", "traceName": {"x": 1}}),
+        expect={"report": {0}})
+    add("structure/rank_2^70", dumps({**base, "distributedInfo": {"rank": 2**70, "world_size": -1}}),
+        expect={"report": {0}})
+    add("structure/execution_trace_as_trace",
+        gzip.decompress((SAMPLES / "mlp_eager.et.json.gz").read_bytes()), expect={"report": {2}})
+    add("structure/input_dims_absurd", with_event("args.Input Dims", json.dumps([[2**62, 2**62], ["a", 1.5, None],
+                                                                              [True], [-1]])),
+        expect={"report": {0}})
+    add("structure/long_names", with_event("name", json.dumps("k" * 280_000)), expect={"report": {0}})
+    # Compression.
+    add("compression/truncated_gzip", gz[: len(gz) // 2], expect={"report": {2}})
+    add("compression/truncated_gzip_partial", gz[: len(gz) * 2 // 3], args=("--partial",), expect={"report": {0}})
+    add("compression/corrupt_gzip", gz[:200] + bytes(64) + gz[264:], expect={"report": {2}})
+    add("compression/multi_member", gzip.compress(raw[:1000]) + gzip.compress(raw[1000:]), expect={"report": {0}})
+    zeros = gzip.compress(bytes(1 << 20), 9)
+    add("compression/gzip_bomb_capped", zeros * 80, args=("--max-inflated-size", "32M"),
+        expect={"report": {2}})
+    add("compression/gzip_bomb_default_cap", zeros * 3000, commands=("report",), formats=("json",),
+        expect={"report": {2}})
+    import bz2
+    import lzma
+
+    add("compression/bz2", bz2.compress(raw), expect={"report": {0}})
+    add("compression/xz", lzma.compress(raw), expect={"report": {0}})
+    add("compression/zstd", b"\x28\xb5\x2f\xfd" + bytes(32), expect={"report": {2}})
+    add("compression/zip", b"PK\x03\x04" + bytes(64), expect={"report": {2}})
+    add("compression/trailing_gzip_junk", gz + b"junk", expect={"report": {2}})
+    # Not regular files.
+    cases.append(Case("inputs/fifo_trace", {"fifo": "FIFO"}, trace="fifo", expect={"report": {2}}))
+    cases.append(Case("inputs/dev_zero_trace", {}, trace="/dev/zero", expect={"report": {2}}))
+    cases.append(Case("inputs/dev_zero_expectations", {"t.json": raw}, commands=("check",),
+                      expect_file="/dev/zero", expect={"check": {2}}))
+    cases.append(Case("inputs/fifo_expectations", {"t.json": raw, "fifo": "FIFO"}, commands=("check",),
+                      expect_file="fifo", expect={"check": {2}}))
+    cases.append(Case("inputs/dev_zero_execution_trace", {"t.json": raw}, commands=("report",),
+                      args=("--execution-trace", "/dev/zero"), expect={"report": {2}}))
+    cases.append(Case("inputs/path_too_long", {}, trace="x" * 5000, expect={"report": {2}}))
+    cases.append(Case("inputs/directory_of_nothing", {"d/readme.txt": b"hi"}, trace="d", commands=("report",),
+                      expect={"report": {2}}))
+    # Execution traces beside the trace (found by the "auto" rule), malformed.
+    et = json.loads(gzip.decompress((SAMPLES / "mlp_eager.et.json.gz").read_bytes()))
+    for label, change in (
+            ("ids_strings_null", lambda n, i: n.update(id=[str(n["id"]), None][i % 2])),
+            ("inputs_list", lambda n, i: n.update(inputs=n.get("inputs", {}).get("values", []))),
+            ("attrs_not_list", lambda n, i: n.update(attrs={"rf_id": 5})),
+            ("values_huge", lambda n, i: n.update(inputs={"values": [[2**70, 2**64, -1, 2**62, 2**62, "cuda:0"]],
+                                                         "shapes": [[2**62, 2**62]], "types": ["Tensor(float)"]})),
+            ("parents_cycle", lambda n, i: n.update(ctrl_deps=n["id"] + 1))):
+        mutated = json.loads(json.dumps(et))
+        for i, node in enumerate(mutated["nodes"]):
+            change(node, i)
+        cases.append(Case(f"execution_trace/{label}", {"t.json": raw, "t.et.json": dumps(mutated)},
+                          expect={"report": {0}}))
+    et_gz = gzip.compress(dumps(et))
+    cases.append(Case("execution_trace/corrupt_gzip", {"t.json": raw, "t.et.json": et_gz[: len(et_gz) // 2]},
+                      expect={"report": {2}}))
+    cases.append(Case("execution_trace/nesting_10000",
+                      {"t.json": raw, "t.et.json": b'{"schema": "1.1.0", "nodes": [' + _nest(10_000).encode() + b"]}"},
+                      expect={"report": {2}}))
+    v101 = {"schema": "1.0.1", "pid": 1, "nodes": [
+        {"name": "aten::mm", "id": 2, "rf_id": 5, "parent": 1, "fw_parent": 0, "seq_id": -1, "scope": 0,
+         "tid": 1, "fw_tid": 0, "op_schema": "", "inputs": [[3, 4, 0, 16, 4, "cuda:0"]],
+         "input_shapes": [[4, 4]], "input_types": ["Tensor(float)"], "outputs": [], "output_shapes": [],
+         "output_types": []}]}
+    cases.append(Case("execution_trace/schema_1.0.1", {"t.json": raw, "t.et.json": dumps(v101)},
+                      expect={"report": {0}}))
+    # Parquet files with the right magic.
+    cases.append(Case("parquet/magic_only", {"p.parquet": b"PAR1" + bytes(100) + b"PAR1"}, trace="p.parquet",
+                      expect={"report": {2}}))
+    # Expectations files.
+    cases.append(Case("expectations/nested_10000", {"t.json": raw, "x.toml": b"a = " + _nest(10_000).encode()},
+                      commands=("check",), expect_file="x.toml", expect={"check": {2}}))
+    cases.append(Case("expectations/million_entries",
+                      {"t.json": raw, "x.toml": b"[per_step]\nkernels_present = [" + b'"a",' * 1_000_000 + b"]"},
+                      commands=("check",), expect_file="x.toml", expect={"check": {2}}))
+    cases.append(Case("expectations/markup_description",
+                      {"t.json": raw, "x.toml": b'description = "[bold red]x[/] [/] \\u001b[2J <b>y</b> [z](http://e)"\n'
+                                                b"[per_step]\nkernels_min = 0\n"},
+                      commands=("check",), expect_file="x.toml", expect={"check": {0}}))
+    # Rank directories mixing bad files.
+    cases.append(Case("ranks/mixed", {
+        "r/rank0.json": raw, "r/rank1.json": gz[:100], "r/rank2.json": b"not json",
+        "r/rank3.json": dumps({**base, "distributedInfo": {"rank": 2**70}}),
+        "r/rank4.json": _nest(100_000).encode(), "r/rank5.json": dumps({**base, "traceEvents": 5})},
+        trace="r", commands=("report",), expect={"report": {0}}))
+    return cases
+
+
+# --- running ----------------------------------------------------------------------------------------
+
+
+def matrix(case: Case, workdir: Path, *, quick: bool = False) -> list[tuple[str, list[str]]]:
+    """(command, argv) pairs for ``case`` run in ``workdir``: every command in every format (with
+    ``quick``: JSON only, and the report in Markdown too)."""
+    trace = case.trace
+    formats = ("md", "json") if quick else case.formats
+    runs: list[tuple[str, list[str]]] = []
+    for command in case.commands:
+        if command == "report":
+            runs += [("report", ["report", trace, "--format", f, *case.args]) for f in formats]
+        elif command == "convert":
+            out = str(workdir / "out.parquet")
+            runs.append(("convert", ["convert", trace, "-o", out, *case.args]))
+            runs.append(("report-parquet", ["report", out, "--format", "json"]))
+        elif command == "diff":  # the case as A and as B, against a clean trace
+            clean = str(SEEDS["mlp_eager"])
+            runs.append(("diff", ["diff", trace, clean, "--format", "json", *case.args]))
+            if not quick:
+                runs.append(("diff", ["diff", clean, trace, "--format", "md", *case.args]))
+                runs.append(("diff", ["diff", trace, clean, "--format", "term", *case.args]))
+        elif command == "check":
+            runs += [("check", ["check", trace, "--expect", case.expect_file, "--format", f, *case.args])
+                     for f in formats]
+    return runs
+
+
+def run_one(argv: list[str]) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of ``tracekit ARGV`` run in this process."""
+    from tracekit import commands
+
+    out, err = io.StringIO(), io.StringIO()
+    code: Any = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            commands.main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    return (code if isinstance(code, int) else 1), out.getvalue(), err.getvalue()
+
+
+def write_case(case: Case, workdir: Path) -> None:
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "e.toml").write_bytes(EXPECT)
+    for rel, data in case.files.items():
+        path = workdir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if data == "FIFO":
+            os.mkfifo(path)
+        else:
+            path.write_bytes(data)  # type: ignore[arg-type]
+
+
+def run_matrix(case: Case, workdir: Path, *, quick: bool = False) -> list[dict[str, Any]]:
+    """Every run of :func:`matrix` in ``workdir``: ``{command, argv, code, stdout_len, stdout_head,
+    stderr}`` each."""
+    results = []
+    here = os.getcwd()
+    os.chdir(workdir)
+    try:
+        converted = True
+        for command, argv in matrix(case, workdir, quick=quick):
+            if command == "report-parquet" and not converted:
+                continue  # nothing was written to read back
+            code, out, err = run_one(argv)
+            converted = converted and not (command == "convert" and code != 0)
+            json_ok = None
+            fmt = argv[argv.index("--format") + 1] if "--format" in argv else None
+            if code in (0, 1) and fmt == "json":
+                try:
+                    json.loads(out)
+                    json_ok = True
+                except ValueError:
+                    json_ok = False
+            results.append({"command": command, "argv": argv[:1] + [a[:60] for a in argv[1:]], "code": code,
+                            "stdout_len": len(out), "json_ok": json_ok, "stderr": err[-4000:]})
+    finally:
+        os.chdir(here)
+    return results
+
+
+#: What each command may end in, whatever its input.
+ALLOWED = {"report": {0, 2}, "convert": {0, 2}, "report-parquet": {0, 2}, "diff": {0, 2}, "check": {0, 1, 2}}
+
+
+def check_outcomes(case: Case, results: list[dict[str, Any]]) -> list[str]:
+    """Problems with ``results`` (empty: all outcomes are defined ones)."""
+    problems = []
+    for r in results:
+        where = f"{case.name}: {' '.join(r['argv'])}"
+        code, err = r["code"], r["stderr"]
+        allowed = ALLOWED[r["command"]] & case.expect.get(r["command"], ALLOWED[r["command"]])
+        lines = [line for line in err.splitlines() if line.strip()]
+        if "Traceback" in err or code == 3:
+            problems.append(f"{where}: exit {code}, traceback or internal error: {err[-600:]}")
+        elif code not in allowed:
+            problems.append(f"{where}: exit {code}, expected one of {sorted(allowed)}: {err[-300:]}")
+        elif code in (1, 2) and not (len(lines) == 1 and lines[0].startswith("tracekit: error: ")):
+            problems.append(f"{where}: exit {code} without exactly one error line: {lines[:3]}")
+        elif code == 0 and r["command"] in ("report", "diff", "check") and not r["stdout_len"]:
+            problems.append(f"{where}: exit 0 with no output")
+        elif code in (0, 1) and r["json_ok"] is False:
+            problems.append(f"{where}: --format json wrote something that is not JSON")
+    return problems
+
+
+def serve(memory_bytes: int) -> None:
+    """Read cases as JSON lines on stdin (``{"case": name, "dir": path, "quick": bool, "mutations":
+    [...], "seed": name}``) and answer each with a JSON line of :func:`run_matrix` results, under
+    an address-space limit of ``memory_bytes``."""
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    by_name = {c.name: c for c in corpus()}
+    for line in sys.stdin:
+        request = json.loads(line)
+        workdir = Path(request["dir"])
+        if "mutations" in request:
+            doc = mutate(seed(request.get("seed", "mlp_eager")), [tuple(m) for m in request["mutations"]])
+            case = Case("mutation", {"t.json": dumps(doc)})
+        else:
+            case = by_name[request["case"]]
+        write_case(case, workdir)
+        results = run_matrix(case, workdir, quick=request.get("quick", False))
+        sys.stdout.write(json.dumps({"results": results}) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["serve"]:
+        sys.path.insert(0, str(ROOT))
+        serve(int(sys.argv[2]) if len(sys.argv) > 2 else 3 << 30)
