@@ -16,7 +16,7 @@ import click
 from capture.antipatterns import DEFAULT_SHAPE as ANTIPATTERN_SHAPE
 from capture.antipatterns import TINY
 from capture.record import Schedule
-from capture.variants import FIRST_CALL_VARIANTS, MODE_KINDS, SWEEP_KINDS, VARIANTS, Options
+from capture.variants import FIRST_CALL_VARIANTS, MODE_KINDS, STUDY_VARIANTS, SWEEP_KINDS, VARIANTS, Options
 from tracekit.errors import TracekitError, UsageError
 
 ALL_KINDS = sorted({k for kinds in MODE_KINDS.values() for k in kinds} | set(SWEEP_KINDS))
@@ -76,7 +76,8 @@ class _RecordingCommand(click.Command):
 
 @click.command("capture", cls=_RecordingCommand)
 @click.option("--variant", "variants", multiple=True, default=("all",), show_default=True,
-              help=f"Variant(s) to record, comma-separated or repeated: {', '.join(VARIANTS)}, or all.")
+              help=f"Variant(s) to record, comma-separated or repeated: {', '.join(VARIANTS)}, or all "
+                   f"({', '.join(STUDY_VARIANTS)}).")
 @click.option("--mode", "modes", multiple=True,
               help=f"Only these mode kinds ({', '.join(ALL_KINDS)}); matmul_add's eager/compile cover every size.")
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
@@ -138,7 +139,7 @@ def capture_command(variants, modes, out, device, dtype, sizes, linear_shape, ml
     bad = [v for v in chosen if v not in (*VARIANTS, "all")]
     if bad:
         raise UsageError(f"unknown variant {bad[0]!r}; choose from {', '.join(VARIANTS)} or all")
-    chosen = list(VARIANTS) if "all" in chosen else chosen
+    chosen = list(dict.fromkeys([*(STUDY_VARIANTS if "all" in chosen else ()), *(v for v in chosen if v != "all")]))
     kinds = _split(modes)
     bad = [k for k in kinds if k not in ALL_KINDS]
     if bad:

@@ -6,6 +6,11 @@ Contract: ``<out>/manifest.json`` (schema ``tracekit.capture-manifest/1``, sorte
 (schedule, record_shapes, profile_memory, with_stack, execution_trace variants) and ``captures``: one
 entry per variant/mode with ``status`` (``ok`` | ``failed`` | ``skipped``), shapes, dtype, label,
 ``trace_file``, ``timing``, ``correctness``, ``kernel_source`` (liger) and, when not ok, ``error``.
+Entries add what their capture knows: the sweep ``calls``, ``ground_truth``, ``steady_timing`` and
+``sweep`` (capture/sweep.py); an antipattern's ``planted``, ``evidence``, ``control``, ``control_for``,
+``incidental``, ``steps``, ``schedule``, ``losses`` (capture/antipatterns.py); ``allocator`` with
+``--profile-memory`` (capture/ground_truth.py); ``sync_after_each_step: false`` where the loop ran
+without a per-step synchronise.
 :meth:`Manifest.write` replaces the file atomically; the CLI calls it after every capture.
 """
 

@@ -43,6 +43,9 @@ from capture.record import Schedule
 ANTIPATTERNS = antipatterns.BY_MODE
 
 VARIANTS = ("matmul_add", "linear", "mlp", "train", "antipatterns")
+# What ``--variant all`` records: the study's workloads (the command that made sample_traces/); the
+# antipattern loops are asked for by name.
+STUDY_VARIANTS = ("matmul_add", "linear", "mlp", "train")
 MODE_KINDS = {
     "matmul_add": ("eager", "compile"),
     "linear": ("eager", "compile"),

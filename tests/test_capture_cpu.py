@@ -165,6 +165,8 @@ def test_missing_torch_is_one_line_exit_2(tmp_path: Path, monkeypatch, capsys) -
         (["--variant", "mlp", "--from-first-call", "--calls-per-shape", "0"], "--calls-per-shape: expected 1 positive"),
         (["--variant", "antipatterns", "--antipattern-shape", "8,8,8"], "--antipattern-shape: expected 4"),
         (["--variant", "antipatterns", "--mode", "compile-static"], "no mode compile-static exists"),
+        # all = the study's workloads (the command that made sample_traces/); antipatterns only by name
+        (["--variant", "all", "--mode", "healthy"], "no mode healthy exists for variant(s) matmul_add, linear, mlp, train"),
     ],
 )
 def test_bad_flags_are_one_line_exit_2(tmp_path: Path, capsys, args: list[str], message: str) -> None:
