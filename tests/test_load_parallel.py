@@ -128,3 +128,26 @@ def test_scratch_space_goes_to_disk_when_shared_memory_is_small(monkeypatch) -> 
     monkeypatch.setattr(shares.os, "access", lambda *_: True)
     assert shares._shared_memory_dir(65_536) == "/dev/shm"
     assert shares._shared_memory_dir(65_537) is None
+
+
+def test_what_the_shares_leave_out_is_counted_as_in_one_process(train_json: Path, tmp_path: Path,
+                                                                monkeypatch) -> None:
+    """Events dropped for unusable times and device activity not analysed, spread over the shares,
+    add up to the one-process counts: two events of each kind edited, one early and the last one."""
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 200_000)
+    edited = bytearray(train_json.read_bytes())
+    dur, cpu_op = b'"dur": ', b'"cat": "cpu_op"'
+    early = edited.index(cpu_op, len(edited) // 10)
+    late = edited.rindex(cpu_op)
+    for at in (edited.index(cpu_op, early + 1), edited.rindex(cpu_op, 0, late)):
+        at = edited.index(dur, at) + len(dur)
+        edited[at] = ord("-")  # a cpu_op with a negative duration: dropped
+    for at in (early, late):
+        edited[at:at + len(cpu_op)] = b'"cat": "hpu_op"'  # same length: an HPU device activity
+    path = tmp_path / "edited.json"
+    path.write_bytes(bytes(edited))
+    one = load(path, workers=1)
+    many = load(path, workers=2)
+    _assert_same(one, many)
+    assert one.meta.dropped_events == {"unusable_time": 2}
+    assert one.meta.unanalysed_activity == {"hpu_op": 2}

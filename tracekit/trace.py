@@ -160,11 +160,11 @@ class TraceMeta:
 
     What the load could not take as it is, so that a report never passes it over in silence:
     ``unanalysed_activity`` counts events by category of device activity tracekit does not analyse
-    (MTIA ``mtia_ccp_events``, HPU ``hpu_op``, …); ``dropped_events`` counts events left out, by
-    reason (``unusable_time``: a ``ts``/``dur`` missing, not a number, NaN/Infinity, negative or
-    out of range; ``not_an_event``: an entry of ``traceEvents`` that is not an object with a
-    ``ph``); ``partial`` is None for a whole trace, else why only the events before a cut were read
-    (``--partial`` on a truncated or corrupt input).
+    (MTIA ``mtia_ccp_events``, HPU ``hpu_op``, …); ``dropped_events`` counts events of the kinds
+    tracekit reads (the frames above) left out, by reason (``unusable_time``: a ``ts``/``dur``
+    missing, not a number, NaN/Infinity, negative or out of range; ``not_an_event``: an entry of
+    ``traceEvents`` that is not an object with a ``ph``); ``partial`` is None for a whole trace,
+    else why only the events before a cut were read (``--partial`` on a truncated or corrupt input).
     """
 
     path: str
