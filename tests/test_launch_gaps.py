@@ -257,6 +257,19 @@ def test_cold_first_step(tmp_path, walls, cold):
     assert flags == [cold] + [False] * (len(walls) - 1)
 
 
+@pytest.mark.parametrize(("walls", "warmup"), [
+    # Cold: 1000 > 2x 200 (median of the others). The median of all five walls is 300: 900 > 600 is
+    # warm-up, 300 is not and ends the run.
+    ([1000, 900, 300, 100, 100], [False, True, False, False, False]),
+    ([1000, 100, 900, 100, 100], [False, False, False, False, False]),  # only a leading run warms up
+    ([150, 900, 900, 100, 100], [False, False, False, False, False]),   # no cold first step, no warm-up
+])
+def test_warm_up_steps_follow_a_cold_first_step(tmp_path, walls, warmup):
+    per_step = run(tmp_path, _steps_with_walls(walls)).per_step
+    assert per_step["warmup"].to_list() == warmup
+    assert per_step["steady"].to_list() == [not (c or w) for c, w in zip(per_step["cold"].to_list(), warmup)]
+
+
 def test_step_with_no_gpu_work(tmp_path):
     events = [make_step(1, 0.0, 50), make_op("aten::t", 1, 5),
               make_step(2, 60.0, 50), make_launch("cudaLaunchKernel", 61, 5, 1), make_kernel("k_kernel", 67, 2, 1)]
