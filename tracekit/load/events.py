@@ -119,29 +119,18 @@ VERSION_KEYS = (
 )
 
 
-class TopLevel(msgspec.Struct):
-    """The trace object around the events: its metadata, and the events as ``Raw`` views.
+#: The trace object's metadata fields tracekit reads, besides the versions.
+META_KEYS = ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "traceName")
 
-    Only ``traceEvents`` has a required shape (a list, or absent); every metadata field accepts any
-    JSON value — writers differ (ROCm writes ``"roctracer_version": 4.1``, a float) and a metadata
-    field of an odd type is kept as text or dropped (:func:`tracekit.load.frames.trace_meta`),
-    never a reason to refuse a trace.
-    """
-
-    traceEvents: list[msgspec.Raw] | None = None
-    nodes: msgspec.Raw = EMPTY_RAW  # an execution trace's node list (then it is not a Kineto trace)
-    deviceProperties: Any = None
-    distributedInfo: Any = None
-    baseTimeNanoseconds: Any = None
-    traceName: Any = None
-    schemaVersion: Any = None
-    cuda_runtime_version: Any = None
-    cuda_driver_version: Any = None
-    cupti_version: Any = None
-    roctracer_version: Any = None
-    rocprofiler_version: Any = None
-    hip_runtime_version: Any = None
-    hip_driver_version: Any = None
+#: The trace object around the events: its metadata, and the events as ``Raw`` views (``nodes``:
+#: an execution trace's node list, present when one was given as the trace). Only ``traceEvents``
+#: has a required shape (a list, or absent); every metadata field accepts any JSON value — writers
+#: differ (ROCm writes ``"roctracer_version": 4.1``, a float) and a metadata field of an odd type is
+#: kept as text or dropped (:func:`tracekit.load.frames.trace_meta`), never a reason to refuse a trace.
+TopLevel = msgspec.defstruct(
+    "TopLevel", [("traceEvents", list[msgspec.Raw] | None, None), ("nodes", msgspec.Raw, EMPTY_RAW),
+                 *((key, Any, None) for key in (*META_KEYS, *VERSION_KEYS))],
+    module=__name__)
 
 
 TOP_DECODER = msgspec.json.Decoder(TopLevel)
