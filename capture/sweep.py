@@ -78,7 +78,7 @@ def build(spec: Any, opts: Any) -> Any:
     import torch
 
     from capture.timing import bench, rel_err
-    from capture.variants import LABELS, Case, _torch_dtype, load_liger, make_geglu_mlp
+    from capture.variants import LABELS, Case, _torch_dtype, geglu_reference64, load_liger, make_geglu_mlp
 
     kind = spec.kind
     compile_kwargs = SWEEP_MODES[kind]
@@ -186,10 +186,7 @@ def build(spec: Any, opts: Any) -> Any:
         for b, s in shapes:
             xs = torch.randn(b, s, dim, dtype=dt, device=dev)
             out = fwd(xs).clone()
-            w = {k: v.double() for k, v in eager.state_dict().items()}
-            x64 = xs.double()
-            ref64 = (torch.nn.functional.gelu(x64 @ w["gate_proj.weight"].T, approximate="tanh")
-                     * (x64 @ w["up_proj.weight"].T)) @ w["down_proj.weight"].T
+            ref64 = geglu_reference64(eager, xs)
             with torch.no_grad():
                 ref = eager(xs)
             per[f"{b}x{s}"] = {"rel_err_vs_fp64": rel_err(out, ref64), "rel_err_vs_eager": rel_err(out, ref)}

@@ -269,6 +269,16 @@ def make_geglu_mlp(dim: int, hidden: int) -> Any:
     return GeGLUMLP()
 
 
+def geglu_reference64(mlp: Any, x: Any) -> Any:
+    """The GeGLU MLP's output computed in float64 from its weights (the precision reference)."""
+    import torch
+
+    w = {k: v.double() for k, v in mlp.state_dict().items()}
+    x64 = x.double()
+    h = torch.nn.functional.gelu(x64 @ w["gate_proj.weight"].T, approximate="tanh") * (x64 @ w["up_proj.weight"].T)
+    return h @ w["down_proj.weight"].T
+
+
 def _display_path(path: str | None) -> str | None:
     # Paths under the working directory are recorded relative to it: the manifest is shared, the host's
     # directory layout is not part of the result.
@@ -363,11 +373,7 @@ def _build_mlp(spec: Spec, opts: Options) -> Case:
     def check() -> dict[str, Any]:
         xs = torch.randn(batch, seq, dim, dtype=dt, device=dev)
         out = call(xs).clone()
-        w = {k: v.double() for k, v in eager.state_dict().items()}
-        x64 = xs.double()
-        ref64 = torch.nn.functional.gelu(x64 @ w["gate_proj.weight"].T, approximate="tanh") * (x64 @ w["up_proj.weight"].T)
-        ref64 = ref64 @ w["down_proj.weight"].T
-        res = {"rel_err_vs_fp64": _rel(out, ref64)}
+        res = {"rel_err_vs_fp64": _rel(out, geglu_reference64(eager, xs))}
         if spec.kind != "eager":
             res["rel_err_vs_eager"] = _rel(out, eager(xs))
         return res
