@@ -206,10 +206,12 @@ def check_input(path: str | os.PathLike[str], what: str = "trace") -> str:
     if stream and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
         return "stream"
     if stream and stat.S_ISCHR(mode) and os.isatty(0) and text in ("-", "/dev/stdin"):
-        raise TraceError(text, "standard input is a terminal: pipe a trace into it or name a file")
+        raise TraceError(text, f"standard input is a terminal: pipe a {what} into it or name a file")
     kind = ("a named pipe" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
             else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
             else "not a regular file")
+    if text == "-":
+        raise TraceError(text, f"standard input is {kind}: pipe a {what} into it or name a file")
     hint = " (to read a stream, pipe it into '-')" if stat.S_ISFIFO(mode) else ""
     raise TraceError(text, f"is {kind}, not a regular {what} file{hint}")
 
