@@ -497,3 +497,15 @@ def test_msgspec_stops_at_about_a_thousand_levels() -> None:
     with pytest.raises(RecursionError):
         msgspec.json.decode(b"[" * 2000 + b"]" * 2000)
     assert msgspec.json.decode(b"[" * 500 + b"]" * 500)
+
+
+@pytest.mark.parametrize("text", ["9.5e15", "5e18", "-1", "1e300", "123456789012345678901234567890", "NaN"])
+def test_unusable_durations_in_the_exact_2024_form_are_dropped(tmp_path: Path, text: str) -> None:
+    # The absolute 3-decimal form is read through decimals: a duration past Int64 ns must not wrap
+    # or turn into a missing (zero) duration. The fixture's last "X" event gets it.
+    d = json.loads((ROOT / "tests" / "fixtures" / "kineto_2024_abs3.json").read_text())
+    last = max(i for i, e in enumerate(d["traceEvents"]) if e.get("ph") == "X")
+    d["traceEvents"][last]["dur"] = "@@MARK@@"
+    trace = load(write(tmp_path, json.dumps(d).replace('"@@MARK@@"', text).encode()))
+    assert trace.meta.time_format == "absolute-us3"
+    assert trace.meta.dropped_events == {"unusable_time": 1}

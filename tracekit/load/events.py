@@ -241,10 +241,12 @@ def _decimal_ns(value: object, thousand: decimal.Decimal) -> int | None:
     if isinstance(value, decimal.Decimal):
         if not value.is_finite() or value.adjusted() > 18:  # far past any usable time: no huge int
             return UNUSABLE_NS
-        return int((value * thousand).to_integral_value(decimal.ROUND_HALF_EVEN))
-    if isinstance(value, int):
-        return value * 1000
-    return None if value is None else UNUSABLE_NS
+        ns = int((value * thousand).to_integral_value(decimal.ROUND_HALF_EVEN))
+    elif isinstance(value, int) and not isinstance(value, bool):
+        ns = value * 1000
+    else:
+        return None if value is None else UNUSABLE_NS
+    return ns if MIN_TS_NS <= ns <= MAX_TS_NS else UNUSABLE_NS
 
 
 #: An exact time that is no time (see :data:`MAX_TS_NS`): outside every range, so it is dropped.
