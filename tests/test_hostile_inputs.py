@@ -16,6 +16,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ CASE_TIMEOUT = 60
 
 
 class Child:
-    """The bounded child process that runs matrices (restarted when a case kills it)."""
+    """A bounded child process that runs matrices (restarted when a case kills it)."""
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[str] | None = None
@@ -45,7 +46,8 @@ class Child:
             [sys.executable, str(Path(hostile.__file__)), "serve", str(MEMORY)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
 
-    def run(self, request: dict) -> list[dict]:
+    def run(self, request: dict) -> list[dict] | str:
+        """The results of ``request``, or why there are none (a hang, a dead child)."""
         if self.proc is None or self.proc.poll() is not None:
             self.start()
         assert self.proc is not None and self.proc.stdin and self.proc.stdout
@@ -54,13 +56,12 @@ class Child:
         ready, _, _ = select.select([self.proc.stdout], [], [], CASE_TIMEOUT)
         if not ready:
             self.stop()
-            pytest.fail(f"{request.get('case', 'mutation')}: no answer within {CASE_TIMEOUT} s (a hang)")
+            return f"no answer within {CASE_TIMEOUT} s (a hang)"
         line = self.proc.stdout.readline()
         if not line:
             code = self.proc.wait()
             self.proc = None
-            pytest.fail(f"{request.get('case', 'mutation')}: the child died (exit {code}): "
-                        "an abort, or memory past the limit")
+            return f"the child died (exit {code}): an abort, or memory past the limit"
         return json.loads(line)["results"]
 
     def stop(self) -> None:
@@ -70,22 +71,40 @@ class Child:
             self.proc = None
 
 
-@pytest.fixture(scope="module")
-def child():
-    runner = Child()
-    yield runner
-    runner.stop()
-
-
 CASES = {case.name: case for case in hostile.corpus()}
+#: Children that run the corpus side by side (one per core CI has).
+CHILDREN = 2
+
+
+@pytest.fixture(scope="module")
+def corpus_results(tmp_path_factory) -> dict[str, list[dict] | str]:
+    """Every corpus case run once, by :data:`CHILDREN` children side by side."""
+    root = tmp_path_factory.mktemp("hostile")
+    children = [Child() for _ in range(CHILDREN)]
+    names = sorted(CASES)
+    results: dict[str, list[dict] | str] = {}
+
+    def work(k: int) -> None:
+        for i, name in enumerate(names):
+            if i % CHILDREN == k:
+                results[name] = children[k].run({"case": name, "dir": str(root / f"case{i}")})
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(CHILDREN)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for child in children:
+        child.stop()
+    return results
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_every_command_and_format_ends_in_a_defined_outcome(name: str, child: Child, tmp_path: Path) -> None:
-    case = CASES[name]
-    results = child.run({"case": name, "dir": str(tmp_path)})
+def test_every_command_and_format_ends_in_a_defined_outcome(name: str, corpus_results) -> None:
+    results = corpus_results[name]
+    assert not isinstance(results, str), f"{name}: {results}"
     assert results, name
-    problems = hostile.check_outcomes(case, results)
+    problems = hostile.check_outcomes(CASES[name], results)
     assert not problems, "\n".join(problems)
 
 
@@ -107,12 +126,20 @@ _top_mutation = st.tuples(st.just("top"), st.just(0), st.sampled_from(hostile.TO
 _mutations = st.lists(st.one_of(_event_mutation, _event_mutation, _top_mutation), min_size=1, max_size=6)
 
 
+@pytest.fixture(scope="module")
+def child():
+    runner = Child()
+    yield runner
+    runner.stop()
+
+
 @settings(max_examples=20, derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(mutations=_mutations, seed=st.sampled_from(sorted(hostile.SEEDS)))
 def test_mutated_real_traces_end_in_a_defined_outcome(mutations, seed, child: Child, tmp_path: Path) -> None:
     workdir = tmp_path / f"m{abs(hash(repr(mutations))) % 10**12}"
     results = child.run({"mutations": mutations, "seed": seed, "dir": str(workdir), "quick": True})
+    assert not isinstance(results, str), f"mutations {mutations!r} of {seed}: {results}"
     problems = hostile.check_outcomes(hostile.Case("mutation"), results)
     assert not problems, f"mutations {mutations!r} of {seed}:\n" + "\n".join(problems)
 
