@@ -324,7 +324,6 @@ def build(spec: Any, opts: Any) -> Any:
         "h2d_bytes_per_step": 2 * batch * dim * 4 if dev == "cuda" else 0,
         **gemm_counts(loop, batch, dim, hidden, blocks),
         "optimizer": f"AdamW({', '.join(f'{k}={v}' for k, v in optimizer_kwargs[loop.optimizer].items())})",
-        "sync_after_each_step": False,
         "schedule": asdict(schedule),
     }
     shapes = {"x": [batch, dim], "y": [batch, dim], "dim": dim, "hidden": hidden, "blocks": blocks}
