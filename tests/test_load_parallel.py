@@ -44,6 +44,33 @@ def test_shares_give_the_one_process_frames(train_json: Path, monkeypatch, worke
     assert one.meta.event_count == 32_651 and one.ops.height == 18_300
 
 
+@pytest.mark.parametrize("form", ["minified", "keys_after_events", "bare_array"])
+def test_any_layout_decodes_in_shares(train_json: Path, tmp_path: Path, monkeypatch, form: str) -> None:
+    """Minified JSON (one line, as tools re-save traces), metadata after the events and a bare Chrome
+    array are planned at the separators between events and decoded in shares too."""
+    import msgspec
+
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 200_000)
+    monkeypatch.setattr(layout, "EXACT_BOUNDS_MIN_BYTES", 0)  # small file, big-file rules
+    top = msgspec.json.decode(train_json.read_bytes())
+    if form == "keys_after_events":  # the events first, then metadata that holds arrays
+        top = {"traceEvents": top.pop("traceEvents"), **top, "logs": [[1, 2], [3]]}
+    data = top["traceEvents"] if form == "bare_array" else top
+    path = tmp_path / f"{form}.json"
+    path.write_bytes(msgspec.json.encode(data))
+    planned = layout.plan_spans(bytearray(path.read_bytes()), path.read_bytes()[:1])
+    assert planned is not None and len(planned[1]) > 10  # cut at separators, not one span
+    calls = []
+    real = layout.decode_top
+    monkeypatch.setattr(layout, "decode_top", lambda *a: calls.append(1) or real(*a))
+    many = load(path, workers=2)
+    assert calls == []  # never the exact (one-process) path
+    monkeypatch.undo()
+    one = load(path, workers=1)
+    _assert_same(one, many)
+    assert many.meta.event_count == 32_651 and many.ops.height == 18_300
+
+
 def test_exact_absolute_times_survive_the_shares(monkeypatch) -> None:
     """The 2024 absolute 3-decimal form: the first chunk decides the decimal path for every share."""
     monkeypatch.setattr(layout, "CHUNK_BYTES", 200)

@@ -120,7 +120,7 @@ def _decode(p: Path, data: layout.Buffer, first: bytes, progress: Callable[[int,
             workers: int | None) -> tuple[TopLevel, dict, str, int, LoadCounts]:
     """The frames of ``data``: planned from Kineto's layout when it has it (in shares for a big
     mapped file), else by the exact top-level decode."""
-    plan = layout.kineto_layout(data) if first == b"{" else None
+    plan = layout.plan_spans(data, first)
     if plan is not None:
         top, spans, events_lo, events_hi = plan
         try:

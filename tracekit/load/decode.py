@@ -3,7 +3,7 @@
 Contract: :func:`decode_all` decodes each chunk (:func:`tracekit.load.events.decode_chunk`, with
 exact decimal times for the 2024 absolute form) and routes its events into one
 :class:`~tracekit.load.frames.FrameBuilder`, reporting progress as it goes; :func:`decode_spans` is
-the same for the spans :func:`tracekit.load.layout.kineto_layout` planned, ending in sorted frames.
+the same for the spans :func:`tracekit.load.layout.plan_spans` planned, ending in sorted frames.
 Chunks are decoded one at a time and dropped once routed, so only one chunk's structs are alive.
 """
 

@@ -2,10 +2,11 @@
 
 Contract: the buffer comes from :mod:`tracekit.load.source` (a file mapped copy-on-write, or
 inflated or streamed bytes). The chunk planners return :data:`~tracekit.load.events.Decode` callables, each decoding
-about a cache-sized chunk of events straight from that buffer: :func:`kineto_layout` cuts chunks by
-Kineto's layout (every event starts a line with two spaces and ``{``), checking every guess, so the
-events are parsed once, not twice; files laid out otherwise are located by :func:`decode_top`, a
-top-level decode with ``traceEvents`` as ``msgspec.Raw`` views (no copy), and :func:`raw_chunks`.
+about a cache-sized chunk of events straight from that buffer: :func:`plan_spans` cuts chunks at the
+separators between events (Kineto's one event per line or minified JSON alike), checking every
+guess, so the events are parsed once, not twice; files it cannot plan are located by
+:func:`decode_top`, a top-level decode with ``traceEvents`` as ``msgspec.Raw`` views (no copy), and
+:func:`raw_chunks`.
 
 A chunk is decoded in place (:func:`decode_span`): the separator bytes just outside it are
 overwritten with ``[`` and ``]`` for the decode and restored after, so no chunk is copied or joined.
@@ -29,7 +30,8 @@ from typing import Any
 import msgspec
 
 from tracekit.errors import TraceError
-from tracekit.load.events import BARE_LIST_DECODER, NESTING_PROBLEM, TOP_DECODER, Decode, TopLevel, short
+from tracekit.load.events import (BARE_LIST_DECODER, EMPTY_RAW, NESTING_PROBLEM, TOP_DECODER, Decode, TopLevel,
+                                   short)
 
 #: Events decoded at a time: small, so the pass over them finds them still in the CPU cache.
 CHUNK_EVENTS = 2_000
@@ -219,27 +221,101 @@ def raw_chunks(data: Buffer, raws: list[msgspec.Raw]) -> Chunks:
             yield (lambda decoder, joined=joined: decoder.decode(joined)), None
 
 
-# Kineto writes one event per line group, each starting with a newline, two spaces and "{"; JSON
-# text cannot hold a raw newline inside a string, so this only ever matches between tokens.
+# Events in the array are separated by "}" "," "{" with optional white space: Kineto writes one event
+# per line ("},\n  {"), tools that re-save traces write them minified ("},{"). A match may also lie
+# inside a string or between objects nested in an event: each guess is checked by decoding (below).
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
-_EVENT_START = re.compile(rb"\n  \{")
+_SEPARATOR = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
+#: Files at least this big whose array cannot be found by a guess are decoded once with the array as
+#: one ``Raw`` value (a validating pass: ~0.8 s per GB) to find its bounds, so that they too decode
+#: in chunks (and in shares); smaller ones take the exact path at once.
+EXACT_BOUNDS_MIN_BYTES = 64 << 20
+
+_ArrayOnly = msgspec.defstruct("ArrayOnly", [("traceEvents", msgspec.Raw, EMPTY_RAW)])
+_ARRAY_DECODER = msgspec.json.Decoder(_ArrayOnly)
+
+#: (top-level metadata, chunk spans, first byte of the event array, its last byte).
+Plan = tuple[TopLevel, Spans, int, int]
+
+
+def plan_spans(data: Buffer, first: bytes) -> Plan | None:
+    """Plan chunks of the event array without a pass over every event, whatever the layout
+    (Kineto's one event per line, minified, a bare ``[…]`` array), or None: then the exact path
+    (:func:`decode_top` + :func:`raw_chunks`) decodes the file and words any error.
+
+    The array is found by a guess (the ``"traceEvents": [`` key and the last ``]``, checked by
+    decoding the metadata with the array cut out) or, for a big file where the guess fails, by one
+    validating decode with the array as a ``Raw`` value. Chunks of about :data:`CHUNK_BYTES` end at
+    a separator found by searching forward from each target offset (never a Python loop over the
+    bytes). A separator inside a string or inside an event is caught by the decode: the span
+    before it cannot decode (its string or its object would not close), and the first span starts
+    at the array's own bracket, so when every span decodes every cut was between two events.
+    """
+    bounds = _array_bounds(data, first)
+    if bounds is None:
+        return None
+    top, start, end = bounds
+    target = CHUNK_BYTES
+    spans: Spans = []
+    lo = start
+    while True:
+        m = _SEPARATOR.search(data, lo + target, end)
+        if m is None:
+            spans.append((lo, end))
+            return top, spans, start, end
+        comma = data.find(b",", m.start() + 1, m.end())
+        spans.append((lo, comma))
+        lo = comma  # the comma ends one span (as "]") and starts the next (as "[")
+
+
+def _array_bounds(data: Buffer, first: bytes) -> tuple[TopLevel, int, int] | None:
+    """(metadata, first byte, last byte) of the event array, or None."""
+    if first == b"[":
+        start = data.find(b"[")
+        end = data.rfind(b"]")
+        return (TopLevel(), start, end) if start < end else None
+    if first != b"{":
+        return None
+    key = _EVENTS_KEY.search(data)
+    end = data.rfind(b"]")
+    if key is not None and end > key.end() and _closes_objects(data, end):
+        top = _metadata(data, key.end() - 1, end)
+        if top is not None:
+            return top, key.end() - 1, end
+    if len(data) < EXACT_BOUNDS_MIN_BYTES:
+        return None
+    try:
+        raw = _ARRAY_DECODER.decode(data).traceEvents
+    except (msgspec.MsgspecError, RecursionError):
+        return None
+    if not raw:
+        return None
+    address, length = _address(raw)
+    base, size = _address(data)
+    start = address - base
+    end = start + length - 1
+    if not (0 <= start < end < size) or data[start] != 0x5B or data[end] != 0x5D:  # [ ]
+        return None
+    top = _metadata(data, start, end)
+    return None if top is None else (top, start, end)
+
+
+def _closes_objects(data: Buffer, end: int) -> bool:
+    """Whether the ``]`` at ``end`` can close an array of events: the last byte before it that is not
+    white space is an event's ``}`` (or the ``[`` of an empty array). A later array of numbers or
+    strings (old traces' trailing logs) fails here, before any event is decoded."""
+    before = end - 1
+    while before > 0 and data[before] in _WHITESPACE:
+        before -= 1
+    return data[before] in (0x7D, 0x5B)  # } [
+
+
 _WHITESPACE = frozenset(b" \t\r\n")
 
 
-def kineto_layout(data: Buffer) -> tuple[TopLevel, Spans, int, int] | None:
-    """Plan chunks straight from Kineto's layout, skipping the top-level pass over every event.
-
-    Returns (top-level metadata, chunk spans, array start, array end), or None when the file does
-    not look like Kineto wrote it. Every guess is checked: the metadata must decode from the file
-    with the event array cut out, and each span must decode as an array of events (a span cut
-    inside an event cannot: its brackets would not balance); any failure falls back to the exact
-    path, which also produces the error messages.
-    """
-    key = _EVENTS_KEY.search(data)
-    end = data.rfind(b"]")
-    if key is None or end < key.end():
-        return None
-    start = key.end() - 1
+def _metadata(data: Buffer, start: int, end: int) -> TopLevel | None:
+    """The file's metadata decoded with ``data[start:end + 1]`` replaced by an empty array, or
+    None when that is not a trace object whose ``traceEvents`` is that array."""
     try:
         top = TOP_DECODER.decode(bytes(data[:start]) + b"[]" + bytes(data[end + 1:]))
     except (msgspec.MsgspecError, RecursionError):
@@ -247,28 +323,10 @@ def kineto_layout(data: Buffer) -> tuple[TopLevel, Spans, int, int] | None:
     if top.traceEvents != []:
         return None
     top.traceEvents = None
-    target = CHUNK_BYTES
-    spans: Spans = []
-    lo = start
-    while True:
-        m = _EVENT_START.search(data, lo + target, end)
-        if m is None:
-            if end - lo > 8 * target:
-                return None  # events not laid out one per line: use the exact path
-            spans.append((lo, end))
-            return top, spans, start, end
-        if m.start() - (lo + target) > 8 * target:
-            return None
-        comma = m.start() - 1
-        while comma > lo and data[comma] in _WHITESPACE:
-            comma -= 1
-        if data[comma] != 0x2C:  # ,
-            return None
-        spans.append((lo, comma))
-        lo = m.start() + 2  # the space just before "{"
+    return top
 
 
 def span_chunks(data: Buffer, spans: Spans) -> Chunks:
-    """The chunks of ``spans`` (planned by :func:`kineto_layout`), each with its last byte."""
+    """The chunks of ``spans`` (planned by :func:`plan_spans`), each with its last byte."""
     for lo, hi in spans:
         yield functools.partial(decode_span, data, lo, hi), hi

@@ -1,7 +1,7 @@
 """Decode a big trace in shares, one process per core: the loader's answer to a 1 GB trace.
 
 Contract: :func:`decode_in_shares` takes the memory-mapped file and the chunk spans that
-:func:`tracekit.load.layout.kineto_layout` planned, splits the spans into ``shares`` contiguous runs
+:func:`tracekit.load.layout.plan_spans` planned, splits the spans into ``shares`` contiguous runs
 of about equal bytes, decodes the first run in this process and each other run in a spawned process
 (:func:`tracekit.parallel.spawn_pool`), and returns the same frames (in (ts, idx) order), time
 format and event count as the one-process path (:func:`tracekit.load.decode.decode_spans`) — the
