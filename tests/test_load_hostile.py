@@ -509,3 +509,16 @@ def test_unusable_durations_in_the_exact_2024_form_are_dropped(tmp_path: Path, t
     trace = load(write(tmp_path, json.dumps(d).replace('"@@MARK@@"', text).encode()))
     assert trace.meta.time_format == "absolute-us3"
     assert trace.meta.dropped_events == {"unusable_time": 1}
+
+
+def test_a_corrupt_gzip_keeps_what_inflates_before_the_damage_with_partial(tmp_path: Path) -> None:
+    gz = gzip.compress(RAW)
+    path = write(tmp_path, gz[:-8] + bytes(8), "crc.json.gz")  # CRC and size zeroed: the check fails
+    with pytest.raises(TraceError, match=r"corrupt gzip data \(.*incorrect data check\)"):
+        load(path)
+    opts = ReadOptions(max_inflated_size=None, partial=True)
+    prefix = bytes(source.read_input(path, opts=opts).data)
+    assert 0 < len(prefix) <= len(RAW) and RAW.startswith(prefix)  # what was salvaged is the real text
+    trace = load(path, options=opts)
+    assert trace.meta.event_count == sum(1 for end in _event_ends(RAW) if end <= len(prefix))
+    assert trace.meta.partial.startswith("corrupt gzip data")

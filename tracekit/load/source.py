@@ -33,6 +33,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tracekit.errors import TraceError
 
@@ -361,52 +362,97 @@ def _inflate_members(view: memoryview, compression: str,
                      cap: int | None) -> tuple[bytearray, str | None, bool]:
     """(JSON, problem or None, whether the problem is fatal even with --partial); see
     :func:`_inflate`. Raises nothing, so no traceback keeps a view of the mapped file alive."""
-    new = _decompressor(compression)
-    bounded = compression != "gzip"
-    errors: tuple[type[BaseException], ...] = (zlib.error, OSError, EOFError, ValueError)
-    if compression == "xz":
-        import lzma
-
-        errors += (lzma.LZMAError,)
     out = bytearray()
     total = len(view)
     pos = 0
     while True:
-        inflater = new()
-        try:
-            while not inflater.eof:  # type: ignore[attr-defined]
-                room = None if cap is None else cap - len(out)
-                step = _INFLATE_STEP
-                if room is not None and not bounded:
-                    step = max(_MIN_STEP, min(_INFLATE_STEP, room // _DEFLATE_MAX_RATIO))
-                piece = view[pos:pos + step]
-                if not piece and (not bounded or inflater.needs_input):  # type: ignore[attr-defined]
-                    break
-                pos += len(piece)
-                if bounded:
-                    limit = -1 if room is None else room + 1
-                    out += inflater.decompress(piece, max_length=limit)  # type: ignore[attr-defined]
-                else:
-                    out += inflater.decompress(piece)  # type: ignore[attr-defined]
-                del piece
-                if cap is not None and len(out) > cap:
-                    return out, (f"{compression} data inflates past {cap:,} bytes; refused as a possible "
-                                 f"decompression bomb ({_cap_hint()})"), True
-        except errors as err:
-            return out, (f"corrupt {compression} data ({_one_line(err)}); {len(out):,} bytes of JSON "
+        start, mark = pos, len(out)
+        pos, inflater, error = _member(view, pos, compression, cap, out)
+        if error is _BOMB:
+            return out, (f"{compression} data inflates past {cap:,} bytes; refused as a possible "
+                         f"decompression bomb ({_cap_hint()})"), True
+        if error is not None:
+            # The call that met the damage returned nothing: inflate the member again in small
+            # pieces to keep what comes before it (only a damaged input pays for this).
+            del out[mark:]
+            _salvage(view, start, compression, cap, out)
+            return out, (f"corrupt {compression} data ({_one_line(error)}); {len(out):,} bytes of JSON "
                          f"inflate before the damage"), False
-        if not inflater.eof:  # type: ignore[attr-defined]
+        if not inflater.eof:
             return out, (f"truncated {compression}: the stream ends early; its {total:,} bytes inflate "
                          f"to {len(out):,} bytes of incomplete JSON"), False
         if compression == "gzip":
-            out += inflater.flush()  # type: ignore[attr-defined]
-        pos -= len(inflater.unused_data)  # type: ignore[attr-defined]
+            out += inflater.flush()
+        pos -= len(inflater.unused_data)
         rest = view[pos:]
         if not rest or not any(rest):
             return out, None, False  # the end, or zero padding after it
         if compression_of(rest) != compression:
             return out, f"{total - pos:,} bytes of trailing data after the {compression} data", True
         del rest
+
+
+#: :func:`_member`'s error when the cap is passed.
+_BOMB = MemoryError("past the cap")
+#: Bytes in and out per call when salvaging a damaged member.
+_SALVAGE_STEP = 1 << 12
+
+
+def _errors(compression: str) -> tuple[type[BaseException], ...]:
+    """What an inflater of ``compression`` raises for damaged data."""
+    if compression == "xz":
+        import lzma
+
+        return (zlib.error, OSError, EOFError, ValueError, lzma.LZMAError)
+    return (zlib.error, OSError, EOFError, ValueError)
+
+
+def _member(view: memoryview, pos: int, compression: str, cap: int | None,
+            out: bytearray) -> tuple[int, Any, BaseException | None]:
+    """Inflate the member (stream) that starts at ``pos`` onto ``out``; returns (position after the
+    bytes fed, the inflater, the error that stopped it or None)."""
+    bounded = compression != "gzip"
+    inflater: Any = _decompressor(compression)()
+    try:
+        while not inflater.eof:
+            room = None if cap is None else cap - len(out)
+            step = _INFLATE_STEP
+            if room is not None and not bounded:
+                step = max(_MIN_STEP, min(step, room // _DEFLATE_MAX_RATIO))
+            piece = view[pos:pos + step]
+            if not piece and (not bounded or inflater.needs_input):
+                break
+            pos += len(piece)
+            if bounded:
+                out += inflater.decompress(piece, max_length=-1 if room is None else room + 1)
+            else:
+                out += inflater.decompress(piece)
+            del piece
+            if cap is not None and len(out) > cap:
+                return pos, inflater, _BOMB
+    except _errors(compression) as err:
+        return pos, inflater, err.with_traceback(None)  # its frames would keep a view of the file
+    return pos, inflater, None
+
+
+def _salvage(view: memoryview, pos: int, compression: str, cap: int | None, out: bytearray) -> None:
+    """Inflate the damaged member at ``pos`` onto ``out`` again, at most :data:`_SALVAGE_STEP` bytes
+    out per call, so that the call that meets the damage loses little (only a damaged input pays)."""
+    inflater: Any = _decompressor(compression)()
+    try:
+        while not inflater.eof and pos < len(view) and (cap is None or len(out) <= cap):
+            piece = bytes(view[pos:pos + _SALVAGE_STEP])
+            pos += len(piece)
+            if compression == "gzip":
+                while piece:
+                    out += inflater.decompress(piece, _SALVAGE_STEP)
+                    piece = inflater.unconsumed_tail
+            else:
+                out += inflater.decompress(piece, max_length=_SALVAGE_STEP)
+                while not inflater.needs_input and not inflater.eof:
+                    out += inflater.decompress(b"", max_length=_SALVAGE_STEP)
+    except _errors(compression):
+        pass
 
 
 def _one_line(err: BaseException) -> str:
