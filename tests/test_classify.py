@@ -476,8 +476,10 @@ SHAPES: list[Case] = [
       "float, int, int)", "normalization", "vllm", {"dtype": "bf16"}),
     K("CopyHostToDevice", "memcpy", "cuda_runtime", {"direction": "HtoD"}),  # ROCm roctracer spelling
     K("triton__0d1d2d3de4de", "triton_fused", "inductor", {"specialization": "0d1d2d3de4de"}),  # Inductor 2.0
-    K("fused_moe_kernel", "other", "unknown"),  # vLLM Triton MoE, listed without launch evidence
-    K("fused_moe_kernel", "triton_custom", "triton", {"function": "fused_moe_kernel"}, launch_api="cuLaunchKernel"),
+    # vLLM/SGLang Triton fused-MoE expert GEMM: class gemm by its name; library triton only with evidence
+    K("fused_moe_kernel", "gemm", "unknown", {"op": "gemm"}),  # listed without launch evidence
+    K("fused_moe_kernel", "gemm", "triton", {"op": "gemm"}, launch_api="cuLaunchKernel"),
+    K("fused_moe_kernel", "gemm", "triton", {"op": "gemm"}, cpu_op="sglang::inplace_fused_experts"),
     # Bare names that share Triton's launch APIs but are not Triton:
     K("MIOpenBatchNormFwdTrainSpatial", "normalization", "miopen", {}, launch_api="hipModuleLaunchKernel"),
     K("naive_conv_fwd_nchw_float_double_float", "gemm", "miopen", {"op": "conv"}, launch_api="hipModuleLaunchKernel"),
@@ -617,7 +619,7 @@ def test_hand_written_triton_evidence_and_confidence() -> None:
     assert classify_kernel("_rms_norm_forward_kernel", launch_api="cuLaunchKernel").kernel_class == "triton_custom"
     assert classify_kernel("_rms_norm_forward_kernel").rule == "triton_custom.name_shape"
     # no evidence and no Python-private name: not guessed to be Triton; the runtime API rules Triton out
-    assert classify_kernel("fused_moe_kernel").rule == "other"
+    assert classify_kernel("fused_recurrent_gated_delta_rule_packed_decode_kernel").rule == "other"
     assert classify_kernel("_geglu_tanh_forward_kernel", launch_api="cudaLaunchKernel").kernel_class != "triton_custom"
     assert classify_kernel("_geglu_tanh_forward_kernel", launch_api="cudaLaunchKernel",
                            cpu_op="LigerGELUMulFunction").kernel_class != "triton_custom"

@@ -51,9 +51,10 @@ _SCALARS = (
     # nsys-style `(int)4` literals, almost never the element type.
 )
 
-def _template_name(name: str) -> str | None:
-    # `void at::native::(anonymous namespace)::reduce_kernel<...>(...)` -> `reduce_kernel`: the last
-    # qualified segment before the template or parameter list (string operations, linear in the name).
+def template_name(name: str) -> str | None:
+    """The kernel's own identifier: ``void at::native::(anonymous namespace)::reduce_kernel<...>(...)`` ->
+    ``reduce_kernel``, the last qualified segment before the template or parameter list (a bare name is its
+    own identifier). String operations, linear in the name; ``None`` when it does not start with one."""
     body = (name[5:] if name.startswith("void ") else name).lstrip()
     body = body.replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
     end = len(body)
@@ -126,7 +127,7 @@ def _dtype(name: str) -> str | None:
 def decode_aten(name: str) -> dict:
     """Decode a demangled ATen kernel name (see module docstring); bare names give ``template`` only."""
     out: dict[str, object] = {}
-    template = _template_name(name)
+    template = template_name(name)
     if template:
         out["template"] = template
     vec = re.search(r"vectorized_elementwise_kernel<(\d+),", name)

@@ -359,11 +359,18 @@ def _template_dtype(name: str) -> str | None:
     return None
 
 
+_CONV_ALGORITHMS = (("winograd", "winograd"), ("implicit_convolve", "implicit_convolve"),
+                    ("explicit_convolve", "explicit_convolve"), ("fft", "fft"), ("direct", "direct"),
+                    ("im2col_kernel", "im2col"), ("vol2col_kernel", "im2col"), ("col2im_kernel", "im2col"),
+                    ("col2vol_kernel", "im2col"), ("col2im_batched", "im2col"), ("depthwise", "depthwise"))
+
+
 def decode_conv(name: str) -> dict:
-    """cuDNN convolution kernels: op conv plus an algorithm hint where the name gives one."""
+    """Convolution kernels (cuDNN, MIOpen, ATen's own): op conv plus an algorithm hint where the name gives one
+    (ATen's ``im2col``/``vol2col``/``col2im`` unfolding -> im2col, ``conv_depthwise*`` -> depthwise)."""
     out: dict[str, object] = {"op": "conv"}
-    for algo in ("winograd", "implicit_convolve", "explicit_convolve", "fft", "direct"):
-        if algo in name:
+    for needle, algo in _CONV_ALGORITHMS:
+        if needle in name:
             out["algorithm"] = algo
             break
     sm = re.search(r"sm(\d{2,3})", name)

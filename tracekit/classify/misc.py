@@ -8,14 +8,18 @@ Contract: each ``decode_*(name) -> dict`` returns only fields read from the name
 - nccl: ``collective`` (AllReduce, AllGather, ReduceScatter, SendRecv, Broadcast, Generic ...),
   ``reduce_op`` (Sum...), ``dtype``, ``algorithm`` (RING, TREE, NVLS ...), ``protocol`` (LL, LL128, SIMPLE);
 - attention: ``direction`` (fwd/bwd), ``impl``, and ``arch``/``dtype``/``tile`` where written
-  (cuDNN's ``f16`` is ``precision: 16bit``, since bf16 runs use the same kernels);
+  (cuDNN's ``f16`` is ``precision: 16bit``, since bf16 runs use the same kernels); XQA's ``kernel_mha``:
+  impl ``xqa``, direction fwd (decode);
 - triton_custom: ``function`` (the Python function name), ``direction`` when it says forward/backward;
-- collective (non-NCCL): ``collective`` and ``algorithm`` (see :func:`decode_collective`).
+- collective (non-NCCL): ``collective`` and ``algorithm`` (see :func:`decode_collective`);
+- TensorRT Myelin (``__myl_AddCastMulMeanAddSqrtDiv…``): ``fused_ops``, the op words in order; and
+  :func:`myelin_class`, the class those words spell (see its docstring).
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _DIRECTIONS = {
     "HostToDevice": "HtoD",
@@ -116,6 +120,11 @@ def decode_attention(name: str) -> dict:
     return out
 
 
+def decode_xqa(name: str) -> dict:
+    """TensorRT-LLM's XQA decode attention (``kernel_mha``): impl xqa, direction fwd."""
+    return {**decode_attention(name), "impl": "xqa", "direction": "fwd"}
+
+
 def decode_triton_custom(name: str) -> dict:
     """Hand-written Triton: the Python function name, with a forward/backward hint if it has one."""
     base = re.sub(r"_[0-9][0-9cde]*[cde]$", "", name.strip())
@@ -147,3 +156,51 @@ def decode_collective(name: str) -> dict:
             out["algorithm"] = algorithm
             break
     return out
+
+
+# TensorRT's Myelin compiler names each generated kernel `__myl_` + the ops it fused, each an abbreviated
+# CamelCase word (`__myl_AddCastMulMeanAddSqrtDivMulCastMulCast_myl0_3`, `__myl_TranReshMove_0x4d2a…`,
+# `__myl_Fc_myl2_5`, `__myl_MaxrSubExpSumDivMul`): Fc = fully connected, Maxr = max-reduce, Resh/Tran/Slic/
+# Conc/Repl/Move = reshape/transpose/slice/concat/replicate/move, Gath = gather, Sigm = sigmoid.
+_MYELIN_PREFIX = "__myl_"
+_MYELIN_WORD = re.compile(r"[A-Z][a-z0-9]*")
+_MYELIN_GEMM = frozenset({"Fc", "Gemm", "Matmul", "Bmm", "Conv"})
+_MYELIN_REDUCE = frozenset({"Mean", "Sum", "Maxr", "Minr", "Redu", "Reduce", "Topk", "Argmax", "Argmin", "Softmax"})
+_MYELIN_MOVE = frozenset({"Resh", "Tran", "Slic", "Conc", "Repl", "Move", "Cast", "Copy", "Pad", "Split"})
+
+
+@lru_cache(maxsize=4096)
+def myelin_ops(name: str) -> tuple[str, ...]:
+    """The op words of a Myelin kernel name (``__myl_SiluMulMulCast_myl0_1`` -> Silu, Mul, Mul, Cast); ``()``
+    for any other name. ``MatMul`` reads as one word."""
+    if not name.startswith(_MYELIN_PREFIX):
+        return ()
+    head = name[len(_MYELIN_PREFIX):].split("_", 1)[0][:4096]
+    return tuple(_MYELIN_WORD.findall(head.replace("MatMul", "Matmul")))
+
+
+def myelin_class(name: str) -> str | None:
+    """The class a Myelin kernel's op words spell, first match wins: ``gemm`` (Fc, Gemm, MatMul, Bmm, Conv);
+    ``normalization`` (Sqrt/Rsqrt with Mean or Div: RMSNorm's Mean-Add-Sqrt-Div, LayerNorm's Sqrt-Div tail, or
+    a Norm word); ``reduction`` (Mean, Sum, Maxr, Topk, ...: softmax's Maxr-Sub-Exp-Sum-Div included);
+    ``copy`` (only data movement: Resh, Tran, Slic, Conc, Repl, Move, Cast); else ``elementwise``.
+    ``None`` for a name that is not Myelin's or has no op words."""
+    ops = myelin_ops(name)
+    if not ops:
+        return None
+    words = set(ops)
+    if words & _MYELIN_GEMM:
+        return "gemm"
+    if "Norm" in words or (words & {"Sqrt", "Rsqrt"} and words & {"Mean", "Div", "Recip"}):
+        return "normalization"
+    if words & _MYELIN_REDUCE:
+        return "reduction"
+    if words <= _MYELIN_MOVE:
+        return "copy"
+    return "elementwise"
+
+
+def decode_myelin(name: str) -> dict:
+    """``__myl_SiluMulMulCast`` -> fused_ops [Silu, Mul, Mul, Cast]."""
+    ops = myelin_ops(name)
+    return {"fused_ops": list(ops)} if ops else {}

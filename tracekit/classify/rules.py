@@ -9,14 +9,17 @@ never propagates: the result then carries ``{"decode_error": "<ExceptionType>"}`
 
 Time is linear in the name, whatever the name: matchers are literal substring tests (``str in str``)
 or regular expressions written without nested or unanchored ``.*`` repeats (``tests/test_classify.py``
-checks every pattern of this package structurally), and rules read at most :data:`RULE_WINDOW`
+checks every pattern of this package structurally) — on the whole name, or (:class:`Ident`) on the kernel's
+own identifier only, so that namespaces and template arguments (``fused_attn_rocm::remove_pad``) do not
+decide a family — and rules read at most :data:`RULE_WINDOW`
 characters, so a 300,000-character name classifies in milliseconds. Case-insensitive tests run on one
 lower-cased copy of the name. Callers keep the full name as identity: nothing here is cut for them.
 
 Order matters and encodes four facts:
 
 1. Library and vendor families first (memcpy/memset kernels, NCCL/RCCL and other collectives,
-   attention libraries, GEMM libraries and cuDNN/MIOpen convolutions, MIOpen helpers, Inductor).
+   attention libraries, GEMM libraries and cuDNN/MIOpen convolutions, TensorRT Myelin kernels, Inductor,
+   Triton/bare-named GEMMs and ATen's own convolutions, MIOpen helpers).
    On Hopper, cuBLASLt's ``nvjet_*`` GEMMs and TensorRT-LLM's ``bmm_*``/``fmhaSm100f*`` cubins are
    launched with ``cuLaunchKernelEx`` — the driver call Triton uses — so the launch API alone cannot
    mean "Triton" until the library rules have had their say.
@@ -26,8 +29,8 @@ Order matters and encodes four facts:
    ``normalization``. A kernel launched with the CUDA/HIP *runtime* API (``cudaLaunchKernel``) is
    never ``triton_custom``: Triton's launcher does not use it.
 3. Then serving-engine custom ops (KV-cache writes, rotary embedding, quantisation), FBGEMM's table-batched
-   embeddings, pooling and upsampling, then ATen's semantic families (normalization, reduction, copy,
-   elementwise), then anything that says it multiplies matrices.
+   embeddings, pooling and upsampling, then ATen's semantic families (normalization, Eigen/TensorFlow,
+   padding, scatter-add, reduction, copy, elementwise), then anything that says it multiplies matrices.
 4. A Python-private name (``_foo_kernel``) without launch evidence is guessed to be Triton (right after
    the evidence rules, as Triton's naming convention); a bare name without the leading underscore and
    without evidence is never guessed to be Triton.
@@ -124,12 +127,47 @@ class Words(Matcher):
         return False
 
 
+@lru_cache(maxsize=65536)
+def kernel_identifier(name: str) -> str:
+    """The kernel's own identifier, lower-cased: ``void sglang::flash_c4_prefill<512l>(Params)`` ->
+    ``flash_c4_prefill`` (a bare name is its own identifier; ``""`` when the text starts with none)."""
+    return (aten.template_name(name) or "").lower()
+
+
+@dataclass(frozen=True)
+class Ident(Matcher):
+    """``re.search`` on :func:`kernel_identifier` (write the pattern in lower case): what the kernel is called,
+    not its namespaces, template arguments or parameters (``transformer_engine::fused_attn_rocm::remove_pad``
+    is called ``remove_pad``; ``attn`` there names the module, not the work)."""
+
+    pattern: re.Pattern[str]
+
+    def __call__(self, ctx: Context) -> bool:
+        return self.pattern.search(kernel_identifier(ctx.name)) is not None
+
+    def regexes(self) -> tuple[re.Pattern[str], ...]:
+        return (self.pattern,)
+
+
+@dataclass(frozen=True)
+class _Myelin(Matcher):
+    """A TensorRT Myelin kernel (``__myl_…``) whose op words spell ``kernel_class`` (misc.myelin_class)."""
+
+    kernel_class: str
+
+    def __call__(self, ctx: Context) -> bool:
+        return ctx.name.startswith("__myl_") and misc.myelin_class(ctx.name) == self.kernel_class
+
+
 @dataclass(frozen=True)
 class All(Matcher):
     parts: tuple[Matcher, ...]
 
     def __call__(self, ctx: Context) -> bool:
-        return all(p(ctx) for p in self.parts)
+        for part in self.parts:  # plain loops: cheaper than all()/any() over a generator on the hot path
+            if not part(ctx):
+                return False
+        return True
 
     def regexes(self) -> tuple[re.Pattern[str], ...]:
         return tuple(r for p in self.parts for r in p.regexes())
@@ -140,7 +178,10 @@ class Any_(Matcher):
     parts: tuple[Matcher, ...]
 
     def __call__(self, ctx: Context) -> bool:
-        return any(p(ctx) for p in self.parts)
+        for part in self.parts:
+            if part(ctx):
+                return True
+        return False
 
     def regexes(self) -> tuple[re.Pattern[str], ...]:
         return tuple(r for p in self.parts for r in p.regexes())
@@ -158,6 +199,10 @@ def _r(pattern: str) -> Regex:
 
 def _ri(pattern: str) -> Regex:
     return Regex(re.compile(pattern), fold=True)
+
+
+def _id(pattern: str) -> Ident:
+    return Ident(re.compile(pattern))
 
 
 def _w(*words: str) -> Words:
@@ -195,6 +240,9 @@ class Rule:
     when: Callable[[Context], bool] | None = None
 
 
+# torch.compile/Inductor kernel names: `triton_{poi,red,per,tem,…}_fused_<ops>_<n>`.
+_INDUCTOR = _r(r"^triton_(?:poi|red|per|tem|for|mix|spl|split|ext|unk)?_|^triton_$|^triton__")
+
 # Triton's generated launcher calls the driver API directly (cuLaunchKernel, or cuLaunchKernelEx when
 # it needs launch attributes such as clusters / PDL); on ROCm it is hipModuleLaunchKernel.
 # hipExtModuleLaunchKernel is deliberately absent: hipBLASLt/Tensile launch with it, Triton does not.
@@ -224,9 +272,25 @@ def _launched_by_runtime(ctx: Context) -> bool:
     return ctx.launch_api in RUNTIME_LAUNCH_APIS
 
 
+# Ops of libraries that ship compiled CUDA kernels under bare names (TensorRT-LLM's XQA `kernel_mha`): their
+# launching op is no evidence of Triton.
+_VENDOR_OPS: tuple[tuple[str, str], ...] = (
+    ("trtllm::", "trtllm"), ("tensorrt_llm::", "trtllm"), ("tensorrt::", "tensorrt"),
+)
+
+
+def _vendor_op_library(ctx: Context) -> str | None:
+    op = (ctx.cpu_op or "").lower()
+    for prefix, lib in _VENDOR_OPS:
+        if op.startswith(prefix):
+            return lib
+    return "trtllm" if "xqa" in op else None
+
+
 def _launched_by_python_op(ctx: Context) -> bool:
-    # An autograd.Function or custom op (e.g. `LigerGELUMulFunction`) launching a bare-named kernel:
-    # ATen ops never launch bare-named kernels, and CUDA-graph replays have no cpu_op at all.
+    # An autograd.Function or custom op (e.g. `LigerGELUMulFunction`, `sglang::inplace_fused_experts`)
+    # launching a bare-named kernel: ATen ops never launch bare-named kernels, and CUDA-graph replays have no
+    # cpu_op at all. A vendor library's op (TensorRT-LLM's) launches its own compiled kernels.
     op = ctx.cpu_op
     return (
         bool(op)
@@ -234,7 +298,15 @@ def _launched_by_python_op(ctx: Context) -> bool:
         and not op.startswith("cuda")  # a runtime call mistakenly passed as the op
         and not _launched_by_runtime(ctx)
         and _bare(ctx)
+        and _vendor_op_library(ctx) is None
     )
+
+
+def _not_inductor(ctx: Context) -> bool:
+    """Not an Inductor kernel: its name lists the ATen ops it fused (`triton_poi_fused_all_gather_into_tensor_0`
+    copies a collective's input; `…_flash_attention_…` surrounds an SDPA), so words in it name ops, not the
+    kernel's work. For rules that precede the Inductor rule and read such words."""
+    return _INDUCTOR.pattern.match(ctx.name) is None
 
 
 def _maybe_triton(ctx: Context) -> bool:
@@ -277,6 +349,15 @@ _LEADING_NAMESPACE = {
     "torchvision": "torchvision",
     "xformers": "xformers",
     "megablocks": "megablocks",
+    "primus_turbo": "primus_turbo",  # AMD Primus-Turbo (its DeepEP port: primus_turbo::deep_ep::…)
+    "rocprim": "rocprim",
+    "hipcub": "hipcub",
+    "tvm": "tvm",
+    "mscclpp": "mscclpp",
+    "onnxruntime": "onnxruntime",
+    "Eigen": "eigen",  # TensorFlow's GPU tensor expressions
+    "tensorflow": "tensorflow",
+    "nvinfer1": "tensorrt",  # TensorRT plugins
 }
 
 # ATen kernels declared outside at:: (PersistentSoftmax.cuh, the THCUNN-era `cunn_*`, Indexing.cu's
@@ -305,6 +386,11 @@ _LIBRARY_NEEDLES: tuple[tuple[str, str], ...] = (
     ("thrust::", "thrust"),
     ("magma", "magma"),
     ("cublas", "cublas"),
+    ("rocprim::", "rocprim"),
+    # Serving engines also name their kernels without `::`: CuTe-DSL kernels carry the Python module path
+    # glued into one identifier (`kernel_cutlass_kernel_vllmv1attentionops…`).
+    ("vllm", "vllm"),
+    ("sglang", "sglang"),
 )
 
 
@@ -336,10 +422,14 @@ def _ns_or(default: str) -> Callable[[Context], str]:
 
 
 def _triton_or_ns(ctx: Context) -> str:
-    """``triton`` only with Triton evidence: a bare identifier launched by Triton's launcher API, or a
-    Python-private bare name (``_attn_fwd``) not launched by the runtime API. C++ names by namespace."""
+    """``triton`` only with Triton evidence: a bare identifier launched by Triton's launcher API or by a
+    non-ATen, non-vendor CPU op (``sglang::inplace_fused_experts``), or a Python-private bare name
+    (``_attn_fwd``) not launched by the runtime API. C++ names by namespace (or by a library word)."""
     if _bare(ctx):
-        if ctx.launch_api in TRITON_LAUNCH_APIS:
+        vendor = _vendor_op_library(ctx)
+        if vendor:
+            return vendor
+        if ctx.launch_api in TRITON_LAUNCH_APIS or _launched_by_python_op(ctx):
             return "triton"
         if ctx.name.startswith("_") and not _launched_by_runtime(ctx):
             return "triton"
@@ -371,6 +461,20 @@ def _rocclr(ctx: Context) -> str:
     return "hip_runtime" if ctx.name.startswith("__amd_rocclr") else "cuda_runtime"
 
 
+# Two families that other rules must leave alone (attention.by_name reads `mla` in `concat_and_cache_mla`).
+_KV_CACHE = _w("reshape_and_cache", "concat_and_cache", "gather_and_maybe_dequant_cache", "gather_cache",
+               "cp_gather_cache", "copy_blocks", "swap_blocks", "kv_cache_write", "store_kvcache",
+               "update_kv_cache", "kvcacheupdate", "write_to_kv_cache", "gather_kv_cache", "gatherkvcache",
+               "gather_k_cache", "dequant_gather", "dequantgather")
+_ROTARY = _any(_w("rotary", "mrope"), _all(_w("rope"), _r(r"(?<![A-Za-z])[Rr]ope(?![a-z])|[a-z0-9]Rope(?![a-z])")))
+
+
+# Padding, read from the kernel's own identifier: `pad` as a token (`replication_pad_forward_kernel1d`,
+# `remove_pad`, `unpad_input`, `pad2d`), or a padding mode glued to it.
+_PADDING = _all(_w("pad"), _id(r"(?:reflection|replication|constant|circular|reflect|replicate)_?pad|"
+                               r"(?<![a-z0-9])(?:un|remove_|add_)?pad(?:ding)?(?:_|\d|kernel|$)|(?:add|remove)padding"))
+
+
 RULES: tuple[Rule, ...] = (
     # ---- activity kinds that are not kernels -----------------------------------------------------
     Rule("memcpy", Always(), "memcpy", "cuda_runtime", misc.decode_memcpy,
@@ -382,28 +486,41 @@ RULES: tuple[Rule, ...] = (
          "A GPU-timeline activity that is not work (gpu_user_annotation spans, cuda_sync waits): its name is "
          "a user label, so it is never matched against kernel rules (`nccl:all_reduce` is not NCCL's kernel).",
          kinds=frozenset({"activity"})),
-    Rule("memcpy.by_name", _r(r"^(?:Memcpy |Copy(?:Host|Device)To(?:Host|Device)|\[CUDA memcpy|__amd_rocclr_copyBuffer)"),
+    Rule("memcpy.by_name", _r(r"^(?:Memcpy |Copy(?:Host|Device)To(?:Host|Device)|\[CUDA memcpy|__amd_rocclr_copy)"),
          "memcpy", _rocclr, misc.decode_memcpy,
-         "A memcpy recorded as a kernel-like event (old traces, ROCm `CopyHostToDevice`), or HIP's blit kernel "
-         "`__amd_rocclr_copyBuffer*` that carries out hipMemcpy: the time buys a copy the user asked for."),
-    Rule("memset.by_name", _r(r"^(?:Memset |FillBuffer|\[CUDA memset|__amd_rocclr_fillBuffer)"), "memset", _rocclr,
+         "A memcpy recorded as a kernel-like event (old traces, ROCm `CopyHostToDevice`), or HIP's blit kernels "
+         "`__amd_rocclr_copyBuffer*` / `copyBufferRect` / `copyImage*` that carry out hipMemcpy*: the time buys a "
+         "copy the user asked for."),
+    Rule("memset.by_name", _r(r"^(?:Memset |FillBuffer|\[CUDA memset|__amd_rocclr_fill)"), "memset", _rocclr,
          misc.decode_memset, "A memset recorded as a kernel-like event (old traces, ROCm `FillBuffer`), or HIP's "
-         "blit kernel `__amd_rocclr_fillBuffer*` that carries out hipMemset."),
+         "blit kernels `__amd_rocclr_fillBuffer*` / `fillImage` that carry out hipMemset*."),
+    Rule("hip_runtime", _r(r"^__amd_rocclr_"), "other", "hip_runtime", None,
+         "The HIP runtime's other service kernels (`__amd_rocclr_batchMemOp` behind hipStreamBatchMemOp, "
+         "`streamOpsWrite`/`streamOpsWait`, `initHeap`, `gwsInit`): stream bookkeeping the runtime launches, neither "
+         "a copy nor a fill — class other, library hip_runtime like its copy and fill kernels."),
     # ---- communication ---------------------------------------------------------------------------
     Rule("nccl", _w("nccl", "rccl"), "communication", _comm_library, misc.decode_nccl,
          "NCCL/RCCL device kernels (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`, old `ncclKernel_...`, RCCL's "
          "`rcclGenericKernel` / `rccl_main_kernel`). Library `rccl` when the name says so or a HIP API launched "
          "it (RCCL keeps NCCL's kernel names on ROCm)."),
-    Rule("collective.custom", _w("multimem_all_reduce", "multimem_all_gather", "multimem_reduce_scatter",
+    Rule("collective.custom", _any(_w("multimem_all_reduce", "multimem_all_gather", "multimem_reduce_scatter",
                                  "multimem_one_shot", "one_shot_all_reduce", "two_shot_all_reduce",
                                  "oneshot_all_reduce", "twoshot_all_reduce", "oneshotallreduce", "twoshotallreduce",
                                  "cross_device_reduce", "allreduce_fusion_kernel", "custom_all_reduce",
                                  "intranode_alltoall", "internode_alltoall", "all_to_all_kernel",
-                                 "deep_ep::intranode::", "deep_ep::internode::", "lamport"),
+                                 "deep_ep::intranode::", "deep_ep::internode::", "lamport", "ulysses", "::comm::"),
+                              _all(_w("reduce", "gather", "to_all", "toall", "shot"),
+                                   _id(r"(?<![a-z0-9])(?:all_?reduce|all_?gather|reduce_?scatter|all_?to_?all)|"
+                                       r"(?<![a-z0-9])ar_(?:one|two)_?shot|(?:one|two)_?shot_ar(?![a-z])"))),
          "communication", _collective_library, misc.decode_collective,
          "Collectives outside NCCL: PyTorch SymmetricMemory's `multimem_all_reduce_kernel` (NVLS multicast) and "
-         "one-/two-shot all-reduce, vLLM/aiter custom all-reduce (`cross_device_reduce_1stage`), TensorRT-LLM's "
-         "Lamport all-reduce fusion, DeepEP/dlslime all-to-all. Their time is communication, whoever wrote them."),
+         "one-/two-shot all-reduce, vLLM/SGLang/aiter custom all-reduce (`cross_device_reduce_1stage`, "
+         "`sglang::all_reduce_pull_res_kernel`, `r4d_ar_oneshot_2rank_*`), TVM/MSCCL++ `allreduce_simple`, "
+         "TensorRT-LLM's Lamport all-reduce fusion, DeepEP (also Primus-Turbo's port)/dlslime all-to-all, FlashInfer's "
+         "`flashinfer::comm::` kernels (Ulysses all-to-all and its cross-GPU barrier). The kernel's own name is read "
+         "for the collective words (`all_reduce…`, `allreduce…`, `*_ar_oneshot*`), not its parameter types, and "
+         "never in an Inductor kernel's fused-op list. Their time is communication, whoever wrote them.",
+         when=_not_inductor),
     # ---- attention (before GEMM: FlashAttention names contain `gemm`-like CUTLASS fragments) --------
     Rule("attention.cudnn_sdpa", _any(_w("cudnn_generated_fort_native_sdpa", "cudnn::fusion::compute_dot_do_o",
                                          "cudnn::fusion::convert_dq", "cudnn::fusion::convert_dk",
@@ -421,20 +538,30 @@ RULES: tuple[Rule, ...] = (
          "attention", "flash_mla", misc.decode_attention,
          "FlashMLA (DeepSeek) decode and sparse attention (`flash_fwd_splitkv_mla_kernel`, "
          "`sm90::fwd::sparse_attn_fwd_kernel`); before the FlashAttention rule, whose words its names share."),
+    Rule("attention.flashinfer", _any(Words(("BatchPrefillWith", "BatchDecodeWith", "SinglePrefillWith",
+                                             "SingleDecodeWith"), fold=False),
+                                      _all(_w("flashinfer"), _w("prefill", "decode", "mla", "attention", "attn", "fmha",
+                                                                "flash_fwd", "flash_bwd"))),
+         "attention", "flashinfer", misc.decode_attention,
+         "FlashInfer prefill/decode attention kernels, its CuTe-DSL ones included "
+         "(`kernel_cutlass_kernel_flashinfercute_dsl…flash_fwd_sm120BlockSparseAttnForward…`). Before the "
+         "FlashAttention rule: a name that says `flashinfer` is FlashInfer's even where it also says `flash_fwd`."),
     Rule("attention.flash", _w("flash_fwd", "flash_bwd", "flash::", "pytorch_flash", "flashattn", "flash_attn",
                                "flashattention"),
          "attention", "flash_attn", misc.decode_attention,
          "FlashAttention 2/3/4 kernels (PyTorch's vendored `pytorch_flash::` included, and FA4's CuTe-DSL "
          "`kernel_cutlass_kernel_…flash_attn…FlashAttentionForwardSm100…`)."),
-    Rule("attention.flashinfer", _any(Words(("BatchPrefillWith", "BatchDecodeWith", "SinglePrefillWith",
-                                             "SingleDecodeWith"), fold=False),
-                                      _all(_w("flashinfer"), _w("prefill", "decode", "mla", "attention"))),
-         "attention", "flashinfer", misc.decode_attention, "FlashInfer prefill/decode attention kernels."),
     Rule("attention.trtllm", _any(_w("fmha_v2_", "fmhasm", "xqa_kernel", "masked_multihead_attention", "mmha_"),
                                   _all(_w("tensorrt_llm"), _w("attention", "fmha"))),
          "attention", "trtllm", misc.decode_attention,
          "TensorRT-LLM attention cubins: context FMHA `fmha_v2_flash_attention_*`, trtllm-gen "
          "`fmhaSm100fKernel_*` (also shipped through FlashInfer), XQA and masked multi-head decode attention."),
+    Rule("attention.xqa", _all(_w("kernel_mha"), _id(r"^kernel_mha$")), "attention", _ns_or("trtllm"),
+         misc.decode_xqa,
+         "TensorRT-LLM's XQA decode attention: every XQA build (`xqa/mha.cu`, `mha_sm90.cu`, per head size, dtype "
+         "and GQA ratio, also JIT-compiled and shipped by FlashInfer) exports its kernel as `extern \"C\" kernel_mha`, "
+         "so the whole family shows one bare identifier. Other `kernel_mha_*` kernels (`kernel_mha_bwd`, custom "
+         "code) are left to attention.by_name, which reads `mha` as a token and the library from evidence."),
     Rule("attention.sage", _w("qk_int8_sv_f8", "qk_int_sv_f8", "qk_int8_sv_f16", "qk_int_sv_f16", "sageattn",
                               "sage_attn", "sageattention"),
          "attention", "sageattention", misc.decode_attention,
@@ -445,14 +572,29 @@ RULES: tuple[Rule, ...] = (
                                     "decode_attention", "prefill_attention", "context_attention",
                                     "attention_fwd", "attention_bwd", "attention_forward", "attention_backward"),
                                  _all(_w("attn_", "attention_"),
-                                      _ri(r"(?:attn|attention)_(?:[a-z0-9]{1,16}_){0,3}(?:fwd|bwd|forward|backward)"))),
+                                      _ri(r"(?:attn|attention)_(?:[a-z0-9]{1,16}_){0,3}(?:fwd|bwd|forward|backward)")),
+                                 _r(r"^(?:void )?aiter::(?:pa|mla|fmha|mha)_")),
          "attention", _triton_or_ns, misc.decode_attention,
          "Other attention kernels: vLLM paged / unified (Triton `kernel_unified_attention_2d`) attention and "
          "`merge_attn_states` (the combine step of split-KV attention), Triton `_attn_fwd` (tutorial) / AMD "
          "`attn_fwd`, CK-tile FMHA, custom `*_attention_*_fwd_kernel`s. Judgement call: an attention-named "
          "*Triton* kernel is class `attention`, library `triton` — the class says what the time buys "
          "(attention FLOPs, comparable with FlashAttention), the library says who wrote it. This rule precedes "
-         "the triton_custom rules on purpose."),
+         "the triton_custom rules on purpose. aiter's assembly kernels are named in its namespace by family: "
+         "`aiter::pa_*` paged attention, `aiter::mla_*` MLA decode, `aiter::fmha_*`."),
+    Rule("attention.by_name", _all(_w("attn", "attention", "mqa", "gqa", "mha", "mla", "sdpa", "flash_"),
+                                   _id(r"(?<![a-z0-9])(?:attn|attention|mqa|gqa|mha|mla|fmha|sdpa)(?![a-z])|"
+                                       r"(?<![a-z0-9])flash_(?:[a-z0-9]{1,16}_){0,3}(?:prefill|decode|fwd|bwd)|"
+                                       r"(?:prefill|decode)_(?:[a-z0-9]{1,16}_){0,2}(?:attn|attention)")),
+         "attention", _triton_or_ns, misc.decode_attention,
+         "Attention by the words of the kernel's own name, as a token: `attn`, `attention`, `mqa`/`gqa`/`mha`/`mla`, "
+         "`fmha`, `sdpa`, or `flash_…prefill`/`decode`/`fwd` (SGLang's `flash_c4_prefill`, vLLM's Triton "
+         "`_fp8_paged_mqa_logits_kernel` — the q·k scores of DeepSeek's sparse-attention indexer — and custom "
+         "prefill/decode attention). Only the identifier is read, never namespaces or template arguments "
+         "(`transformer_engine::fused_attn_rocm::remove_pad` is padding), nor an Inductor kernel's fused-op list. "
+         "KV-cache writes (`concat_and_cache_mla`) and rotary embedding stay with their rules below. Library as for "
+         "attention.other: Triton with Triton evidence, else by namespace.",
+         when=lambda ctx: _not_inductor(ctx) and not _KV_CACHE(ctx) and not _ROTARY(ctx)),
     # ---- GEMM libraries --------------------------------------------------------------------------
     Rule("gemm.nvjet", _r(r"^nvjet_"), "gemm", "cublasLt", gemm.decode_nvjet,
          "cuBLASLt's Hopper/Blackwell JIT-less GEMMs (`nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT`). "
@@ -492,6 +634,12 @@ RULES: tuple[Rule, ...] = (
          "gemm, op=conv; judgement call: the helpers are class gemm too, as the tail of cuBLAS split-K is — a "
          "convolution total that left them out would flatter the algorithms that need them. Layout transposes "
          "(`nchwToNhwcKernel`) are copies (rule copy) and batch norms are normalization."),
+    Rule("cudnn.tensor_ops", _all(_w("cudnn"), _w("op_tensor", "optensor", "add_tensor", "addtensor", "activation_fw",
+                                                "activation_bw")),
+         "elementwise", _ns_or("cudnn"), None,
+         "cuDNN's tensor arithmetic: `op_tensor_kernel<…cudnnOpTensorOp_t…>` (cudnnOpTensor: add/mul/min/max of two "
+         "tensors, e.g. a bias add), `add_tensor_kernel` (cudnnAddTensor) and the activation kernels — one read and "
+         "one write per element, class elementwise, as ATen's own."),
     Rule("gemm.ck", _all(_r(r"^(?:void\s+)?ck(?:_tile)?::"), _w("gemm", "conv", "xdl", "wmma")),
          "gemm", "composable_kernel", gemm.decode_ck,
          "Composable Kernel GEMMs and convolutions (`ck::kernel_gemm_xdl_cshuffle_v3<…>`, "
@@ -525,17 +673,48 @@ RULES: tuple[Rule, ...] = (
          "a GEMM-time total that left them out would flatter the algorithms that need them."),
     Rule("gemm.magma", _all(_w("magma"), _w("gemm", "gemv")), "gemm", "magma", gemm.decode_generic,
          "MAGMA's GEMMs (`magma_sgemmEx_kernel`, `magmablas_*gemm*`), which torch.linalg and some fp32 paths launch."),
+    # ---- TensorRT Myelin: generated kernels named by the ops they fused ---------------------------------
+    Rule("tensorrt.myelin_gemm", _Myelin("gemm"), "gemm", "tensorrt", misc.decode_myelin,
+         "TensorRT's Myelin compiler names each generated kernel `__myl_` + the ops it fused, as abbreviated "
+         "CamelCase words (`__myl_AddCastMulMeanAddSqrtDivMulCastMulCast`, `__myl_SiluMulMulCast`, `__myl_Fc_myl2_5`); "
+         "the class is read from those words (tracekit.classify.misc.myelin_class), first match wins: a fully "
+         "connected layer or matmul (`Fc`, `Gemm`, `MatMul`, `Bmm`, `Conv`) is gemm. Library tensorrt. Bare names "
+         "launched with cuLaunchKernel, so these rules precede the Triton ones."),
+    Rule("tensorrt.myelin_norm", _Myelin("normalization"), "normalization", "tensorrt", misc.decode_myelin,
+         "Myelin normalization: a square root with a mean or a division (RMSNorm's `MeanAddSqrtDiv`, LayerNorm's "
+         "`AddSqrtDivMul…` tail) or a `Norm` word — Myelin writes norms as their arithmetic, with no norm word."),
+    Rule("tensorrt.myelin_reduction", _Myelin("reduction"), "reduction", "tensorrt", misc.decode_myelin,
+         "Myelin reductions without a norm: `Mean`, `Sum`, `Maxr` (max-reduce), `Topk`; softmax "
+         "(`MaxrSubExpSumDivMul`) included, as ATen's softmax is a reduction."),
+    Rule("tensorrt.myelin_copy", _Myelin("copy"), "copy", "tensorrt", misc.decode_myelin,
+         "Myelin kernels that only move data: `Resh`, `Tran`, `Slic`, `Conc`, `Repl`, `Move` and `Cast` "
+         "(`__myl_TranReshMove`, `__myl_Cast`): copies and casts, as ATen's."),
+    Rule("tensorrt.myelin_elementwise", _Myelin("elementwise"), "elementwise", "tensorrt", misc.decode_myelin,
+         "Any other Myelin kernel: fused pointwise arithmetic (`__myl_SiluMulMulCast`, `__myl_MulCast`, "
+         "`__myl_ReshTranDivCastErfCastAddMulMul` = GELU) — elementwise."),
     # ---- Inductor-generated Triton ----------------------------------------------------------------
-    Rule("inductor", _r(r"^triton_(?:poi|red|per|tem|for|mix|spl|split|ext|unk)?_|^triton_$|^triton__"),
+    Rule("inductor", _INDUCTOR,
          "triton_fused", "inductor", inductor.decode_inductor,
          "torch.compile/Inductor kernels: `triton_{poi,red,per,tem}_fused_<ops>_<n>`; the ops are split "
          "with a vocabulary of ATen op names (greedy longest match)."),
-    Rule("gemm.triton", _all(_w("gemm", "matmul", "bmm", "mm_"), _r(r"^[A-Za-z_][A-Za-z0-9_]*$"),
-                              _ri(r"gemm|matmul|(?<![a-z])bmm|(?<![a-z0-9])mm_")),
+    Rule("gemm.triton", _all(_w("gemm", "gemv", "matmul", "bmm", "mm", "einsum", "fused_moe", "fmoe"),
+                              _r(r"^[A-Za-z_][A-Za-z0-9_]*$"),
+                              _ri(r"gemm|gemv|matmul|einsum|(?<![a-z])bmm|(?<![a-z0-9])mm(?![a-z])|"
+                                  r"(?<![a-z0-9])f(?:used_)?moe(?![a-z])")),
          "gemm", _triton_or_ns, gemm.decode_generic,
-         "GEMMs written in Triton or as bare-named cubins (`_gemm_a8w8_blockscale_kernel_…`, `matmul_kernel`): "
-         "class gemm, library triton unless a runtime API launched them. Precedes the triton_custom rules for the "
-         "same reason attention does: the class says what the time buys."),
+         "GEMMs written in Triton or as bare-named cubins, by a GEMM word as a token of the name: `gemm`, `gemv`, "
+         "`matmul`, `bmm`, `mm` (`_w8a8_triton_block_scaled_mm`, `_matmul_ogs_…`), `einsum` (a batched matmul), and "
+         "the fused-MoE expert GEMM (vLLM/SGLang `fused_moe_kernel`, whose name carries no GEMM word). Class gemm; "
+         "library triton only with Triton evidence (launch API, a non-ATen launching op, a Python-private name). "
+         "Precedes the triton_custom rules for the same reason attention does: the class says what the time buys."),
+    Rule("gemm.aten_conv", _all(_w("im2col", "col2im", "vol2col", "col2vol", "depthwise", "slow_conv"),
+                                _id(r"im2col|col2im|vol2col|col2vol|conv_depthwise|depthwise_?conv|slow_conv")),
+         "gemm", _ns, gemm.decode_conv,
+         "ATen's own convolutions and their helpers: `im2col`/`col2im`/`vol2col`/`col2vol` (the unfolding "
+         "`slow_conv2d`, `slow_conv_dilated3d` and `slow_conv_transpose` do before and after a GEMM), and the direct "
+         "depthwise convolutions `conv_depthwise2d_*`/`conv_depthwise3d_*` (forward, backward, grad-weight). "
+         "Convention: a convolution and the helpers it launches are class gemm, op=conv, whatever the algorithm "
+         "(as cuDNN's and MIOpen's `Im2d2Col`). After the Inductor rule: `triton_poi_fused_im2col_…` is Inductor's."),
     # ---- MIOpen helpers: bare names launched through module APIs, like Triton -----------------------
     Rule("miopen.norm", _r(r"^MIOpen\w*(?:BatchNorm|LayerNorm|GroupNorm)"), "normalization", "miopen", None,
          "MIOpen normalization kernels (`MIOpenBatchNormFwdTrainSpatial`), launched via hipModuleLaunchKernel."),
@@ -582,15 +761,15 @@ RULES: tuple[Rule, ...] = (
          "and without evidence is not guessed to be Triton.",
          when=_maybe_triton),
     # ---- serving-engine custom ops -----------------------------------------------------------------
-    Rule("custom_op.kv_cache", _w("reshape_and_cache", "concat_and_cache", "gather_and_maybe_dequant_cache",
-                                  "gather_cache", "cp_gather_cache", "copy_blocks", "swap_blocks", "kv_cache_write",
-                                  "store_kvcache", "update_kv_cache", "kvcacheupdate", "write_to_kv_cache"),
+    Rule("custom_op.kv_cache", _KV_CACHE,
          "copy", _ns, aten.decode_aten,
          "KV-cache writes and gathers of serving engines (vLLM `reshape_and_cache_flash_kernel`, "
-         "`concat_and_cache_mla_kernel`, TensorRT-LLM cache updates): data movement into or out of the paged "
-         "cache, class copy. Written in Triton and launched as such, they stay triton_custom (rules above)."),
-    Rule("custom_op.rotary", _any(_w("rotary", "mrope"),
-                                  _all(_w("rope"), _r(r"(?<![A-Za-z])[Rr]ope(?![a-z])|[a-z0-9]Rope(?![a-z])"))),
+         "`concat_and_cache_mla_kernel`, `gather_and_maybe_dequant_cache`, TensorRT-LLM cache updates, vLLM's "
+         "CuTe-DSL `…dequant_gather_k…DequantGatherKCache` for DeepSeek's fp8 cache): data movement into or out of "
+         "the paged cache, class copy — dequantising on the way, as `gather_and_maybe_dequant_cache` does, does not "
+         "make it a quantisation kernel. Written in Triton and launched as such, they stay triton_custom (rules "
+         "above)."),
+    Rule("custom_op.rotary", _ROTARY,
          "elementwise", _ns, aten.decode_aten,
          "Rotary position embedding kernels (vLLM `rotary_embedding_kernel`, fused QK-norm+RoPE+cache-insert ops): "
          "elementwise arithmetic on Q/K."),
@@ -620,15 +799,17 @@ RULES: tuple[Rule, ...] = (
          "Pooling, forward and backward (`max_pool_forward_nchw`, `adaptive_avg_pool2d`, `max_pool_backward_nchw`). "
          "Judgement call: class reduction — each output reduces a window (max or mean), and the backward "
          "accumulates every window's gradient into overlapping inputs."),
-    Rule("upsampling.backward", _all(_w("upsample", "grid_sampler", "interpolat", "resize"), _w("backward")),
+    Rule("upsampling.backward", _all(_w("upsample", "upample", "grid_sampler", "interpolat", "resize"), _w("backward")),
          "reduction", _ns, aten.decode_aten,
          "Upsampling / grid-sample backward: accumulates the gradients of many outputs into each input (atomic "
          "adds) — class reduction, like embedding backward."),
-    Rule("upsampling", _w("upsample", "grid_sampler", "interpolat", "resize_kernel", "resize_bilinear",
-                          "resize_nearest"),
+    Rule("upsampling", _w("upsample", "upample", "grid_sampler", "interpolat", "resize_kernel", "resize_bilinear",
+                          "resize_nearest", "resizenearest", "resizebilinear", "resizecubic", "resizetrilinear"),
          "elementwise", _ns, aten.decode_aten,
-         "Upsampling and grid sampling forward (`upsample_bilinear2d_out_frame`, `upsample_nearest2d_nhwc_out_frame`): "
-         "each output reads a few inputs and writes once — a gather with interpolation, class elementwise."),
+         "Upsampling and grid sampling forward (`upsample_bilinear2d_out_frame`, `upsample_nearest2d_nhwc_out_frame`, "
+         "ONNX Runtime's `_UpampleNearestKernel` / `_ResizeBilinearKernel` — its sources spell `Upample`): each "
+         "output "
+         "reads a few inputs and writes once — a gather with interpolation, class elementwise."),
     # ---- ATen and friends by semantic family ----------------------------------------------------------
     Rule("normalization", _w("layer_norm", "layernorm", "batch_norm", "batchnorm", "rms_norm", "rmsnorm",
                              "group_norm", "groupnorm", "instance_norm", "instancenorm", "rowwisemoments",
@@ -645,43 +826,85 @@ RULES: tuple[Rule, ...] = (
          "fp8/fp4/int8 quantisation and dequantisation kernels (`scaled_fp8_quant_kernel`, "
          "`per_token_group_quant_8bit_kernel`, `cvt_fp16_to_fp4`, `silu_mul_cvt_fp16_to_fp4`): one read and one "
          "write per element plus a per-group scale — elementwise, memory-bound."),
+    Rule("eigen.gemm", _w("eigencontractionkernel", "eigenconvolutionkernel"), "gemm", _ns_or("eigen"),
+         gemm.decode_generic,
+         "Eigen's GPU tensor contractions and convolutions (TensorFlow without cuBLAS/cuDNN): "
+         "`EigenContractionKernel`."),
+    Rule("eigen.reduction", _w("fullreductionkernel", "innerreductionkernel", "outerreductionkernel",
+                               "reductioninitkernel", "tensorreductionop", "rowreducekernel", "columnreducekernel",
+                               "blockreducekernel"),
+         "reduction", _ns_or("eigen"), None,
+         "Eigen/TensorFlow reductions: `Eigen::internal::FullReductionKernel`, `InnerReductionKernel`, "
+         "`OuterReductionKernel`, an `EigenMetaKernel` whose expression holds a `TensorReductionOp`, and "
+         "TensorFlow's own `tensorflow::functor::{Row,Column,Block}ReduceKernel` (library by namespace)."),
+    Rule("eigen.elementwise", _w("eigenmetakernel"), "elementwise", _ns_or("eigen"), None,
+         "`Eigen::internal::EigenMetaKernel<TensorEvaluator<TensorAssignOp<…>>>`: TensorFlow's generic kernel that "
+         "evaluates one Eigen tensor expression per element (casts, arithmetic, broadcasts) — class elementwise, "
+         "library eigen."),
+    Rule("padding.backward", _all(_PADDING, _w("backward", "bwd", "grad")),
+         "reduction", _ns, aten.decode_aten,
+         "Padding backward (`reflection_pad2d_backward_out_kernel`, `replication_pad_backward_kernel`): each border "
+         "input accumulates the gradients of the outputs that replicated or reflected it (atomic adds) — class "
+         "reduction, like upsampling and embedding backward."),
+    Rule("padding", _PADDING, "copy", _ns, aten.decode_aten,
+         "Padding forward, in every spelling of the kernel's own name: ATen `reflection_pad{1,2,3}d_out_kernel`, "
+         "`replication_pad_forward_kernel{1,2,3}d`, `constant_pad`/`circular_pad`, `*_pad_*_kernel`, unpadding "
+         "(`remove_pad`, `unpad_*`) and cuDNN's `nchwAddPaddingToNhwc`. Convention: class copy — each output is one "
+         "input element or a constant, nothing is computed (pure data movement, as a layout transpose)."),
+    Rule("reduction.scatter_add", _any(_w("indexfuncsmallindex", "indexfunclargeindex", "index_add", "scatter_add",
+                                          "index_reduce", "scatter_reduce", "indexadd", "scatteradd"),
+                                       _all(_w("scatter_gather"), _w("reduceadd", "reducemultiply", "reducemean",
+                                                                     "reducemaximum", "reduceminimum"))),
+         "reduction", _ns, aten.decode_aten,
+         "Scatter-add and index-add: ATen's `indexFuncSmallIndex`/`indexFuncLargeIndex` (the kernels of index_add_ "
+         "and index_reduce_, functor `ReduceAdd`/`ReduceMultiply`/`ReduceMean`/`ReduceMaximum`/`ReduceMinimum`), "
+         "`_scatter_gather_elementwise_kernel` with a `Reduce*` functor (scatter_add_, scatter_reduce_), other "
+         "`index_add`/`scatter_add` kernels. Convention: class reduction — many source rows accumulate into each "
+         "destination (atomic adds), as embedding backward; a plain scatter or gather (`TensorAssign`) stays "
+         "elementwise."),
     Rule("reduction", _w("reduce_kernel", "softmax_warp_", "softmax", "cunn_classnll", "nll_loss", "devicereduce",
                          "devicesegmentedreduce", "devicescan", "scan_kernel", "tensor_kernel_scan", "embedding_backward",
                          "compute_grad_weight", "sum_and_scatter", "krn_partial", "partial_segments", "renorm_kernel",
                          "_norm_kernel", "cross_entropy", "reduce_1block", "kernelreduce", "aminmax", "topk", "argmax",
                          "argmin", "cumsum", "logsumexp", "gatingsoftmax", "moe_sum", "samplingfromprob", "sampling::",
-                         "renormprob", "renorm_prob"),
+                         "renormprob", "renorm_prob", "embeddingbag", "embedding_bag", "embedding_dense_backward",
+                         "embeddingbackward", "embedding_bwd", "embedding_grad", "embeddinggrad"),
          "reduction", _ns, aten.decode_aten,
          "Reductions: ATen `reduce_kernel<...ReduceOp<...>>`, softmax (`softmax_warp_forward`, "
          "`cunn_SoftMaxForward`), losses, scans, top-k and token sampling from probabilities (FlashInfer "
          "`TopPSamplingFromProbKernel`: scans and reductions over the vocabulary). Judgement call: embedding *backward* (`embedding_backward_*`, "
-         "`compute_grad_weight`) is a reduction — it sums gradient rows per index."),
+         "`compute_grad_weight`) is a reduction — it sums gradient rows per index; so is ATen's pooled "
+         "`EmbeddingBag_updateOutputKernel_*` (each output sums or maxes its bag), as FBGEMM's pooled forward."),
     Rule("copy", _w("copy_kernel", "_copy_", "catarraybatchedcopy", "copy_device_to_device", "batched_copy",
                     "direct_copy", "transpose_kernel", "transpose_readwrite", "permute_kernel", "permute_2d", "permute",
-                    "contiguous_kernel", "nchwtonhwc", "nhwctonchw", "copyblocks"),
+                    "contiguous_kernel", "nchwtonhwc", "nhwctonchw", "copyblocks", "transpose"),
          "copy", _ns, aten.decode_aten,
          "Copies and dtype casts done by kernels (`direct_copy_kernel_cuda`, `bfloat16_copy_kernel_cuda`, "
          "`CatArrayBatchedCopy`), transposes/permutes (cuBLAS `transpose_readWrite_alignment_kernel`, FBGEMM "
-         "`permute_2D_data_kernel`, cuDNN `nchwToNhwcKernel`) — memory-bound data movement, distinct from "
-         "copy-engine memcpy."),
+         "`permute_2D_data_kernel`, cuDNN `nchwToNhwcKernel` and `cubeTransposeDeviceGeneric_kernel`, any kernel that "
+         "says `transpose` and reached this rule) — memory-bound data movement, distinct from copy-engine memcpy."),
     Rule("elementwise", _w("elementwise_kernel", "elementwisekernel", "multi_tensor_apply", "fillfunctor",
-                           "index_elementwise", "indexselect", "index_select", "embedding_fwd", "embedding_forward",
-                           "indexfunclargeindex", "indexfuncsmallindex", "distribution_elementwise", "fused_dropout",
+                           "index_elementwise", "indexselect", "index_select", "embedding", "gather",
+                           "distribution_elementwise", "fused_dropout",
                            "dropout", "where_kernel", "launch_clamp", "masked_fill", "scatter_gather", "_scatter_",
                            "index_put", "indexing_backward", "vectorized_", "unrolled_", "gpu_kernel", "functor",
-                           "triu_tril", "act_and_mul", "silu_and_mul", "gelu_and_mul", "silu_mul", "swiglu",
-                           "gather_kernel"),
+                           "triu_tril", "act_and_mul", "silu_and_mul", "gelu_and_mul", "silu_mul", "swiglu"),
          "elementwise", _ns, aten.decode_aten,
          "ATen TensorIterator kernels (`vectorized_elementwise_kernel<8, ...GeluCUDAKernelImpl...>`), foreach/"
          "fused optimizers (`multi_tensor_apply_kernel<...FusedAdamMathFunctor...>`, apex/TE's own), gathers/"
          "scatters and fused activations (`act_and_mul_kernel`). Judgement call: embedding *forward* "
-         "(`indexSelectLargeIndex`) is elementwise — a gather, one read and one write per element, nothing "
-         "accumulated."),
-    Rule("gemm.generic", _all(_w("gemm", "gemv", "matmul", "_mm_", "bmm", "marlin", "mul_mat", "moe_q"),
-                              _ri(r"(?<!fb)gemm|gemv|matmul|_mm_|bmm|marlin|mul_mat|(?<![a-z])moe_q\d")),
+         "(`indexSelectLargeIndex`, any `*embedding*` lookup such as `embeddingLookupKernel`) and every gather "
+         "(`vectorized_gather_kernel`, any `*gather*` that is not a KV-cache gather or a collective, both matched "
+         "above) are elementwise — one read and one write per element, nothing accumulated."),
+    Rule("gemm.generic", _all(_w("gemm", "gemv", "matmul", "_mm_", "bmm", "marlin", "mul_mat", "moe_q", "einsum", "fmoe",
+                                 "wvsplitk", "wv_splitk"),
+                              _ri(r"(?<!fb)gemm|gemv|matmul|_mm_|bmm|marlin|mul_mat|(?<![a-z])moe_q\d|einsum|"
+                                  r"(?<![a-z0-9])fmoe(?![a-z])|wv_?splitk")),
          "gemm", _ns, gemm.decode_generic,
          "Anything else that says it multiplies matrices (custom CUDA, DeepGEMM, Marlin, ggml-style quantised "
-         "`mul_mat_q*` / `moe_q*`, unknown vendors). "
+         "`mul_mat_q*` / `moe_q*`, aiter's assembly fused-MoE expert GEMMs `aiter::fmoe_*` (`fmoe_stage1_…`, "
+         "`fmoe_bf16_…_g1u1_…`), vLLM's ROCm skinny GEMMs `wvSplitK*`/`wvSplitKQ*` (weight-stationary split-K GEMV "
+         "for small batches), `einsum` kernels, unknown vendors). "
          "FBGEMM's kernels do not count: `fbgemm` names the library, not the work."),
     # ---- everything else ------------------------------------------------------------------------
     Rule("other.aten", Words(("at::", "c10::"), fold=False), "other", _ns, aten.decode_aten,
