@@ -44,7 +44,7 @@ CHECKS = (("mlp_eager", "mlp_eager"), ("mlp_compile", "mlp_compile"), ("mlp_lige
 
 #: JSON keys (dotted paths, ``[]`` for any list item) that a newer version may add to an output.
 ADDED_KEYS: dict[str, tuple[str, ...]] = {
-    "tracekit.report/1": ("launch_gaps.idle_by_cause", "launch_gaps.steps[].cpu_span_ns",
+    "tracekit.report/1": ("kernels[].class_total_ns", "launch_gaps.idle_by_cause", "launch_gaps.steps[].cpu_span_ns",
                           "steps[].gpu_window_ns"),
     "tracekit.diff/1": ("findings",),
     "tracekit.check/1": ("items[].observed_value", "items[].expected_value", "items[].unit",

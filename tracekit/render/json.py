@@ -25,7 +25,8 @@ nanoseconds.
 * ``steps`` — ``[{name, number, start_ns, dur_ns, gpu_busy_ns, kernel_count, gpu_activity_count}]``
   — one per unit (``name`` is the unit's label: ``ProfilerStep#4``, ``mlp_fwd#2``, ``whole trace``)
 * ``kernels`` — ``[{name, class, library, kind, count, total_ns, mean_ns, launch_api, cpu_op,
-  decoded: {…}}]``; ``kind`` is kernel | memcpy | memset; ``kernel_count`` in steps counts kernels only
+  decoded: {…}, class_total_ns}]``; ``kind`` is kernel | memcpy | memset; ``class_total_ns`` (added in
+  /1) the total of the kernel's class; ``kernel_count`` in steps counts kernels only
 * ``paths`` — ``{step, truncated, rows: [{scope, top_op, cpu_op, kernel, class, launch, dur_ns}]}``
 * ``zero_kernel_ops`` — ``[{name, count, cpu_ns}]``
 * ``compile_preops`` — ``[{step, name, kind, count, cpu_ns, graph_hash}]``

@@ -151,16 +151,12 @@ def _decoded_by_name(report: Report) -> dict[str, str]:
 
 
 def kernels_table(report: Report) -> Table:
-    """Kernels grouped by class; classes ordered by their total time."""
+    """Kernels grouped by class; classes ordered by their total time (``class_total_ns``)."""
     k = report.kernels
-    order = (k.group_by("kernel_class").agg(pl.col("total_ns").sum())
-             .sort(["total_ns", "kernel_class"], descending=[True, False])["kernel_class"].to_list())
-    rows = []
-    for cls in order:
-        for r in k.filter(pl.col("kernel_class") == cls).iter_rows(named=True):
-            rows.append([cls, short_kernel_name(r["name"], r["decoded"]), r["library"],
-                         str(r["count"]), us(r["total_ns"]), us(r["mean_ns"]),
-                         describe_decoded(r["decoded"])])
+    ordered = k.sort(["class_total_ns", "kernel_class"], descending=[True, False], maintain_order=True)
+    rows = [[r["kernel_class"], short_kernel_name(r["name"], r["decoded"]), r["library"], str(r["count"]),
+             us(r["total_ns"]), us(r["mean_ns"]), describe_decoded(r["decoded"])]
+            for r in ordered.iter_rows(named=True)]
     return ("Kernels by class", ["class", "kernel", "library", "count", "total", "mean", "decoded"], rows)
 
 
