@@ -35,6 +35,13 @@ it), so units are found by one rule, the same for ``report``, ``diff`` and ``che
 Occurrences on several threads: the thread holding the most occurrences is used (ties: the first
 in time), so units never overlap. Spans named ``ProfilerStep…`` are never candidates.
 
+Numbered labels: a user annotation named ``<stem>#<n>``, optionally followed by a space and more text
+(``mlp_fwd#3``, ``mlp_fwd#3 64x128``), is one call of the family ``<stem>#N`` — PyTorch's own
+``ProfilerStep#N`` convention, used by scripts that number their calls (a shape sweep labels each
+call with its number and shape, so no two names are equal). Rules a–c count the family as one name;
+its units keep their own labels and, when the numbers are distinct, their own numbers (else 1, 2, …).
+``--unit mlp_fwd#N`` names the family.
+
 Contract: :func:`detect` returns a frozen :class:`Units`; :meth:`Units.apply` gives the trace with
 its ``steps`` frame replaced by the unit windows (what every per-step analysis reads), and
 :meth:`Units.tag` the step of GPU work by its launch call.
@@ -56,6 +63,9 @@ MIN_REPEATS = 2
 #: Share of the launched GPU activities the units must hold (rules a, b and c).
 MIN_COVERAGE = 0.80
 STEP_PREFIX = "ProfilerStep"
+#: A numbered label (``mlp_fwd#3 64x128``) and what its family is called (``mlp_fwd#N``).
+NUMBERED_LABEL = r"(?s)^(.+?#)\d+(?:\s.*)?$"
+FAMILY_SUFFIX = "#N"
 #: Annotations PyTorch writes once per training iteration, without enclosing it; the first found
 #: (in this order) delimits units. (prefix, why)
 ITERATION_MARKERS: tuple[tuple[str, str], ...] = (
@@ -150,7 +160,10 @@ def detect(trace: Trace, gpu: pl.DataFrame, unit: str | None = None) -> Units:
     Raises :class:`~tracekit.errors.UsageError` when ``unit`` names no span of the trace.
     """
     if unit is not None:
-        spans = _one_thread(_outermost(trace.ops.filter(pl.col("name") == unit)))
+        named = trace.ops.filter(pl.col("name") == unit)
+        if named.height == 0 and unit.endswith(FAMILY_SUFFIX):
+            named = _family_names(trace.ops.filter(pl.col("cat") == "user_annotation")).filter(pl.col("name") == unit)
+        spans = _one_thread(_outermost(named))
         if spans.height == 0:
             raise UsageError(f"{os.path.basename(trace.meta.path)}: no span named {unit!r} to use as --unit")
         return Units("span", unit, "user", f"--unit {unit}", _span_windows(spans, unit))
@@ -215,13 +228,22 @@ def _one_thread(spans: pl.DataFrame) -> pl.DataFrame:
     return spans.filter((pl.col("pid") == best["pid"]) & (pl.col("tid") == best["tid"])).sort(["ts", "idx"])
 
 
+def _family_names(spans: pl.DataFrame) -> pl.DataFrame:
+    """``spans`` with ``label`` (the name as written) and ``name`` the family of a numbered user
+    annotation (``mlp_fwd#3 64x128`` -> ``mlp_fwd#N``; see the module docstring), else the name."""
+    numbered = (pl.col("cat") == "user_annotation") & ~pl.col("name").str.starts_with(STEP_PREFIX)
+    family = pl.col("name").str.replace(NUMBERED_LABEL, "${1}" + FAMILY_SUFFIX[1:])
+    return spans.with_columns(label=pl.col("name"), name=pl.when(numbered).then(family).otherwise(pl.col("name")))
+
+
 def _candidate_spans(trace: Trace) -> pl.DataFrame:
-    """User annotations at any depth and top-level cpu_ops, ProfilerStep excluded, with ``top_level``."""
+    """User annotations at any depth and top-level cpu_ops, ProfilerStep excluded, with ``top_level``
+    (numbered annotations named by their family, their own names in ``label``)."""
     spans = _ordered(trace.ops.filter(pl.col("cat").is_in(["cpu_op", "user_annotation"])))
     spans = spans.with_columns(top_level=~_nested(["pid", "tid"]))
-    return spans.filter(
+    return _family_names(spans.filter(
         ~pl.col("name").str.starts_with(STEP_PREFIX)
-        & ((pl.col("cat") == "user_annotation") | ((pl.col("cat") == "cpu_op") & pl.col("top_level"))))
+        & ((pl.col("cat") == "user_annotation") | ((pl.col("cat") == "cpu_op") & pl.col("top_level")))))
 
 
 def _covered(windows: pl.DataFrame, launched: pl.Series) -> pl.Series:
@@ -256,9 +278,18 @@ def _candidates(trace: Trace, launched: pl.Series) -> pl.DataFrame:
 
 def _span_windows(spans: pl.DataFrame, name: str) -> pl.DataFrame:
     n = spans.height
+    label = pl.lit(f"{name}#") + pl.int_range(1, n + 1).cast(pl.String)
+    number = pl.int_range(1, n + 1, dtype=pl.Int64)
+    if name.endswith(FAMILY_SUFFIX) and "label" in spans.columns:
+        # A numbered family keeps each call's own label, and its number when they are distinct.
+        stem = len(name) - len(FAMILY_SUFFIX) + 1
+        own = spans["label"].str.slice(stem).str.extract(r"^(\d{1,18})", 1).cast(pl.Int64, strict=False)
+        label = pl.col("label")
+        if own.null_count() == 0 and own.n_unique() == n:
+            number = pl.lit(own)
     return spans.select(
-        (pl.lit(f"{name}#") + pl.int_range(1, n + 1).cast(pl.String)).alias("name"),
-        pl.int_range(1, n + 1, dtype=pl.Int64).alias("number"),
+        label.alias("name"),
+        number.alias("number"),
         "ts", (pl.col("end") - pl.col("ts")).alias("dur"), "end", "pid", "tid",
     ).cast(STEPS_SCHEMA)  # type: ignore[arg-type]
 
