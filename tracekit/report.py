@@ -18,7 +18,7 @@ import polars as pl
 from tracekit.analyses import (attribution, breakdown as breakdown_mod, dispatch, kernels, launch_gaps,
                                round_trips, steps as steps_analysis, throughput, units as units_mod)
 from tracekit.errors import UsageError
-from tracekit.trace import Trace
+from tracekit.trace import UNANALYSED, Trace
 
 #: Rows of the path table when the trace has no steps to pick one from.
 MAX_PATH_ROWS_WITHOUT_STEPS = 200
@@ -41,6 +41,8 @@ class Facts:
     graph_hashes: list[str]
     #: What the load left out or could not analyse (:class:`tracekit.trace.TraceMeta`).
     unanalysed_activity: dict[str, int] = field(default_factory=dict)
+    #: The same events by device family (``{"MTIA": 25814}``), most first: what the facts name.
+    unanalysed_families: dict[str, int] = field(default_factory=dict)
     dropped_events: dict[str, int] = field(default_factory=dict)
     partial: str | None = None
 
@@ -221,7 +223,8 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         ],
         versions=dict(sorted(meta.versions.items())), distributed=meta.distributed,
         step_numbers=numbers, graph_hashes=dispatch.graph_hashes(preops),
-        unanalysed_activity=dict(meta.unanalysed_activity), dropped_events=dict(meta.dropped_events),
+        unanalysed_activity=dict(meta.unanalysed_activity),
+        unanalysed_families=_families(meta.unanalysed_activity), dropped_events=dict(meta.dropped_events),
         partial=meta.partial,
     )
     return Report(
@@ -267,3 +270,12 @@ def _trips_in_step(trips: round_trips.RoundTripReport, step: int | None) -> roun
         return trips
     return replace(trips, traffic=_in_step(trips.traffic, step), tensors=_in_step(trips.tensors, step),
                    bytes_per_step=_in_step(trips.bytes_per_step, step))
+
+
+def _families(by_category: dict[str, int]) -> dict[str, int]:
+    """Device activity tracekit does not analyse, by device family (MTIA, HPU, …), most first."""
+    families: dict[str, int] = {}
+    for cat, n in by_category.items():
+        family = UNANALYSED.get(cat, (cat, ""))[0]
+        families[family] = families.get(family, 0) + n
+    return dict(sorted(families.items(), key=lambda kv: (-kv[1], kv[0])))

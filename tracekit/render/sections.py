@@ -56,8 +56,6 @@ def facts_lines(report: Report) -> list[tuple[str, str]]:
 def input_lines(f) -> list[tuple[str, str]]:
     """What the load left out or could not analyse, one line each: the input read in part, events
     dropped, device activity tracekit does not analyse (by family)."""
-    from tracekit.trace import UNANALYSED
-
     lines = []
     if f.partial:
         lines.append(("PARTIAL", f.partial))
@@ -68,14 +66,10 @@ def input_lines(f) -> list[tuple[str, str]]:
         parts.append(f"{n:,} {'entries' if n != 1 else 'entry'} of traceEvents that are not events skipped")
     if parts:
         lines.append(("dropped", "; ".join(parts)))
-    families: dict[str, int] = {}
-    for cat, n in f.unanalysed_activity.items():
-        family = UNANALYSED.get(cat, (cat, ""))[0]
-        families[family] = families.get(family, 0) + n
-    if families:
+    if f.unanalysed_families:
         lines.append(("device activity", "; ".join(
             f"{n:,} {family} device activit{'ies' if n != 1 else 'y'}: not analysed"
-            for family, n in sorted(families.items(), key=lambda kv: (-kv[1], kv[0])))))
+            for family, n in f.unanalysed_families.items())))
     return lines
 
 
