@@ -53,7 +53,8 @@ def accuracy() -> None:
         right = class_right = 0
         misses = []
         for row in rows:
-            info = classify_kernel(row["name"], kind=row["kind"], launch_api=row["launch_api"])
+            info = classify_kernel(row["name"], kind=row["kind"], launch_api=row["launch_api"],
+                                   cpu_op=row.get("cpu_op"))
             class_right += info.kernel_class == row["kernel_class"]
             ok = (info.kernel_class, info.library) == (row["kernel_class"], row["library"])
             right += ok

@@ -807,14 +807,14 @@ def _table_params(rows: list[dict]) -> list:
 
 @pytest.mark.parametrize("row", _table_params(TABLE))
 def test_table_real_names(row: dict) -> None:
-    info = classify_kernel(row["name"], kind=row["kind"], launch_api=row["launch_api"])
+    info = classify_kernel(row["name"], kind=row["kind"], launch_api=row["launch_api"], cpu_op=row.get("cpu_op"))
     assert (info.kernel_class, info.library) == (row["kernel_class"], row["library"]), info.rule
 
 
 def _accuracy(rows: list[dict]) -> tuple[int, int]:
     right = class_right = 0
     for row in rows:
-        info = classify_kernel(row["name"], kind=row["kind"], launch_api=row["launch_api"])
+        info = classify_kernel(row["name"], kind=row["kind"], launch_api=row["launch_api"], cpu_op=row.get("cpu_op"))
         class_right += info.kernel_class == row["kernel_class"]
         right += (info.kernel_class, info.library) == (row["kernel_class"], row["library"])
     return right, class_right
@@ -827,13 +827,14 @@ def test_tuned_table_accuracy_at_least_99_percent() -> None:
 
 def test_heldout_names_accuracy_floor() -> None:
     """Names gathered after the rules were written (first run: 78/94 class+library, 83/94 class). The floor is
-    what the rules reach now, so a regression fails; bench/classify.py prints the figures."""
+    what the rules reach now, so a regression fails; bench/classify.py prints the figures (88/94 and 91/94 since
+    the padding family: TE's `remove_pad` is copy)."""
     doc = json.loads(_HELDOUT_FILE.read_text())
     rows = doc["cases"]
     assert len(rows) >= 80
     assert not {r["name"] for r in rows} & ({r["name"] for r in TABLE} | {c.name for c in CASES})
     right, class_right = _accuracy(rows)
-    assert right >= 87 and class_right >= 90, (right, class_right, len(rows))
+    assert right >= 88 and class_right >= 91, (right, class_right, len(rows))
 
 
 def test_named_families_of_the_issue() -> None:
@@ -873,6 +874,73 @@ def test_named_families_of_the_issue() -> None:
                            launch_api="hipExtLaunchKernel").library == "rccl"
     # a template argument in c10:: does not make a kernel ATen's
     assert classify_kernel("void per_token_group_quant_8bit_kernel<c10::BFloat16, c10::Float8_e4m3fn>(int)").library == "unknown"
+
+
+def test_families_of_the_second_heldout_set_generalise() -> None:
+    """The rules written for the families heldout2 exposed cover members of those families that the set does
+    not hold: identifiers as the projects' sources declare them (ATen, ROCclr, cuDNN, vLLM, aiter, TensorFlow,
+    ONNX Runtime, XQA) or as public tables list them (Myelin layer names verbatim); parameter lists shortened
+    where a listing had none. Expected answers follow the README's conventions."""
+    aten_ = "void at::native::(anonymous namespace)::"
+    cases = {
+        # padding forward copy, backward reduction (atomic adds into the border inputs)
+        aten_ + "reflection_pad2d_out_kernel<float>(float const*, float*, long, long, long, long, long, long)":
+            ("copy", "aten", "padding"),
+        aten_ + "reflection_pad2d_backward_det_out_kernel<float>(float*, float const*, long, long, long, long)":
+            ("reduction", "aten", "padding.backward"),
+        # ATen's own convolutions and their unfolding helpers: gemm op=conv
+        "void at::native::col2im_kernel<float, float>(long, float const*, long, long, long, long, long, float*)":
+            ("gemm", "aten", "gemm.aten_conv"),
+        aten_ + "conv_depthwise3d_cuda_backward_weight_kernel<float, float, -1, -1>(int)":
+            ("gemm", "aten", "gemm.aten_conv"),
+        # pooled embedding bag and index_reduce/index_add accumulate: reduction
+        aten_ + "EmbeddingBag_updateOutputKernel_sum_mean<float, long>(long const*, long const*, float const*)":
+            ("reduction", "aten", "reduction"),
+        "void at::native::indexFuncSmallIndex<float, long, unsigned int, 2, 2, -2, at::native::ReduceAdd>(int)":
+            ("reduction", "aten", "reduction.scatter_add"),
+        # HIP runtime: copies and fills are memcpy/memset, its other service kernels other
+        "__amd_rocclr_copyBufferRect": ("memcpy", "hip_runtime", "memcpy.by_name"),
+        "__amd_rocclr_streamOpsWrite.kd": ("other", "hip_runtime", "hip_runtime"),
+        # aiter's custom all-reduce (mangled), vLLM's ROCm fp8 skinny GEMM
+        "_ZN5aiter26cross_device_reduce_2stageIDF16bLi8ELb0EEEv": ("communication", "aiter", "collective.custom"),
+        "void wvSplitKQ_hf_sml_<__hip_bfloat16, 64, 2, 16, 8, 2, 1>(int, int, int, int, int, int)":
+            ("gemm", "unknown", "gemm.generic"),
+        # cuDNN's AddTensor (bias add)
+        "void add_tensor_kernel_v3<int=2, float, float, int=128, int=1, int=1, int=4, int=2>(cudnnTensorStruct, "
+        "float*, cudnnTensorStruct, float const *, float, float)": ("elementwise", "cudnn", "cudnn.tensor_ops"),
+        # TensorRT Myelin, class from the op words
+        "__myl_ConcAddCastMeanSubMulMeanAddSqrtDivMulCastMulAdd_myl3_1":
+            ("normalization", "tensorrt", "tensorrt.myelin_norm"),
+        "__myl_MaxrSubExpSumDivMul_myl36_5": ("reduction", "tensorrt", "tensorrt.myelin_reduction"),
+        "__myl_TranReshMove_myl3_3": ("copy", "tensorrt", "tensorrt.myelin_copy"),
+        "__myl_Fc_myl2_0": ("gemm", "tensorrt", "tensorrt.myelin_gemm"),
+        # other frameworks by namespace
+        "void tensorflow::functor::ColumnReduceKernel<float const*, float*, cub::Sum>(float const*, float*, int)":
+            ("reduction", "tensorflow", "eigen.reduction"),
+        "void onnxruntime::cuda::_ResizeBilinearKernel<float>(long, long, long, long)":
+            ("elementwise", "onnxruntime", "upsampling"),
+        # attention by a token of the kernel's own name, not by its namespace
+        "kernel_mha_bwd": ("attention", "unknown", "attention.other"),
+        "void kernel_mha_varlength(float*, float*, float*, int*)": ("attention", "unknown", "attention.by_name"),
+    }
+    for name, expected in cases.items():
+        info = classify_kernel(name)
+        assert (info.kernel_class, info.library, info.rule) == expected, (name[:70], info)
+    assert classify_kernel(aten_ + "col2im_kernel<float>(long)").decoded["algorithm"] == "im2col"
+    assert classify_kernel("__myl_SiluMulMulCast").decoded["fused_ops"] == ["Silu", "Mul", "Mul", "Cast"]
+    # Triton GEMM words as tokens of a bare name; library triton only with Triton evidence
+    for name in ("_bmm_chunk_fwd_kernel", "fused_moe_kernel_gptq_awq", "_w8a8_block_fp8_matmul"):
+        info = classify_kernel(name, launch_api="cuLaunchKernel")
+        assert (info.kernel_class, info.library, info.rule) == ("gemm", "triton", "gemm.triton"), (name, info)
+    assert classify_kernel("fused_moe_kernel_gptq_awq").library == "unknown"
+    # XQA's extern "C" kernel_mha: TensorRT-LLM's, and its launching op is no evidence of Triton
+    info = classify_kernel("kernel_mha", launch_api="cuLaunchKernel", cpu_op="trtllm::xqa_attention")
+    assert (info.kernel_class, info.library, info.decoded["impl"]) == ("attention", "trtllm", "xqa")
+    # words inside an Inductor kernel's fused-op list name ATen ops, not the kernel's work
+    assert classify_kernel("triton_poi_fused_all_gather_into_tensor_0").rule == "inductor"
+    assert classify_kernel("triton_poi_fused_im2col_0").rule == "inductor"
+    # a Triton-written KV-cache write keeps its convention (triton_custom), though its name says `mla`
+    assert classify_kernel("_concat_and_cache_mla_kernel").kernel_class == "triton_custom"
 
 
 def test_rocprof_kd_suffix_and_mangled_names_are_read_normalised() -> None:
