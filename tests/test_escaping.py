@@ -474,3 +474,29 @@ def test_json_of_a_name_that_is_not_unicode(tmp_path, capsys, damage):
         assert err.count("\n") == 1 and err.startswith("tracekit: error: ") and out == ""
     else:
         assert exit_.value.code == 0 and json.loads(out)["schema"] == "tracekit.report/1"
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "no\x1b]0;pwned\x07such\x1b[2J.json"],
+    ["report", "sample_traces/mlp_eager.json.gz", "-o", "no\x9b31mdir/x.md"],
+    ["diff", "a\x1b[31m.json", "b.json"],
+])
+def test_error_lines_show_control_characters_as_text(argv, capsys):
+    """The error boundary's one line names what the user typed; an escape sequence in it is shown,
+    never sent to the terminal (OSC title, clear-screen, C1 CSI)."""
+    import os
+
+    from tracekit.commands import main
+
+    root = Path(__file__).resolve().parent.parent
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        with pytest.raises(SystemExit) as done:
+            main(argv)
+    finally:
+        os.chdir(here)
+    err = capsys.readouterr().err
+    assert done.value.code == 2
+    assert not any(ord(c) < 0x20 and c != "\n" or 0x7F <= ord(c) <= 0x9F for c in err), repr(err)
+    assert "\\x1b" in err or "\\x9b" in err

@@ -11,8 +11,10 @@ Contract: :func:`run` invokes a click command with ``argv`` and always ends the 
   and asks for a report; the traceback is printed only with ``TRACEKIT_DEBUG=1`` (or ``--debug``);
 - 130 Ctrl-C; 141 the reader of stdout went away (a broken pipe, as ``| head`` does).
 
-No traceback reaches the user for anything they caused. Imports only click and the standard library,
-so the capture entry point stays light.
+No traceback reaches the user for anything they caused. Error lines name paths and values the user
+gave, so they pass through :func:`tracekit.render.text.for_display` like every name tracekit prints:
+a file name holding an escape sequence cannot retitle or clear the terminal. Imports only click, the
+standard library and that one display helper, so the capture entry point stays light.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import traceback
 import click
 
 from tracekit.errors import TracekitError
+from tracekit.render.text import for_display
 
 #: Exit status of an internal error (a bug), distinct from a failed gate (1) and bad input (2).
 INTERNAL_ERROR = 3
@@ -58,12 +61,13 @@ def _run(command: click.Command, argv: list[str] | None, prog_name: str) -> None
     try:
         command.main(args=argv, prog_name=prog_name, standalone_mode=False)
     except TracekitError as err:
-        click.echo(f"tracekit: error: {err}", err=True)
+        click.echo(f"tracekit: error: {for_display(err)}", err=True)
         sys.exit(err.exit_code)
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("tracekit: aborted", err=True)
         sys.exit(130)
     except click.ClickException as err:
+        err.message = for_display(err.message)
         err.show()
         sys.exit(err.exit_code)
     except BrokenPipeError:
@@ -79,7 +83,7 @@ def _run(command: click.Command, argv: list[str] | None, prog_name: str) -> None
         if debugging():
             traceback.print_exc()
         name = type(err).__name__
-        detail = (str(err).splitlines() or [""])[0][:200]
+        detail = for_display((str(err).splitlines() or [""])[0], limit=200)
         hint = "" if debugging() else f" (run with {DEBUG_ENV}=1 for the traceback)"
         click.echo(f"tracekit: internal error: {name}{': ' + detail if detail else ''} — "
                    f"{REPORT_TO}{hint}", err=True)
