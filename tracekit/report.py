@@ -17,6 +17,7 @@ import polars as pl
 
 from tracekit.analyses import (attribution, breakdown as breakdown_mod, dispatch, kernels, launch_gaps,
                                round_trips, steps as steps_analysis, throughput, units as units_mod)
+from tracekit import findings as findings_mod
 from tracekit.errors import UsageError
 from tracekit.trace import UNANALYSED, Trace
 
@@ -103,6 +104,9 @@ class Report:
         The whole-trace attribution the tables came from (None in a report stored by ``convert``).
     extra : dict
         ``{"hta": DataFrame}`` with ``--hta``.
+    findings : tuple of tracekit.findings.Finding
+        What is wrong, with its evidence, measured cost, projected saving and fix
+        (:mod:`tracekit.findings`; warnings first), over the steady steps or the ``--step``.
     """
 
     facts: Facts
@@ -129,6 +133,8 @@ class Report:
     #: (never step-filtered), so consumers such as ``diff`` need not attribute the trace again.
     attribution: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: :class:`tracekit.findings.Finding` tuple (empty in a report made before findings).
+    findings: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -227,8 +233,10 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         unanalysed_families=_families(meta.unanalysed_activity), dropped_events=dict(meta.dropped_events),
         partial=meta.partial,
     )
+    found = findings_mod.analyze(trace, whole, compile_preops=preops, ceilings=rates.ceilings, step=step,
+                                 compilations=getattr(whole, "compilation", None))
     return Report(
-        facts=facts, selected_step=step, path_step=path_step, paths_truncated=truncated,
+        findings=found, facts=facts, selected_step=step, path_step=path_step, paths_truncated=truncated,
         steps=step_table, kernels=kernels.analyze(gpu), paths=paths,
         zero_kernel_ops=dispatch.zero_kernel_ops(ops), compile_preops=preops, units=whole.units,
         orphans=attribution.orphans(attributed.gpu, attributed.launches),

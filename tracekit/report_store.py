@@ -47,11 +47,12 @@ from tracekit.analyses.throughput import ThroughputReport
 from tracekit.analyses.units import Units
 from tracekit.load import parquet
 from tracekit.report import Facts, Report
+from tracekit.findings import Evidence, Finding
 from tracekit.trace import Trace
 
 #: The classes a skeleton may name, by name.
 _CLASSES = {cls.__name__: cls for cls in (Report, Facts, LaunchGapsReport, RoundTripReport, ThroughputReport,
-                                          Units, Breakdown)}
+                                          Units, Breakdown, Finding, Evidence)}
 #: Report fields not stored (see the module docstring).
 _SKIPPED = {"attribution"}
 #: Frames stored with their columns but no rows: per-kernel working tables that the analyses

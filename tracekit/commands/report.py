@@ -27,9 +27,13 @@ from tracekit.output import open_output, refuse_inputs
                    "tf32_tflops, fp8_tflops (repeatable), e.g. --ceiling hbm_gbps=4300.")
 @click.option("--hta", is_flag=True, help="Show HolisticTraceAnalysis' busy/idle figures beside ours "
               "(needs the hta extra).")
+@click.option("--fail-if", "fail_if", multiple=True, metavar="finding:RULE",
+              help="Exit 1 (after the output) when the trace has a finding of RULE, e.g. "
+                   "--fail-if finding:host_sync (repeatable; rules: tracekit.findings.RULES).")
 @options.reading
 def report(trace_path: str, fmt: str | None, output: str | None, step: int | None, unit: str | None,
-           et_path: str | None, no_et: bool, ceilings: tuple[str, ...], hta: bool) -> None:
+           et_path: str | None, no_et: bool, ceilings: tuple[str, ...], hta: bool,
+           fail_if: tuple[str, ...] = ()) -> None:
     """Classify kernels, attribute CPU ops and summarise steps of one trace.
 
     TRACE may also be a directory of per-rank traces: each is analysed in its own process and a
@@ -37,12 +41,15 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     """
     from tracekit.session import Session
 
+    from tracekit.findings import parse_gate
+
     renderer = options.renderer(fmt, output)
+    gated = [parse_gate(text) for text in fail_if]  # a typo fails before the slow part
     if os.path.isdir(trace_path):
         from tracekit import ranks
 
-        if step is not None or unit is not None:
-            raise UsageError("--step and --unit apply to one trace, not to a directory of ranks")
+        if step is not None or unit is not None or gated:
+            raise UsageError("--step, --unit and --fail-if apply to one trace, not to a directory of ranks")
         refuse_inputs(output, ranks.find_traces(trace_path))
         result = ranks.analyze(trace_path)
         with open_output(output) as out:
@@ -55,3 +62,9 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     result = session.report(step=step, ceilings=overrides, hta=hta, unit=unit)
     with open_output(output) as out:
         renderer.report(result, out, color=options.colour(output))
+    hits = sorted({f.rule for f in result.findings} & set(gated))
+    if hits:
+        from tracekit.errors import GateFailed
+
+        raise GateFailed(f"{len(hits)} of {len(set(gated))} --fail-if gates failed: "
+                         + ", ".join(f"finding:{rule}" for rule in hits))

@@ -7,6 +7,12 @@ nanoseconds.
 ``tracekit.report/1`` (``tracekit report TRACE``). Top-level keys (all always present):
 
 * ``schema`` — ``"tracekit.report/1"``
+* ``findings`` (added in /1) — what is wrong, warnings first (:mod:`tracekit.findings`):
+  ``[{rule, title, severity ("warning" | "info"), steps: [unit numbers], evidence: [{role (op | kernel |
+  launch | memcpy | step | tensor), name, step, ts_ns (first occurrence), count_per_step,
+  dur_ns_per_step, bytes_per_step, detail}], cost_ns_per_step (measured), saving_ns_per_step
+  (projected from the trace; null when it cannot be priced), saving_basis (how), fix (one line, the
+  PyTorch knob), thresholds: {NAME: value}, quantities: {name: number | text}}]``
 * ``trace`` — ``{path, size_bytes, event_count, vendor, time_format, devices: [{id, name,
   compute_capability, num_sms, total_global_mem}], versions: {key: text}, distributed, step_numbers,
   graph_hashes, unanalysed_activity: {category: events} (device activity tracekit does not analyse),
@@ -171,8 +177,11 @@ def report_data(report: Report) -> dict[str, Any]:
     kernels = _rows(report.kernels, rename={"kernel_class": "class"})
     for row in kernels:
         row["decoded"] = decoded_fields(row["decoded"])
+    from tracekit.render.finding_sections import findings_data
+
     return {
         "schema": schemas.REPORT,
+        "findings": findings_data(report.findings),
         "trace": {
             "path": facts.path, "size_bytes": facts.size_bytes, "event_count": facts.event_count,
             "vendor": facts.vendor, "time_format": facts.time_format, "devices": facts.devices,

@@ -110,10 +110,12 @@ class MarkdownRenderer(Renderer):
     extensions = (".md", ".markdown")
 
     def report(self, report: Report, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
-        from tracekit.render import sections
+        from tracekit.render import finding_sections, sections
 
         facts = sections.facts_lines(report)
         parts = [f"# tracekit report: {md_escape(facts[0][1])}", ""]
+        title, headers, rows = finding_sections.findings_table(report.findings)
+        parts += [f"## {md_escape(title)}", "", table(headers, rows) if rows else "_none_", ""]
         parts += [f"- **{md_escape(label)}**: {md_escape(value)}" for label, value in facts[1:]]
         for title, headers, rows in sections.all_tables(report):
             parts += ["", f"## {md_escape(title)}", ""]

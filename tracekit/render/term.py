@@ -93,11 +93,18 @@ class TermRenderer(Renderer):
     def report(self, report: Report, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
         from rich.text import Text
 
-        from tracekit.render import sections
+        from tracekit.render import finding_sections, sections
 
         console = make_console(out, color=color, width=width)
         facts = sections.facts_lines(report)
         console.print(text(f"tracekit report: {facts[0][1]}", style="bold"))
+        blocks = finding_sections.finding_blocks(report.findings)
+        console.print(text("Findings" if blocks else "Findings: none", style="bold"))
+        for head, lines in blocks:
+            console.print(text(head, style="bold red" if head.startswith("WARNING") else "bold"))
+            for line in lines:
+                console.print(text(f"  {line}"))
+        console.print()
         for label, value in facts[1:]:
             console.print(Text.assemble(text(f"  {label}: ", "bold"), text(value)))
         for title, headers, rows in sections.all_tables(report):
