@@ -102,6 +102,11 @@ class Report:
         Achieved TFLOP/s or GB/s per kernel against the device's ceilings (``kernels``).
     attribution : tracekit.analyses.attribution.Attribution or None
         The whole-trace attribution the tables came from (None in a report stored by ``convert``).
+    memory : tracekit.analyses.memory.MemoryReport or None
+        Memory from the ``[memory]`` events: per device the allocated/reserved curves, the peak per
+        unit and for the trace with the op running then, the blocks alive at the peak by allocating
+        op, per-op allocations, fragmentation and headroom, out-of-memory events (whole trace, also
+        with ``--step``; ``events`` is 0 for a trace recorded without ``profile_memory=True``).
     extra : dict
         ``{"hta": DataFrame}`` with ``--hta``.
     findings : tuple of tracekit.findings.Finding
@@ -133,6 +138,8 @@ class Report:
     #: (never step-filtered), so consumers such as ``diff`` need not attribute the trace again.
     attribution: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: :class:`tracekit.analyses.memory.MemoryReport` (None when not computed).
+    memory: Any = None
     #: :class:`tracekit.findings.Finding` tuple (empty in a report made before findings).
     findings: tuple[Any, ...] = ()
 
@@ -242,8 +249,15 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         orphans=attribution.orphans(attributed.gpu, attributed.launches),
         breakdown=_breakdown_in_step(whole.breakdown, step),
         launch_gaps=_gaps_in_step(gaps, step), round_trips=_trips_in_step(trips, step),
-        throughput=rates, attribution=attributed, extra=extra,
+        throughput=rates, attribution=attributed, extra=extra, memory=_memory(trace, attributed),
     )
+
+
+def _memory(trace: Trace, attributed: attribution.Attribution) -> Any:
+    """The memory analysis over the unit windows, reusing the attribution's op tree."""
+    from tracekit.analyses import memory
+
+    return memory.analyze(trace, attributed.tree.ops)
 
 
 def _in_step(frame: pl.DataFrame, step: int | None, column: str = "step") -> pl.DataFrame:

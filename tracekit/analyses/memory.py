@@ -36,7 +36,8 @@ Frames of :class:`MemoryReport` (all bytes ``i64``, times ``i64`` ns):
 ``devices`` — one row per device: ``device str`` (:data:`DEVICE_TYPES` label + ``:id``), ``device_type
 i64, device_id i64, totals str, events u32, allocations u32, frees u32, bytes_allocated,
 bytes_freed, frees_before_trace u32, bytes_freed_before_trace, allocated_at_start`` (before its first
-event), ``allocated_at_end, peak_allocated, peak_ts, peak_reserved`` (largest reserved),
+event), ``allocated_at_end, peak_allocated, peak_ts, peak_step i64?`` (the unit holding the peak),
+``peak_offset_ns i64?`` (from that unit's start), ``peak_reserved`` (largest reserved),
 ``reserved_at_peak, fragmentation`` (``reserved_at_peak - peak_allocated``: cached, not in use),
 ``total_memory i64?`` (``deviceProperties.totalGlobalMem``), ``headroom i64?`` (``total_memory -
 peak_reserved``), ``live_bytes`` (blocks allocated in the trace alive at the peak), ``live_blocks
@@ -49,6 +50,10 @@ peak_reserved, allocated_at_start, allocated_at_end, op, top_op, annotation, pha
 memory events have no row).
 
 ``curve`` — ``device str, ts i64, allocated i64, reserved i64`` per event, in event order.
+
+``timeline`` — the curve cut into at most :data:`TIMELINE_POINTS` equal spans of time per device,
+each with its highest values: ``device str, ts i64`` (the span's start), ``allocated i64, reserved
+i64`` (what ``tracekit.report/1`` carries; the whole curve stays in the Python API).
 
 ``live`` — what holds memory at each device's peak: blocks allocated in the trace and alive then,
 by the op that allocated them: ``device str, op str?, top_op str?, phase str?, blocks u32, bytes,
@@ -82,6 +87,8 @@ DEVICE_TYPES: dict[int, str] = {0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "m
 CPU_DEVICE_TYPE = 0
 #: Top ops by net growth kept per unit and device.
 TOP_GROWTH = 5
+#: Points per device in ``timeline`` (the report's curve; the whole one is ``curve``).
+TIMELINE_POINTS = 256
 #: An event's phase: the first rule that matches (column, prefix, phase, why); else ``forward``.
 PHASES: tuple[tuple[str, str, str, str], ...] = (
     ("top_op", "autograd::engine::evaluate_function", "backward",
@@ -96,7 +103,7 @@ DEVICES_SCHEMA: dict[str, pl.DataType] = {
     "events": pl.UInt32, "allocations": pl.UInt32, "frees": pl.UInt32, "bytes_allocated": pl.Int64,
     "bytes_freed": pl.Int64, "frees_before_trace": pl.UInt32, "bytes_freed_before_trace": pl.Int64,
     "allocated_at_start": pl.Int64, "allocated_at_end": pl.Int64, "peak_allocated": pl.Int64,
-    "peak_ts": pl.Int64, "peak_reserved": pl.Int64, "reserved_at_peak": pl.Int64,
+    "peak_ts": pl.Int64, "peak_step": pl.Int64, "peak_offset_ns": pl.Int64, "peak_reserved": pl.Int64, "reserved_at_peak": pl.Int64,
     "fragmentation": pl.Int64, "total_memory": pl.Int64, "headroom": pl.Int64, "live_bytes": pl.Int64,
     "live_blocks": pl.UInt32, "before_trace_at_peak": pl.Int64, "op": pl.String, "cpu_op": pl.String,
     "top_op": pl.String, "annotation": pl.String, "phase": pl.String, "out_of_memory": pl.UInt32,
@@ -136,6 +143,7 @@ class MemoryReport:
     devices: pl.DataFrame = field(default_factory=lambda: _empty(DEVICES_SCHEMA))
     steps: pl.DataFrame = field(default_factory=lambda: _empty(STEPS_SCHEMA))
     curve: pl.DataFrame = field(default_factory=lambda: _empty(CURVE_SCHEMA))
+    timeline: pl.DataFrame = field(default_factory=lambda: _empty(CURVE_SCHEMA))
     live: pl.DataFrame = field(default_factory=lambda: _empty(LIVE_SCHEMA))
     ops: pl.DataFrame = field(default_factory=lambda: _empty(OPS_SCHEMA))
     growth: pl.DataFrame = field(default_factory=lambda: _empty(GROWTH_SCHEMA))
@@ -205,11 +213,16 @@ def analyze(trace: Trace, tree_ops: pl.DataFrame | None = None) -> MemoryReport:
         live_bytes=pl.col("live_bytes").fill_null(0), live_blocks=pl.col("live_blocks").fill_null(0),
     ).with_columns(before_trace_at_peak=pl.col("peak_allocated") - pl.col("live_bytes"))
     stepped = tag_steps(events, trace.steps)
+    starts = trace.steps.select(pl.col("number").alias("peak_step"), pl.col("ts").alias("_start"))
+    devices = (tag_steps(devices, trace.steps, "peak_ts").rename({"step": "peak_step"})
+               .join(starts, on="peak_step", how="left")
+               .with_columns(peak_offset_ns=pl.col("peak_ts") - pl.col("_start")))
+    curve = events.select(pl.col(c).cast(t) for c, t in CURVE_SCHEMA.items())
     return MemoryReport(
         events=int(events.height),
         devices=devices.select([pl.col(c).cast(t) for c, t in DEVICES_SCHEMA.items()]),
         steps=_steps(stepped),
-        curve=events.select(pl.col(c).cast(t) for c, t in CURVE_SCHEMA.items()),
+        curve=curve, timeline=_timeline(curve),
         live=live.select(pl.col(c).cast(t) for c, t in LIVE_SCHEMA.items()),
         ops=_ops(events, tree_ops),
         growth=_growth(stepped),
@@ -384,3 +397,13 @@ def _growth(stepped: pl.DataFrame) -> pl.DataFrame:
     return (per.sort(["step", "device", "net", "op"], descending=[False, False, True, False])
             .group_by("step", "device", maintain_order=True).head(TOP_GROWTH)
             .select([pl.col(c).cast(t) for c, t in GROWTH_SCHEMA.items()]))
+
+
+def _timeline(curve: pl.DataFrame) -> pl.DataFrame:
+    """At most :data:`TIMELINE_POINTS` rows per device: the highest values in each equal span of time."""
+    span = (pl.col("ts").max() - pl.col("ts").min()).over("device") + 1
+    bucket = ((pl.col("ts") - pl.col("ts").min().over("device")) * TIMELINE_POINTS // span)
+    return (curve.with_columns(_bucket=bucket)
+            .group_by("device", "_bucket").agg(pl.col("ts").min(), pl.col("allocated").max(),
+                                               pl.col("reserved").max())
+            .sort("device", "ts").select(list(CURVE_SCHEMA)))

@@ -49,6 +49,20 @@ nanoseconds.
 * ``throughput`` — ``{device, ceilings: {device, hbm_bytes_per_s, flops: {dtype: FLOP/s}, source…}
   | null, kernels: [{name, class, count, mean_ns, bytes, flops, achieved_gbps, achieved_tflops,
   frac_bw, frac_flops, intensity, ridge, bound, headline, …}]}``
+* ``memory`` — (added in /1) memory from the ``[memory]`` events (:mod:`tracekit.analyses.memory`;
+  bytes and ns): ``{events, note (the one line when there are none, else null), devices: [{device
+  ("cuda:0", "cpu": CPU allocations apart), device_type, device_id, totals ("allocator" | "summed"),
+  events, allocations, frees, bytes_allocated, bytes_freed, frees_before_trace,
+  bytes_freed_before_trace, allocated_at_start, allocated_at_end, peak_allocated, peak_ts, peak_step,
+  peak_offset_ns, peak_reserved, reserved_at_peak, fragmentation, total_memory, headroom, live_bytes,
+  live_blocks, before_trace_at_peak, op, cpu_op, top_op, annotation, phase, out_of_memory}], steps:
+  [{step, device, peak_allocated, peak_ts, peak_reserved, allocated_at_start, allocated_at_end, op,
+  top_op, annotation, phase}], live: [{device, op, top_op, phase, blocks, bytes, largest}] (blocks
+  alive at the device's peak by allocating op), ops: [{device, op, allocations, bytes_allocated,
+  bytes_freed, net, largest, incl_allocations, incl_bytes_allocated, incl_bytes_freed, incl_net,
+  incl_largest}], growth: [{step, device, op, net, allocations}], out_of_memory: [{device, ts, bytes,
+  allocated, reserved, op}], timeline: [{device, ts, allocated, reserved}] (at most 256 points per
+  device, each the highest of its span of time)}``; null in a report made without it
 * ``hta`` — only with ``--hta``: per rank/step/stream busy and idle from tracekit and HTA, the report's
   Steps table against HTA's steps (``scope "steps_table"``) and the communication overlap
   (``scope "comm_overlap"``: ``ours_overlap_frac``, ``hta_overlap_frac``)
@@ -203,11 +217,24 @@ def report_data(report: Report) -> dict[str, Any]:
         },
         "zero_kernel_ops": _rows(report.zero_kernel_ops),
         "compile_preops": _rows(report.compile_preops),
+        "memory": memory_data(getattr(report, "memory", None)),
         "launch_gaps": _launch_gaps(report.launch_gaps),
         "round_trips": _round_trips(report.round_trips),
         "throughput": _throughput(report.throughput),
         **({"hta": _rows(report.extra["hta"])} if "hta" in report.extra else {}),
     }
+
+
+def memory_data(memory: Any) -> dict[str, Any] | None:
+    """``tracekit.report/1``'s ``memory`` (see the module docstring)."""
+    if memory is None:
+        return None
+    from tracekit.render.memory_sections import HINT
+
+    return {"events": memory.events, "note": HINT if memory.events == 0 else None,
+            "devices": _rows(memory.devices), "steps": _rows(memory.steps), "live": _rows(memory.live),
+            "ops": _rows(memory.ops), "growth": _rows(memory.growth),
+            "out_of_memory": _rows(memory.out_of_memory), "timeline": _rows(memory.timeline)}
 
 
 def launch_gaps_data(gaps: LaunchGapsReport) -> dict[str, Any]:

@@ -120,6 +120,10 @@ class MarkdownRenderer(Renderer):
         for title, headers, rows in sections.all_tables(report):
             parts += ["", f"## {md_escape(title)}", ""]
             parts.append(table(headers, rows) if rows else "_none_")
+        from tracekit.render.memory_sections import hint
+
+        if hint(report):
+            parts += ["", "## Memory", "", md_escape(hint(report), line_start=True)]
         rules = sections.notes(report)
         if rules:
             parts += ["", "## Notes", ""] + [f"- {md_escape(line, line_start=True)}" for line in rules]

@@ -377,6 +377,8 @@ def _capped(table: Table) -> Table:
 
 def all_tables(report: Report) -> list[Table]:
     """Every table in display order, each cut to :data:`MAX_TABLE_ROWS` rows."""
+    from tracekit.render import memory_sections
+
     tables = [shares_table(report, "class"), shares_table(report, "library"),
               steps_table(report), launch_gaps_table(report), idle_causes_table(report), streams_table(report)]
     overlap = overlap_table(report)
@@ -384,7 +386,7 @@ def all_tables(report: Report) -> list[Table]:
         tables.append(overlap)
     tables += [paths_table(report), kernels_table(report), throughput_table(report),
               round_trip_steps_table(report), round_trips_table(report),
-              zero_kernel_table(report), preops_table(report)]
+              zero_kernel_table(report), preops_table(report), *memory_sections.tables(report)]
     hta = hta_table(report)
     if hta is not None:
         tables.append(hta)

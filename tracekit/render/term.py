@@ -110,6 +110,11 @@ class TermRenderer(Renderer):
         for title, headers, rows in sections.all_tables(report):
             console.print()
             print_rows(console, title, headers, rows)
+        from tracekit.render.memory_sections import hint
+
+        if hint(report):
+            console.print()
+            console.print(Text.assemble(text("Memory: ", "bold"), text(hint(report))))
         rules = sections.notes(report)
         if rules:
             console.print()

@@ -1,0 +1,96 @@
+"""The report's "Memory" section as rows of display strings (:mod:`tracekit.analyses.memory`).
+
+Like :mod:`tracekit.render.sections`, each table is ``(title, headers, rows)`` of plain strings
+(names as :class:`~tracekit.render.text.Code`), shared by the terminal and Markdown renderers, which
+escape them. A trace without ``[memory]`` events gets no table, only :func:`hint`'s one line.
+Nothing here computes a figure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tracekit.render.text import Code, Table
+
+if TYPE_CHECKING:
+    from tracekit.report import Report
+
+#: The one line a report without memory events shows in its Memory section.
+HINT = ("no [memory] events in this trace: record them with torch.profiler.profile(profile_memory=True) "
+        "(tracekit capture --profile-memory)")
+#: Rows of the per-op tables (the JSON has them all).
+TOP_OPS = 15
+
+
+def size(n: int | None) -> str:
+    """Bytes in binary units: ``48.0 MiB``, ``5.67 GiB``; "–" for none."""
+    if n is None:
+        return "–"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= scale:
+            return f"{n / scale:,.2f} {unit}"
+    return f"{n:,} B"
+
+
+def _ms(ns: int | None) -> str:
+    return "–" if ns is None else f"{ns / 1e6:,.3f} ms"
+
+
+def hint(report: Report) -> str | None:
+    """The Memory section's one line when the trace has no memory events (None otherwise, and for a
+    report made without the memory analysis)."""
+    memory = getattr(report, "memory", None)
+    return HINT if memory is not None and memory.events == 0 else None
+
+
+def _op(name: str | None) -> Code | str:
+    return Code(name) if name else "–"
+
+
+def tables(report: Report) -> list[Table]:
+    """Peak per device, peak per unit, what holds the peak, per-op allocations, growth per unit and
+    out-of-memory events (empty without memory events)."""
+    memory = getattr(report, "memory", None)
+    if memory is None or memory.events == 0:
+        return []
+    from tracekit.render.sections import step_label
+
+    devices = []
+    for d in memory.devices.iter_rows(named=True):
+        at = (f"{step_label(report, d['peak_step'])} +{_ms(d['peak_offset_ns'])}" if d["peak_step"] is not None
+              else "outside every step")
+        devices.append([d["device"], size(d["peak_allocated"]), at, _op(d["op"]), _op(d["top_op"]),
+                        d["phase"] or "–", size(d["peak_reserved"]), size(d["fragmentation"]),
+                        size(d["total_memory"]), size(d["headroom"]), size(d["before_trace_at_peak"]),
+                        f"{d['allocations']:,}", str(d["out_of_memory"])])
+    out: list[Table] = [(
+        "Memory — peak per device (allocator totals; CPU allocations are their own row)",
+        ["device", "peak allocated", "at", "op", "top-level op", "phase", "peak reserved",
+         "reserved − allocated at peak", "device memory", "headroom (memory − peak reserved)",
+         "held since before the trace", "allocations", "out of memory"], devices)]
+    step_rows = [[step_label(report, r["step"]), r["device"], size(r["peak_allocated"]), size(r["peak_reserved"]),
+                  size(r["allocated_at_start"]), size(r["allocated_at_end"]), _op(r["op"]), r["phase"] or "–"]
+                 for r in memory.steps.iter_rows(named=True)]
+    out.append(("Memory — peak per step", ["step", "device", "peak allocated", "peak reserved",
+                                           "allocated at start", "at end", "op at the peak", "phase"], step_rows))
+    live = [[r["device"], _op(r["op"]), _op(r["top_op"]), r["phase"] or "–", f"{r['blocks']:,}", size(r["bytes"]),
+             size(r["largest"])] for r in memory.live.head(TOP_OPS).iter_rows(named=True)]
+    before = [[d["device"], "(allocated before the trace)", "–", "–", "–", size(d["before_trace_at_peak"]), "–"]
+              for d in memory.devices.iter_rows(named=True) if d["before_trace_at_peak"]]
+    out.append(("Memory — what holds the peak (blocks alive at it, by the op that allocated them)",
+                ["device", "allocated by", "top-level op", "phase", "blocks", "bytes", "largest"], live + before))
+    ops = [[r["device"], _op(r["op"]), f"{r['allocations']:,}", size(r["bytes_allocated"]), size(r["bytes_freed"]),
+            size(r["net"]), size(r["largest"]), size(r["incl_bytes_allocated"]), size(r["incl_net"])]
+           for r in memory.ops.head(TOP_OPS).iter_rows(named=True)]
+    out.append((f"Memory — allocations by op (top {TOP_OPS} by bytes allocated incl. children)",
+                ["device", "op", "allocations", "allocated (self)", "freed (self)", "net (self)", "largest",
+                 "allocated (incl.)", "net (incl.)"], ops))
+    growth = [[step_label(report, r["step"]), r["device"], _op(r["op"]), size(r["net"]), f"{r['allocations']:,}"]
+              for r in memory.growth.iter_rows(named=True)]
+    out.append(("Memory — ops that grew memory most per step (allocated − freed in the op)",
+                ["step", "device", "op", "net", "allocations"], growth))
+    if memory.out_of_memory.height:
+        out.append(("Memory — out-of-memory events", ["device", "requested", "allocated", "reserved", "op"],
+                    [[r["device"], size(r["bytes"]), size(r["allocated"]), size(r["reserved"]), _op(r["op"])]
+                     for r in memory.out_of_memory.iter_rows(named=True)]))
+    return out
