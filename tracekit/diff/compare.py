@@ -47,6 +47,7 @@ QUANTITIES: tuple[tuple[str, str, str, str], ...] = (
     ("preop_tax", "compile pre-ops (CPU)", "ns", "preop_tax_ns"),
     ("host_sync", "host syncs (CPU blocked)", "ns", "host_sync_ns"),
     ("graph_launches", "CUDA-graph launches", "count", "graph_launches"),
+    ("peak_memory", "peak memory allocated", "bytes", "peak_memory"),
 )
 
 
@@ -240,8 +241,8 @@ def compare(a: Profile, b: Profile) -> Diff:
                 "replay), so its round trips are incomplete")
     quantities: dict[str, Quantity] = {}
     for key, label, unit, column in QUANTITIES:
-        if key in unavailable:
-            continue
+        if key in unavailable or (key == "peak_memory" and not (_column(a, column) and _column(b, column))):
+            continue  # peak memory needs [memory] events in both traces
         quantities[key] = quantity(key, label, unit, _column(a, column), _column(b, column))
 
     class_a = _per_unit_by(a.class_ns, a.units, "kernel_class", "ns")

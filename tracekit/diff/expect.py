@@ -12,13 +12,16 @@ The file states what one step should look like; every profiled step must meet ev
     classes_absent = ["elementwise"]
     kernels_present = ["triton_poi_fused_*gelu*mul*"]   # glob on the full kernel name
     round_trip_bytes_max = 0
+    # peak_memory_max = "6GiB"         # bytes, or a size with B, KB, MB, GB, KiB, MiB, GiB
     gpu_busy_min_pct = 10
 
 Keys of ``[per_step]`` (all optional): ``kernels``, ``kernels_min``, ``kernels_max``,
 ``launches_max``, ``memsets_max``, ``memcpys_max`` (integers); ``classes_present``,
 ``classes_absent`` (kernel classes as ``tracekit report`` names them); ``kernels_present``,
 ``kernels_absent``, ``cpu_ops_present``, ``cpu_ops_absent`` (glob patterns: ``*`` and ``?``);
-``round_trip_bytes_max``, ``round_trip_tensors_max`` (integers); ``gpu_busy_min_pct`` (GPU busy as
+``round_trip_bytes_max``, ``round_trip_tensors_max`` (integers); ``peak_memory_max`` (bytes, an
+integer or a size such as ``"2GiB"``: the highest allocated GPU memory in the step, from the trace's
+``[memory]`` events); ``gpu_busy_min_pct`` (GPU busy as
 a % of the step's wall time); ``gpu_time_max_us``, ``cpu_time_max_us``, ``idle_time_max_us``,
 ``preop_tax_max_us`` (µs); ``compile_preops`` (true: torch.compile wrappers present, false: absent).
 
@@ -48,7 +51,7 @@ from tracekit.diff.profile import Profile
 from tracekit.errors import UsageError
 
 _INT_KEYS = ("kernels", "kernels_min", "kernels_max", "launches_max", "memsets_max", "memcpys_max",
-             "round_trip_bytes_max", "round_trip_tensors_max")
+             "round_trip_bytes_max", "round_trip_tensors_max", "peak_memory_max")
 _NUM_KEYS = ("gpu_busy_min_pct", "gpu_time_max_us", "cpu_time_max_us", "idle_time_max_us",
              "preop_tax_max_us")
 _LIST_KEYS = ("classes_present", "classes_absent", "kernels_present", "kernels_absent",
@@ -148,6 +151,11 @@ def load(path: str | Path) -> Expectations:
         if key not in PER_STEP_KEYS:
             raise UsageError(f"{name}: unknown expectation {_shown(key)} in [per_step] "
                              f"(known: {', '.join(PER_STEP_KEYS)})")
+        if key == "peak_memory_max" and isinstance(value, str):
+            from tracekit.diff.gates import size_bytes
+
+            parsed = size_bytes(value)
+            value = per_step[key] = parsed if parsed is not None else value
         ok = (isinstance(value, int) and not isinstance(value, bool) and value >= 0 if key in _INT_KEYS
               else isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
               if key in _NUM_KEYS
@@ -186,6 +194,7 @@ _BOUNDS: dict[str, tuple[str, str, str]] = {
     "memsets_max": ("memsets", "<=", "count"), "memcpys_max": ("memcpys", "<=", "count"),
     "round_trip_bytes_max": ("round_trip_bytes", "<=", "bytes"),
     "round_trip_tensors_max": ("round_trip_tensors", "<=", "count"),
+    "peak_memory_max": ("peak_memory", "<=", "bytes"),
     "gpu_busy_min_pct": ("busy_frac", ">=", "percent"),
     "gpu_time_max_us": ("gpu_ns", "<=", "ns"), "cpu_time_max_us": ("cpu_dispatch_ns", "<=", "ns"),
     "idle_time_max_us": ("idle_ns", "<=", "ns"), "preop_tax_max_us": ("preop_tax_ns", "<=", "ns"),
@@ -215,6 +224,9 @@ def check(profile: Profile, exp: Expectations) -> CheckResult:
     def bound(key: str, value: int | float) -> Item:
         col, op, unit = _BOUNDS[key]
         metric = _NEEDS.get(col)
+        if col == "peak_memory" and pu[col].null_count() == pu.height:
+            raise UsageError(f"{exp.path}: {key} cannot be checked: the trace has no [memory] events "
+                             "(record them with profile_memory=True)")
         if metric in profile.unavailable:
             raise UsageError(f"{exp.path}: {key} cannot be checked: {profile.unavailable[metric]}")
         values = [v for v in pu[col].to_list() if v is not None]

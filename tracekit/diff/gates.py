@@ -5,12 +5,13 @@ Grammar (one expression per ``--fail-if``, repeatable; spaces are allowed anywhe
     EXPR   := METRIC OP VALUE
     METRIC := gpu_time | cpu_time | idle_time | kernels | launches | round_trip_bytes
               | round_trip_tensors | memsets | memcpys | preop_tax | host_sync | graph_launches
+              | peak_memory
     OP     := ">" | ">=" | "<" | "<="
     VALUE  := [+|-] NUMBER [UNIT]
     UNIT   := "%"                                   (relative to A, any metric)
             | "ns" | "us" | "µs" | "ms" | "s"        (time metrics: gpu_time, cpu_time, idle_time, preop_tax,
                                                      host_sync)
-            | "B" | "KB" | "MB" | "GB" | "KiB" | "MiB" | "GiB"   (round_trip_bytes)
+            | "B" | "KB" | "MB" | "GB" | "KiB" | "MiB" | "GiB"   (round_trip_bytes, peak_memory)
             | nothing                               (counts; or 0 for any metric)
 
 Every metric is a per-step figure (the median over each trace's profiled steps) and the gate tests
@@ -42,14 +43,27 @@ from dataclasses import dataclass
 from tracekit.errors import UsageError
 
 TIME_METRICS = ("gpu_time", "cpu_time", "idle_time", "preop_tax", "host_sync")
-BYTE_METRICS = ("round_trip_bytes",)
+BYTE_METRICS = ("round_trip_bytes", "peak_memory")
 COUNT_METRICS = ("kernels", "launches", "round_trip_tensors", "memsets", "memcpys", "graph_launches")
 METRICS = TIME_METRICS[:3] + ("kernels", "launches", "round_trip_bytes", "round_trip_tensors",
-                              "memsets", "memcpys", "preop_tax", "host_sync", "graph_launches")
+                              "memsets", "memcpys", "preop_tax", "host_sync", "graph_launches",
+                              "peak_memory")
+#: Why a metric is missing when the traces cannot give it (else "not measured").
+MISSING = {"peak_memory": "a trace has no [memory] events: record them with profile_memory=True"}
 _TIME_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _BYTE_UNITS = {"b": 1, "kb": 1_000, "mb": 1_000_000, "gb": 1_000_000_000, "kib": 1024,
                "mib": 1024 ** 2, "gib": 1024 ** 3}
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def size_bytes(text: str) -> int | None:
+    """``"2GiB"``, ``"512 MB"``, ``"100"`` as bytes (the units of byte metrics); None if not a size."""
+    m = _SIZE.match(text)
+    scale = _BYTE_UNITS.get(m.group(2).lower()) if m and m.group(2) else 1
+    return round(float(m.group(1)) * scale) if m and scale else None
+
+
 _EXPR = re.compile(r"^\s*([a-z_]+)\s*(>=|<=|>|<)\s*([+-]?)\s*(\d+(?:\.\d+)?)\s*([%a-zA-Zµ]*)\s*$")
 
 
@@ -108,7 +122,7 @@ def evaluate(gates: list[Gate], diff) -> list[GateResult]:
     for gate in gates:
         q = diff.quantities.get(gate.metric)
         if q is None:
-            reason = diff.unavailable.get(gate.metric, "not measured")
+            reason = diff.unavailable.get(gate.metric, MISSING.get(gate.metric, "not measured"))
             raise UsageError(f"--fail-if {gate.text!r}: {gate.metric} is not available ({reason})")
         if gate.relative:
             observed = q.delta_pct if q.delta_pct is not None else (

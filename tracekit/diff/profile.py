@@ -24,7 +24,8 @@ Frames (one row per unit and key; units without a key are absent, read them as 0
 launches i64, memsets i64, memcpys i64, preop_tax_ns i64, cpu_dispatch_ns i64?, idle_ns i64?,
 busy_frac f64 (launch gaps' ``gpu_busy_frac`` when available, else ``gpu_ns / span_ns``),
 round_trip_bytes i64?, round_trip_tensors i64?, round_trip_unknown i64? (kernels without a traffic
-model: the round-trip figure may be incomplete)`` sorted by unit.
+model: the round-trip figure may be incomplete), peak_memory i64? (the highest allocated bytes on a
+GPU during the unit, :mod:`tracekit.analyses.memory`; null without ``[memory]`` events)`` sorted by unit.
 ``tensors``: ``unit i64, producer_op str, consumer_op str, shape str, dtype str, bytes i64`` — each
 round trip (empty when round trips are unavailable).
 ``kernel_ns``: ``unit i64, identity str, name str, kernel_class str, count i64, ns i64``.
@@ -198,6 +199,7 @@ def build(trace: Trace, report, *, unit: str | None = None, complete: bool = Tru
     unavailable: dict[str, str] = {}
     per_unit = _attach_launch_gaps(per_unit, report, unavailable)
     per_unit = _attach_round_trips(per_unit, report, unavailable)
+    per_unit = _attach_memory(per_unit, scoped, attributed, report if found is getattr(report, "units", None) else None)
     if "busy_frac" not in per_unit.columns:
         per_unit = per_unit.with_columns(busy_frac=pl.when(pl.col("span_ns") > 0)
                                          .then(pl.col("gpu_ns") / pl.col("span_ns")).otherwise(0.0))
@@ -310,6 +312,15 @@ def _attach_launch_gaps(per_unit: pl.DataFrame, report, unavailable: dict[str, s
                                  pl.col("gpu_idle_ns").cast(pl.Int64).alias("idle_ns"),
                                  pl.col("gpu_busy_frac").cast(pl.Float64).alias("busy_frac"))
     return per_unit.join(table, on="unit", how="left")
+
+
+def _attach_memory(per_unit: pl.DataFrame, scoped: Trace, attributed, report) -> pl.DataFrame:
+    """``peak_memory``: the report's memory analysis when it was made on these units, else run here."""
+    from tracekit.analyses import memory
+
+    found = getattr(report, "memory", None) or memory.analyze(scoped, attributed.tree.ops)
+    peaks = found.peak_per_step().select(pl.col("step").alias("unit"), pl.col("peak_allocated").alias("peak_memory"))
+    return per_unit.join(peaks, on="unit", how="left")
 
 
 def _attach_round_trips(per_unit: pl.DataFrame, report, unavailable: dict[str, str]) -> pl.DataFrame:
