@@ -15,8 +15,9 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.analyses import (attribution, breakdown as breakdown_mod, dispatch, kernels, launch_gaps,
-                               round_trips, steps as steps_analysis, throughput, units as units_mod)
+from tracekit.analyses import (attribution, breakdown as breakdown_mod, compilations as compilations_mod, dispatch,
+                               kernels, launch_gaps, round_trips, steps as steps_analysis, throughput,
+                               units as units_mod)
 from tracekit import findings as findings_mod
 from tracekit.errors import UsageError
 from tracekit.trace import UNANALYSED, Trace
@@ -83,7 +84,8 @@ class Report:
         ``launch_missing``, ``kind str, count u32, dur_ns i64, busy_ns i64, first_ns i64,
         last_end_ns i64``); whole trace, also with ``--step``.
     kernels : DataFrame
-        GPU activity by name: ``name str, kernel_class str, library str, kind str, count u32,
+        GPU activity by name (of the steady units and the work outside every unit when some units
+        are not steady: ``set_aside_units``; GPU work launched by a compilation never counts): ``name str, kernel_class str, library str, kind str, count u32,
         total_ns i64, mean_ns i64, launch_api str?, cpu_op str?, decoded str`` (JSON object of the
         fields decoded from the name), sorted by ``total_ns`` descending.
     paths : DataFrame
@@ -101,7 +103,12 @@ class Report:
     throughput : tracekit.analyses.throughput.ThroughputReport
         Achieved TFLOP/s or GB/s per kernel against the device's ceilings (``kernels``).
     attribution : tracekit.analyses.attribution.Attribution or None
-        The whole-trace attribution the tables came from (None in a report stored by ``convert``).
+        The whole-trace attribution the tables came from (None in a report stored by ``convert``);
+        its ``gpu`` is the workload: GPU work launched inside compile work (autotuning) is left out.
+    compilation : tracekit.analyses.compilations.Compilations or None
+        Frame compilations, recompiles, autotuning set aside, CUDA-graph records and replays,
+        first-call JITs, and each unit's shape key and compile flags (whole trace, also with
+        ``--step``); None in a report made before it existed.
     memory : tracekit.analyses.memory.MemoryReport or None
         Memory from the ``[memory]`` events: per device the allocated/reserved curves, the peak per
         unit and for the trace with the op running then, the blocks alive at the peak by allocating
@@ -142,12 +149,18 @@ class Report:
     memory: Any = None
     #: :class:`tracekit.findings.Finding` tuple (empty in a report made before findings).
     findings: tuple[Any, ...] = ()
+    #: :class:`tracekit.analyses.compilations.Compilations` (None when not computed).
+    compilation: Any = None
+    #: The units set aside from ``kernels`` and ``throughput`` (not steady: compiling, cold, …),
+    #: with their state; empty when every unit is steady, none is, or with ``--step``.
+    set_aside_units: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class TraceAnalyses:
     """The whole-trace analyses every table starts from (all that ``diff`` needs of a report)."""
 
+    #: ``gpu`` is the workload: the activities launched inside compile work are in ``compilation``.
     attribution: attribution.Attribution
     #: The trace's iteration units; ``attribution.gpu``'s ``step`` is the unit holding the launch.
     units: units_mod.Units
@@ -156,6 +169,8 @@ class TraceAnalyses:
     launch_gaps: launch_gaps.LaunchGapsReport
     round_trips: round_trips.RoundTripReport
     breakdown: breakdown_mod.Breakdown
+    #: Compilations, autotuning set aside, graph records, JITs and each unit's compile flags.
+    compilation: compilations_mod.Compilations = field(default_factory=compilations_mod.Compilations)
 
 
 def analyse(trace: Trace, *, execution_trace: Any = None, unit: str | None = None) -> TraceAnalyses:
@@ -166,9 +181,13 @@ def analyse(trace: Trace, *, execution_trace: Any = None, unit: str | None = Non
     if found.kind != "ProfilerStep":
         attributed = replace(attributed, gpu=found.tag(attributed.gpu))
     scoped = found.apply(trace)
-    summary = steps_analysis.summarize(scoped, attributed.gpu, partial=found.partial)
+    compiled = compilations_mod.analyze(scoped, attributed.gpu)
+    # Autotuning benchmarks and other GPU work a compilation launched are not the workload.
+    attributed = replace(attributed, gpu=compiled.workload(attributed.gpu))
+    summary = steps_analysis.summarize(scoped, attributed.gpu, partial=found.partial, compilation=compiled)
+    compiled = replace(compiled, steady=compilations_mod.steady(summary))
     return TraceAnalyses(
-        attribution=attributed, units=found, steps=summary,
+        attribution=attributed, units=found, steps=summary, compilation=compiled,
         launch_gaps=launch_gaps.analyze(scoped, attributed, summary=summary),
         round_trips=round_trips.analyze(scoped, attributed, execution_trace=execution_trace),
         breakdown=breakdown_mod.analyze(attributed.gpu, summary))
@@ -200,8 +219,10 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
     check_step(trace, step)
     numbers = trace.steps["number"].to_list()
     attributed, gaps, trips = whole.attribution, whole.launch_gaps, whole.round_trips
+    aside = _set_aside_units(whole.steps) if step is None else {}
+    steady_only = pl.col("step").is_null() | ~pl.col("step").is_in([int(n) for n in aside])
     try:
-        rates = throughput.analyze(trace, attributed, _in_step(trips.traffic, step),
+        rates = throughput.analyze(trace, attributed, _in_step(trips.traffic, step).filter(steady_only),
                                    ceilings_override=ceilings_override)
     except ValueError as err:  # an unknown override key: the user's typo
         raise UsageError(str(err)) from None
@@ -244,13 +265,23 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
                                  compilations=getattr(whole, "compilation", None))
     return Report(
         findings=found, facts=facts, selected_step=step, path_step=path_step, paths_truncated=truncated,
-        steps=step_table, kernels=kernels.analyze(gpu), paths=paths,
+        steps=step_table, kernels=kernels.analyze(gpu.filter(steady_only)), paths=paths,
         zero_kernel_ops=dispatch.zero_kernel_ops(ops), compile_preops=preops, units=whole.units,
         orphans=attribution.orphans(attributed.gpu, attributed.launches),
         breakdown=_breakdown_in_step(whole.breakdown, step),
         launch_gaps=_gaps_in_step(gaps, step), round_trips=_trips_in_step(trips, step),
-        throughput=rates, attribution=attributed, extra=extra, memory=_memory(trace, attributed),
+        throughput=rates, attribution=attributed, extra=extra, memory=_memory(trace, attributed), compilation=whole.compilation,
+        set_aside_units=aside,
     )
+
+
+def _set_aside_units(summary: pl.DataFrame) -> dict[str, str]:
+    """``{unit number (text): state}`` of the units that are not steady, when some are and some are
+    not (the tables then describe the steady state); else empty."""
+    aside = summary.filter(~pl.col("steady"))
+    if aside.height == 0 or aside.height == summary.height:
+        return {}
+    return {str(n): state for n, state in zip(aside["step"].to_list(), aside["state"].to_list())}
 
 
 def _memory(trace: Trace, attributed: attribution.Attribution) -> Any:

@@ -41,6 +41,7 @@ import msgspec
 import polars as pl
 
 from tracekit.analyses.breakdown import Breakdown
+from tracekit.analyses.compilations import Compilations
 from tracekit.analyses.launch_gaps import LaunchGapsReport
 from tracekit.analyses.round_trips import RoundTripReport
 from tracekit.analyses.throughput import ThroughputReport
@@ -52,7 +53,7 @@ from tracekit.trace import Trace
 
 #: The classes a skeleton may name, by name.
 _CLASSES = {cls.__name__: cls for cls in (Report, Facts, LaunchGapsReport, RoundTripReport, ThroughputReport,
-                                          Units, Breakdown, Finding, Evidence)}
+                                          Units, Breakdown, Compilations, Finding, Evidence)}
 #: Report fields not stored (see the module docstring).
 _SKIPPED = {"attribution"}
 #: Frames stored with their columns but no rows: per-kernel working tables that the analyses

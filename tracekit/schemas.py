@@ -15,3 +15,5 @@ DIFF = "tracekit.diff/1"
 CHECK = "tracekit.check/1"
 #: ``tracekit report DIR`` (one row per rank trace).
 RANKS = "tracekit.ranks/1"
+#: ``tracekit compare TRACE…`` (compilations, steady state and break-even across traces).
+COMPARE = "tracekit.compare/1"

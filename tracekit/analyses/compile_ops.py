@@ -32,16 +32,3 @@ def preop_kind(name: str) -> str | None:
             return kind
     return None
 
-
-#: Spans and host calls that only run while torch.compile compiles or CUDA graphs are recorded
-#: (KINETO.md, "Profiled from the first call"): a step or unit holding one is not steady state.
-#: (what, regex on the op or launch-call name)
-COMPILATION_MARKS: tuple[tuple[str, str], ...] = (
-    ("dynamo compile phase", r"\(dynamo_timed\)$"),
-    ("dynamo compilation", r"^_compile\.compile_inner$"),
-    ("CUDA-graph recording", r"^CUDAGraphNode\.record"),
-    ("CUDA-graph instantiation", r"^(cuda|hip)GraphInstantiate"),
-    ("stream capture", r"^(cuda|hip)StreamBeginCapture"),
-)
-#: One regex matching any of :data:`COMPILATION_MARKS` (for vectorised filters).
-COMPILATION_PATTERN = "|".join(f"(?:{p})" for _, p in COMPILATION_MARKS)

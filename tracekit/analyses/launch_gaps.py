@@ -84,10 +84,13 @@ THRESHOLDS: dict[str, Any] = {
                          "minus *Synchronize calls",
     "verdict_rule": "no-gpu if the step launched nothing; compute-bound if GPU busy >= CPU dispatch or "
                     "GPU busy >= 80% of wall; overhead-bound if CPU dispatch >= 2x GPU busy; else mixed",
-    "cold_rule": "first step wall > 2x median wall of the other steps",
+    "cold_rule": "first step wall > 2x median wall of the other steps; so is a new input shape's first step "
+                 "against the other steps of that shape, and a step warming up a CUDA-graph tree",
     "steady_rule": "Not steady state (left out of diff medians): warm-up = the steps after a cold first step "
-                   "still slower than 2x the median step; compiling = the step runs torch.compile or records "
-                   "a CUDA graph; cut short = the last unit delimited by iteration markers",
+                   "still slower than 2x the median step; compiling = a torch.compile frame compilation "
+                   "(recompiling: not the frame's first); graph record = a CUDA graph recorded; JIT warm-up = "
+                   "a Triton kernel compiled on its first call; cut short = the last unit delimited by "
+                   "iteration markers",
     "gap_cause_rule": "GPU waited for CPU = next launch call ended after gap start - 2 us; then first "
                       "match: sync (waited for CPU and a sync call/row overlaps); profiler_overhead "
                       "(waited for CPU and an overhead row overlaps); cpu_bound (waited for CPU); "
@@ -115,7 +118,8 @@ PER_STEP_SCHEMA: dict[str, pl.DataType] = {
     "gpu_window_ns": pl.Int64, "wall_ns": pl.Int64, "cpu_dispatch_ns": pl.Int64,
     "gpu_busy_ns": pl.Int64, "gpu_idle_ns": pl.Int64, "gpu_busy_frac": pl.Float64,
     "activity_count": pl.UInt32, "verdict": pl.String, "cold": pl.Boolean, "warmup": pl.Boolean,
-    "compile": pl.Boolean, "partial": pl.Boolean, "steady": pl.Boolean,
+    "compile": pl.Boolean, "recompile": pl.Boolean, "graph_record": pl.Boolean, "jit": pl.Boolean,
+    "partial": pl.Boolean, "steady": pl.Boolean, "state": pl.String,
 }
 IDLE_BY_CAUSE_SCHEMA: dict[str, pl.DataType] = {"cause": pl.String, "gaps": pl.UInt32, "dur_ns": pl.Int64}
 PER_DEVICE_SCHEMA: dict[str, pl.DataType] = {

@@ -37,17 +37,26 @@ returns :data:`SUMMARY_SCHEMA`, sorted by ``cpu_start_ns`` then ``step``:
   Python before the first launch: ~60 µs on the H200) with the GPU work, so a 4096² matmul whose
   GEMM outlasts its dispatch still shows only 56–74 % busy. The verdict describes the profiled run:
   the profiler (``record_shapes``) inflates CPU time;
+* ``shape str?`` — the step's shape key (:mod:`tracekit.analyses.compilations`: the ``Input Dims``
+  of one op; steps of one key ran the same input shapes);
 * ``cold bool`` — the first step's ``wall_ns`` exceeds 2 × the median ``wall_ns`` of the other
-  steps (needs at least two steps);
+  steps (needs at least two steps); likewise the first step of each later shape key against the
+  other steps of that key (a new shape's first call: new GEMM kernels, a new allocation); or the
+  step holds compile work Dynamo times at run time without compiling (CUDA-graph trees warming up
+  a new shape);
 * ``warmup bool`` — after a cold first step, each following step of the leading run whose
   ``wall_ns`` still exceeds 2 × the median ``wall_ns`` of all steps (cuDNN autotuning, allocator
   growth and lazy initialisation spread over the first iterations of an unscheduled trace);
-* ``compile bool`` — the step's CPU span holds torch.compile or CUDA-graph recording work
-  (:data:`tracekit.analyses.compile_ops.COMPILATION_MARKS`);
+* ``compile bool`` — a torch.compile frame compilation started in the step; ``recompile bool`` —
+  one that was not the frame's first; ``graph_record bool`` — a CUDA graph was recorded in it;
+  ``jit bool`` — a Triton kernel was compiled on its first call in it (all from
+  :mod:`tracekit.analyses.compilations`);
 * ``partial bool`` — the trace may have cut the step short (``partial`` units, see
   :mod:`tracekit.analyses.units`);
-* ``steady bool`` — none of the four: the steps medians are taken over (all steps when none is
-  steady).
+* ``steady bool`` — none of :data:`FLAGS`: the steps medians are taken over (all steps when none
+  is steady);
+* ``state str`` — the first that applies of ``recompile``, ``compile``, ``graph_record``,
+  ``jit_warmup``, ``cold``, ``warmup``, ``partial``, else ``steady`` (:data:`STATES`).
 
 "Step" here is any iteration unit (:mod:`tracekit.analyses.units`): the trace's ``steps`` frame
 holds the unit windows.
@@ -59,9 +68,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from typing import TYPE_CHECKING
+
 from tracekit.analyses import intervals
-from tracekit.analyses.compile_ops import COMPILATION_PATTERN
 from tracekit.trace import Trace
+
+if TYPE_CHECKING:
+    from tracekit.analyses.compilations import Compilations
 
 COMPUTE_BOUND_MIN_BUSY_FRAC = 0.80
 OVERHEAD_BOUND_MIN_CPU_OVER_GPU = 2.0
@@ -74,11 +87,16 @@ SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "step": pl.Int64, "name": pl.String, "cpu_start_ns": pl.Int64, "cpu_span_ns": pl.Int64,
     "gpu_start_ns": pl.Int64, "gpu_window_ns": pl.Int64, "wall_ns": pl.Int64, "cpu_dispatch_ns": pl.Int64,
     "gpu_busy_ns": pl.Int64, "gpu_idle_ns": pl.Int64, "gpu_busy_frac": pl.Float64,
-    "activity_count": pl.UInt32, "kernel_count": pl.UInt32, "verdict": pl.String, "cold": pl.Boolean,
-    "warmup": pl.Boolean, "compile": pl.Boolean, "partial": pl.Boolean, "steady": pl.Boolean,
+    "activity_count": pl.UInt32, "kernel_count": pl.UInt32, "verdict": pl.String, "shape": pl.String,
+    "cold": pl.Boolean, "warmup": pl.Boolean, "compile": pl.Boolean, "recompile": pl.Boolean,
+    "graph_record": pl.Boolean, "jit": pl.Boolean, "partial": pl.Boolean, "steady": pl.Boolean,
+    "state": pl.String,
 }
-#: The non-steady flags, in the order they are worded.
-FLAGS = ("cold", "warmup", "compile", "partial")
+#: The non-steady flags, in the order they are worded (``recompile`` implies ``compile``).
+FLAGS = ("cold", "warmup", "compile", "recompile", "graph_record", "jit", "partial")
+#: A step's state: (state, the flag that makes it), first match wins; a step with none is steady.
+STATES = (("recompile", "recompile"), ("compile", "compile"), ("graph_record", "graph_record"),
+          ("jit_warmup", "jit"), ("cold", "cold"), ("warmup", "warmup"), ("partial", "partial"))
 #: The report's Steps table: ``start_ns``/``dur_ns`` are the CPU span, ``gpu_activity_count`` the
 #: summary's ``activity_count`` (names kept for the ``tracekit.report/1`` JSON contract).
 STEP_COLUMNS = {
@@ -87,10 +105,11 @@ STEP_COLUMNS = {
 }
 
 
-def tag_steps(frame: pl.DataFrame, steps: pl.DataFrame, time_col: str = "ts") -> pl.DataFrame:
-    """``frame`` plus ``step i64?``: the number of the step whose ``[ts, end)`` holds ``time_col``."""
+def tag_steps(frame: pl.DataFrame, steps: pl.DataFrame, time_col: str = "ts", column: str = "step") -> pl.DataFrame:
+    """``frame`` plus ``step i64?`` (or ``column``): the number of the step whose ``[ts, end)`` holds
+    ``time_col``."""
     if steps.height == 0 or frame.height == 0:
-        return frame.with_columns(step=pl.lit(None, pl.Int64))
+        return frame.with_columns(pl.lit(None, pl.Int64).alias(column))
     windows = steps.select(pl.col("ts").alias("_step_ts"), pl.col("end").alias("_step_end"),
                            pl.col("number").alias("step")).sort("_step_ts")
     # The last window starting at or before each time (join_asof "backward" picks the last of
@@ -100,13 +119,15 @@ def tag_steps(frame: pl.DataFrame, steps: pl.DataFrame, time_col: str = "ts") ->
     at = pl.select(pl.when(times.is_not_null() & (found >= 0)).then(found)).to_series()
     step = pl.select(pl.when(times < windows["_step_end"].gather(at))
                      .then(windows["step"].gather(at))).to_series()
-    return frame.with_columns(step.alias("step"))
+    return frame.with_columns(step.alias(column))
 
 
-def summarize(trace: Trace, gpu: pl.DataFrame, *, partial: tuple[int, ...] = ()) -> pl.DataFrame:
+def summarize(trace: Trace, gpu: pl.DataFrame, *, partial: tuple[int, ...] = (),
+              compilation: Compilations | None = None) -> pl.DataFrame:
     """The per-step summary (module docstring) of ``trace`` from its attributed GPU work ``gpu``
     (columns ``step i64?, kind str, ts i64, end i64``); ``partial``: numbers of steps the trace may
-    have cut short."""
+    have cut short; ``compilation``: the trace's :func:`tracekit.analyses.compilations.analyze`
+    result when the caller has it (else it is computed here)."""
     steps = trace.steps
     if steps.height == 0:
         return pl.DataFrame(schema=SUMMARY_SCHEMA)
@@ -138,13 +159,20 @@ def summarize(trace: Trace, gpu: pl.DataFrame, *, partial: tuple[int, ...] = ())
         .with_columns(verdict=verdict_expr())
         .sort(["cpu_start_ns", "step"])
     )
-    compiling = _compiling(trace)
-    cold = _cold(table["wall_ns"])
+    if compilation is None:
+        from tracekit.analyses import compilations  # it tags by this module's tag_steps
+
+        compilation = compilations.analyze(trace, gpu)
+    marks = compilation.units.select("step", "shape", "compile", "recompile", "graph_record", "jit", "runtime")
+    table = (table.join(marks, on="step", how="left", maintain_order="left")
+             .with_columns(pl.col("compile", "recompile", "graph_record", "jit", "runtime").fill_null(False)))
+    cold = _cold(table["wall_ns"]) | _cold_shapes(table["wall_ns"], table["shape"]) | table["runtime"]
+    state = pl.lit("steady")
+    for name, flag in reversed(STATES):
+        state = pl.when(pl.col(flag)).then(pl.lit(name)).otherwise(state)
     table = (table.with_columns(cold=cold, warmup=_warmup(table["wall_ns"], cold))
-             .with_columns(
-                           compile=pl.col("step").is_in(compiling),
-                           partial=pl.col("step").is_in(list(partial)))
-             .with_columns(steady=~pl.any_horizontal(*FLAGS)))
+             .with_columns(partial=pl.col("step").is_in(list(partial)))
+             .with_columns(steady=~pl.any_horizontal(*FLAGS), state=state))
     return table.select(list(SUMMARY_SCHEMA)).cast(SUMMARY_SCHEMA)  # type: ignore[arg-type]
 
 
@@ -199,15 +227,6 @@ def verdict_expr() -> pl.Expr:
     )
 
 
-def _compiling(trace: Trace) -> list[int]:
-    """Steps whose CPU span holds compilation or CUDA-graph recording (ops or launch calls)."""
-    marks = pl.concat([trace.ops.select("name", "ts"), trace.launches.select("name", "ts")])
-    marks = marks.filter(pl.col("name").str.contains(COMPILATION_PATTERN))
-    if marks.height == 0:
-        return []
-    return tag_steps(marks, trace.steps, "ts")["step"].drop_nulls().unique().to_list()
-
-
 def _warmup(walls: pl.Series, cold: pl.Series) -> pl.Series:
     """The leading run after a cold first step of steps still slower than 2 × the median step."""
     flags = [False] * walls.len()
@@ -218,6 +237,22 @@ def _warmup(walls: pl.Series, cold: pl.Series) -> pl.Series:
             flags[i] = True
             i += 1
     return pl.Series("warmup", flags, dtype=pl.Boolean)
+
+
+def _cold_shapes(walls: pl.Series, shapes: pl.Series) -> pl.Series:
+    """The first step of each shape key after the first key whose wall exceeds 2 × the median wall
+    of the other steps of that key (at least two of them)."""
+    frame = pl.DataFrame({"wall": walls, "shape": shapes}).with_row_index("_i")
+    keyed = frame.filter(pl.col("shape").is_not_null())
+    if keyed.height == 0 or keyed["shape"].n_unique() < 2:
+        return pl.Series("cold", [False] * walls.len(), dtype=pl.Boolean)
+    firsts = keyed.group_by("shape").agg(_first=pl.col("_i").min())
+    others = (keyed.join(firsts, on="shape").filter(pl.col("_i") != pl.col("_first"))
+              .group_by("shape").agg(_median=pl.col("wall").median(), _n=pl.len()))
+    flagged = (firsts.join(others, on="shape").filter((pl.col("_n") >= 2) & (pl.col("_first") != keyed["_i"].min()))
+               .join(frame, left_on="_first", right_on="_i")
+               .filter(pl.col("wall") > COLD_STEP_FACTOR * pl.col("_median")))["_first"]
+    return frame.select(pl.col("_i").is_in(flagged.implode()).alias("cold"))["cold"]
 
 
 def _cold(walls: pl.Series) -> pl.Series:

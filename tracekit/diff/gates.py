@@ -90,18 +90,20 @@ class GateResult:
         return self.exceeded and not self.within_noise
 
 
-def parse(text: str) -> Gate:
-    """Parse one expression; a malformed one raises :class:`UsageError` naming the problem."""
+def parse(text: str, *, metrics: tuple[str, ...] = METRICS, time_metrics: tuple[str, ...] = TIME_METRICS,
+          example: str = "gpu_time>+5%") -> Gate:
+    """Parse one expression; a malformed one raises :class:`UsageError` naming the problem.
+    ``metrics``/``time_metrics``: the names a command accepts (``tracekit compare`` has its own)."""
     m = _EXPR.match(text)
     if not m:
-        raise UsageError(f"--fail-if {text!r}: expected METRIC OP VALUE, e.g. 'gpu_time>+5%'")
+        raise UsageError(f"--fail-if {text!r}: expected METRIC OP VALUE, e.g. '{example}'")
     metric, op, sign, number, unit = m.groups()
-    if metric not in METRICS:
-        raise UsageError(f"--fail-if {text!r}: unknown metric {metric!r} (choose from {', '.join(METRICS)})")
+    if metric not in metrics:
+        raise UsageError(f"--fail-if {text!r}: unknown metric {metric!r} (choose from {', '.join(metrics)})")
     value = float(number) * (-1 if sign == "-" else 1)
     if unit == "%":
         return Gate(text.strip(), metric, op, value, True)
-    if metric in TIME_METRICS:
+    if metric in time_metrics:
         scale = _TIME_UNITS.get(unit)
         if scale is None and not (unit == "" and value == 0):
             raise UsageError(f"--fail-if {text!r}: {metric} needs a time unit (ns, us, ms, s) or %")

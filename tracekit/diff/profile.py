@@ -244,8 +244,10 @@ def _unsteady(report, numbers: list[int]) -> dict[int, str]:
     flagged = gaps.per_step.filter(pl.col("step").is_in(numbers) & ~pl.col("steady"))
     if flagged.height == 0 or flagged.height == len(numbers):
         return {}
-    words = {"cold": "cold", "warmup": "warm-up", "compile": "compiling", "partial": "cut short"}
-    return {row["step"]: ", ".join(w for flag, w in words.items() if row[flag])
+    words = {"cold": "cold", "warmup": "warm-up", "compile": "compiling", "recompile": "recompiling",
+             "graph_record": "CUDA-graph record", "jit": "JIT warm-up", "partial": "cut short"}
+    return {row["step"]: ", ".join(w for flag, w in words.items()
+                                   if row.get(flag) and not (flag == "compile" and row.get("recompile")))
             for row in flagged.iter_rows(named=True)}
 
 

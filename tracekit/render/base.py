@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, TextIO
 
 if TYPE_CHECKING:
+    from tracekit.compare import Comparison
+    from tracekit.compare import GateResult as CompareGateResult
     from tracekit.diff.compare import Diff
     from tracekit.diff.expect import CheckResult
     from tracekit.diff.gates import GateResult
@@ -50,3 +52,8 @@ class Renderer(abc.ABC):
     def ranks(self, rank_report: RankReport, out: TextIO, *, color: bool = False,
               width: int | None = None) -> None:
         """``tracekit report DIR``: one summary row per rank trace."""
+
+    @abc.abstractmethod
+    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[CompareGateResult] = (), *,
+                color: bool = False, width: int | None = None) -> None:
+        """``tracekit compare TRACE…``: the traces side by side, the verdict, and its ``--fail-if`` gates."""

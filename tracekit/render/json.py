@@ -1,6 +1,6 @@
 """JSON: the versioned contracts, sorted keys, byte-for-byte stable for the same input.
 
-Four documents, each named by its ``schema`` (:mod:`tracekit.schemas`). Additive keys may appear
+Five documents, each named by its ``schema`` (:mod:`tracekit.schemas`). Additive keys may appear
 within a version; a breaking change bumps it (``tracekit.report/2``…). Times are integer
 nanoseconds.
 
@@ -49,6 +49,23 @@ nanoseconds.
 * ``throughput`` — ``{device, ceilings: {device, hbm_bytes_per_s, flops: {dtype: FLOP/s}, source…}
   | null, kernels: [{name, class, count, mean_ns, bytes, flops, achieved_gbps, achieved_tflops,
   frac_bw, frac_flops, intensity, ridge, bound, headline, …}]}``
+* ``compilation`` — (added in /1) compilation found in the trace (:mod:`tracekit.analyses.compilations`):
+  ``{found, key_op, totals: {compilations, recompiles, compile_ns, frame_compile_ns, autotune_ns,
+  runtime_ns, recompile_ns, dynamic_promotions, graph_records, graph_replays, record_ns, jit_ns, jits,
+  set_aside_count, set_aside_gpu_ns, shapes, triggers: {first, dynamic_promotion, shape_change,
+  recompile}}, steady: {units, steady_units, shapes, gpu_ns, cpu_dispatch_ns, wall_ns, set_aside:
+  {state: units}}, compilations: [{compile_id, frame, index, step, ts, cpu_ns, autotune_ns,
+  runtime_ns, total_ns, trigger, dynamic, key_op, shape_before, shape_after, changed, set_aside_count,
+  set_aside_gpu_ns, steps_run, shapes_run}], phases: [{compile_id, phase, cpu_ns}], work: [{kind,
+  name, compile_id, step, pid, tid, ts, end, dur}], set_aside: [{compile_id, work, kind, name, count,
+  gpu_ns}], jit: [{kernel, op, step, first_ns, later_ns, later_count, jit_ns}], units: [{step, shape,
+  compile, recompile, graph_record, jit, runtime, compile_ids, compile_ns, record_ns, jit_ns,
+  graph_records, graph_replays, set_aside_count, set_aside_gpu_ns}]}``; ``set_aside_units`` — (added
+  in /1) ``{unit number: state}`` of the units left out of ``kernels`` and ``throughput`` (empty when
+  all units are steady, none is, or with ``--step``). GPU work a compilation launched (autotuning) is
+  in no other key. ``launch_gaps.steps`` also carry (added in /1) ``recompile, graph_record, jit``
+  and ``state`` (``recompile`` | ``compile`` | ``graph_record`` | ``jit_warmup`` | ``cold`` |
+  ``warmup`` | ``partial`` | ``steady``)
 * ``memory`` — (added in /1) memory from the ``[memory]`` events (:mod:`tracekit.analyses.memory`;
   bytes and ns): ``{events, note (the one line when there are none, else null), devices: [{device
   ("cuda:0", "cpu": CPU allocations apart), device_type, device_id, totals ("allocator" | "summed"),
@@ -112,6 +129,16 @@ names, ``op`` == | >= | <= | present | absent, ``expected_value`` (time limits i
 names), ``steps``/``steps_met`` (units measured / meeting it), ``observed_min``/``observed_max``
 (bounds; null without steps), ``steps_present`` and ``example`` (bool and names; else null).
 
+``tracekit.compare/1`` (``tracekit compare TRACE…``, :mod:`tracekit.compare`): ``{schema, baseline
+(label), rows: [{label, path, is_baseline, shapes, units, steady_units, set_aside: {state: units},
+compilations, recompiles, dynamic_promotions, shape_changes, compile_ns, recompile_ns, graph_records,
+graph_replays, record_ns, jit_ns, one_off_ns, set_aside_count, set_aside_gpu_ns, gpu_ns,
+cpu_dispatch_ns, wall_ns, break_even: null | {reason ("pays_off" | "immediately" | "slower" |
+"overtaken" | "unmeasured"), calls, extra_ns, saving_ns}}], verdict: [sentences], findings: [{kind
+("compiled" | "jit" | "none" | "fastest" | "cpu_bound"), subject, quantities: {…}}], rules: {steady,
+break_even}, gates: [{expr, metric, op, value, relative, observed, traces, failed}]}``; ``gpu_ns``,
+``cpu_dispatch_ns`` and ``wall_ns`` are the steady state per call (null without units).
+
 ``tracekit.ranks/1`` (``tracekit report DIR``): ``{schema, directory, slowest, ranks: [{file, rank,
 steps, mean_step_ns, max_step_ns, gpu_busy_ns, kernel_count, error}]}``.
 """
@@ -134,6 +161,8 @@ if TYPE_CHECKING:
     from tracekit.analyses.round_trips import RoundTripReport
     from tracekit.analyses.throughput import ThroughputReport
     from tracekit.analyses.units import Units
+    from tracekit.compare import Comparison
+    from tracekit.compare import GateResult as CompareGateResult
     from tracekit.diff.compare import Diff, Quantity
     from tracekit.diff.expect import CheckResult
     from tracekit.diff.findings import Finding
@@ -222,7 +251,18 @@ def report_data(report: Report) -> dict[str, Any]:
         "round_trips": _round_trips(report.round_trips),
         "throughput": _throughput(report.throughput),
         **({"hta": _rows(report.extra["hta"])} if "hta" in report.extra else {}),
+        "compilation": compilation_data(report.compilation),
+        "set_aside_units": dict(report.set_aside_units),
     }
+
+
+def compilation_data(comp: Any) -> dict[str, Any] | None:
+    """The ``compilation`` object of ``tracekit.report/1`` (None in a report made without it)."""
+    if comp is None:
+        return None
+    return {"found": comp.found, "key_op": comp.key_op, "totals": comp.totals(), "steady": dict(comp.steady),
+            "compilations": _rows(comp.compilations), "phases": _rows(comp.phases), "work": _rows(comp.work),
+            "set_aside": _rows(comp.set_aside), "jit": _rows(comp.jit), "units": _rows(comp.units)}
 
 
 def memory_data(memory: Any) -> dict[str, Any] | None:
@@ -244,7 +284,8 @@ def launch_gaps_data(gaps: LaunchGapsReport) -> dict[str, Any]:
             {"step": r["step"], "gpu_busy_ns": r["gpu_busy_ns"], "gpu_idle_ns": r["gpu_idle_ns"],
              "verdict": r["verdict"], "wall_ns": r["wall_ns"],
              "cpu_dispatch_ns": r["cpu_dispatch_ns"],
-             **{flag: r.get(flag) for flag in ("cold", "warmup", "compile", "partial", "steady")}}
+             **{flag: r.get(flag) for flag in ("cold", "warmup", "compile", "recompile", "graph_record", "jit",
+                                               "partial", "steady", "state")}}
             for r in gaps.per_step.iter_rows(named=True)
         ],
         "queue_delay_ns": dict(gaps.queue_delay_ns),
@@ -395,6 +436,31 @@ def check_data(result: CheckResult) -> dict[str, Any]:
             "notes": list(result.notes)}
 
 
+def compare_data(comparison: Comparison, gate_results: Sequence[CompareGateResult] = ()) -> dict[str, Any]:
+    """A comparison (and its gates) as plain data following the ``tracekit.compare/1`` contract."""
+    import dataclasses
+
+    from tracekit.compare import BREAK_EVEN_RULE, STEADY_RULE
+    from tracekit.render.compile_sections import verdict_lines
+
+    def row(r: Any) -> dict[str, Any]:
+        data = dataclasses.asdict(r)
+        data["one_off_ns"] = r.one_off_ns
+        return data
+
+    return {
+        "schema": schemas.COMPARE, "baseline": comparison.baseline_label,
+        "rows": [row(r) for r in comparison.rows],
+        "verdict": verdict_lines(comparison),
+        "findings": [{"kind": f.kind, "subject": f.subject, "quantities": dict(f.quantities)}
+                     for f in comparison.findings],
+        "rules": {"steady": STEADY_RULE, "break_even": BREAK_EVEN_RULE},
+        "gates": [{"expr": g.gate.text, "metric": g.gate.metric, "op": g.gate.op, "value": g.gate.value,
+                   "relative": g.gate.relative, "observed": _finite(g.observed), "traces": list(g.traces),
+                   "failed": g.failed} for g in gate_results],
+    }
+
+
 def ranks_data(rank_report: RankReport) -> dict[str, Any]:
     """A directory's per-rank summary following the ``tracekit.ranks/1`` contract."""
     return {"schema": schemas.RANKS, "directory": rank_report.directory, "slowest": rank_report.slowest,
@@ -420,3 +486,7 @@ class JsonRenderer(Renderer):
     def ranks(self, rank_report: RankReport, out: TextIO, *, color: bool = False,
               width: int | None = None) -> None:
         out.write(encode(ranks_data(rank_report)).decode())
+
+    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[CompareGateResult] = (), *,
+                color: bool = False, width: int | None = None) -> None:
+        out.write(encode(compare_data(comparison, gate_results)).decode())

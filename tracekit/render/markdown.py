@@ -40,6 +40,8 @@ from tracekit.render.base import Renderer
 from tracekit.render.text import Code, for_display
 
 if TYPE_CHECKING:
+    from tracekit.compare import Comparison
+    from tracekit.compare import GateResult as CompareGateResult
     from tracekit.diff.compare import Diff
     from tracekit.diff.expect import CheckResult
     from tracekit.diff.gates import GateResult
@@ -172,3 +174,20 @@ class MarkdownRenderer(Renderer):
         out.write(f"## {md_escape(title)}\n\n{table(headers, rows)}\n")
         if rank_report.slowest:
             out.write(f"\nSlowest rank: {md_escape(rank_report.slowest)}\n")
+
+    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[CompareGateResult] = (), *,
+                color: bool = False, width: int | None = None) -> None:
+        from tracekit.render import compile_sections as C
+
+        title, headers, rows = C.compare_table(comparison)
+        parts = [f"### tracekit compare: {len(comparison.rows)} traces", "", f"**{md_escape(title)}**", "",
+                 table(headers, rows), "", "**Verdict:**", ""]
+        parts += [f"- {md_escape(line, line_start=True)}" for line in C.verdict_lines(comparison)]
+        if gate_results:
+            title, headers, rows = C.gate_rows(gate_results)
+            failed = sum(1 for r in gate_results if r.failed)
+            parts += ["", f"**{md_escape(title)}:** " + (f"{failed} failed" if failed else "all pass"), "",
+                      table(headers, rows)]
+        parts += _details("How this was measured",
+                          "\n".join(f"- {md_escape(line, line_start=True)}" for line in C.method_lines(comparison)))
+        out.write("\n".join(parts) + "\n")

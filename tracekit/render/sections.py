@@ -44,6 +44,12 @@ def facts_lines(report: Report) -> list[tuple[str, str]]:
     units = report.units
     if units is not None and units.kind not in ("ProfilerStep", "none"):
         lines.append(("units", units.describe()))
+    from tracekit.render import compile_sections
+
+    for label, line in (("compilation", compile_sections.summary_line(report)),
+                        ("steady units", compile_sections.steady_line(report))):
+        if line:
+            lines.append((label, line))
     lines += [("not in any step", line) for line in orphan_lines(report)]
     skew = clock_line(report)
     if skew:
@@ -151,7 +157,8 @@ def kernels_table(report: Report) -> Table:
     rows = [[r["kernel_class"], short_kernel_name(r["name"], r["decoded"]), r["library"], str(r["count"]),
              us(r["total_ns"]), us(r["mean_ns"]), describe_decoded(r["decoded"])]
             for r in ordered.iter_rows(named=True)]
-    return ("Kernels by class", ["class", "kernel", "library", "count", "total", "mean", "decoded"], rows)
+    title = "Kernels by class" + (" (steady units)" if report.set_aside_units else "")
+    return (title, ["class", "kernel", "library", "count", "total", "mean", "decoded"], rows)
 
 
 def _breakdown_scope(report: Report, frame: pl.DataFrame) -> pl.DataFrame:
@@ -225,6 +232,9 @@ def preops_table(report: Report) -> Table:
 #: How the per-step flags of :mod:`tracekit.analyses.steps` are worded beside a verdict.
 STEP_FLAG_WORDS = {"cold": "cold first step", "warmup": "warm-up", "compile": "compiling",
                    "partial": "cut short by the trace"}
+#: A unit's state (:data:`tracekit.analyses.steps.STATES`) beside its verdict.
+STATE_WORDS = {"recompile": "recompiling", "compile": "compiling", "graph_record": "CUDA-graph record",
+               "jit_warmup": "JIT warm-up", "cold": "cold", "warmup": "warm-up", "partial": "cut short by the trace"}
 
 
 def launch_gaps_table(report: Report) -> Table:
@@ -233,8 +243,10 @@ def launch_gaps_table(report: Report) -> Table:
     rows = []
     if gaps is not None:
         for r in gaps.per_step.iter_rows(named=True):
-            verdict = r["verdict"] + "".join(f" ({words})" for flag, words in STEP_FLAG_WORDS.items()
-                                             if r.get(flag))
+            state = r.get("state")
+            verdict = r["verdict"] + (f" ({STATE_WORDS.get(state, state)})" if state and state != "steady" else "")
+            if state is None:  # a stored report from before units had a state
+                verdict += "".join(f" ({words})" for flag, words in STEP_FLAG_WORDS.items() if r.get(flag))
             rows.append([str(r["step"]), us(r["wall_ns"]), us(r["cpu_dispatch_ns"]), us(r["gpu_busy_ns"]),
                          pct(r["gpu_busy_ns"], r["wall_ns"]), us(r["gpu_idle_ns"]), verdict])
     return ("Launch gaps and verdict per step",
@@ -354,6 +366,9 @@ def notes(report: Report) -> list[str]:
                          if report.launch_gaps.clock.get("skewed") else "")
             out.append(f"Queue delay (GPU start − launch call end{corrected}): p50 {us(q['p50'])}, p90 {us(q['p90'])}, "
                        f"p99 {us(q['p99'])}, max {us(q['max'])}.")
+    from tracekit.render import compile_sections
+
+    out += compile_sections.notes(report)
     if report.round_trips is not None:
         for note in report.round_trips.notes:
             out.append(note)
@@ -379,8 +394,11 @@ def all_tables(report: Report) -> list[Table]:
     """Every table in display order, each cut to :data:`MAX_TABLE_ROWS` rows."""
     from tracekit.render import memory_sections
 
+    from tracekit.render import compile_sections
+
     tables = [shares_table(report, "class"), shares_table(report, "library"),
-              steps_table(report), launch_gaps_table(report), idle_causes_table(report), streams_table(report)]
+              steps_table(report), launch_gaps_table(report), *compile_sections.report_tables(report),
+              idle_causes_table(report), streams_table(report)]
     overlap = overlap_table(report)
     if overlap is not None:
         tables.append(overlap)

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from rich.segment import Segment
     from rich.text import Text
 
+    from tracekit.compare import Comparison
+    from tracekit.compare import GateResult as CompareGateResult
     from tracekit.diff.compare import Diff
     from tracekit.diff.expect import CheckResult
     from tracekit.diff.gates import GateResult
@@ -163,3 +165,21 @@ class TermRenderer(Renderer):
         print_rows(console, *sections.ranks_table(rank_report))
         if rank_report.slowest:
             console.print(text(f"slowest: {rank_report.slowest}", style="bold"))
+
+    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[CompareGateResult] = (), *,
+                color: bool = False, width: int | None = None) -> None:
+        from tracekit.render import compile_sections as C
+
+        console = make_console(out, color=color, width=width)
+        console.print(text(f"tracekit compare: {len(comparison.rows)} traces", style="bold"))
+        console.print()
+        print_rows(console, *C.compare_table(comparison))
+        console.print()
+        console.print(text("Verdict:", style="bold"))
+        for line in C.verdict_lines(comparison):
+            console.print(text(f"  {line}"))
+        if gate_results:
+            _status_table(console, *C.gate_rows(gate_results))
+        console.print()
+        for line in C.method_lines(comparison):
+            console.print(text(line, style="dim"))

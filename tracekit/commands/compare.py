@@ -1,0 +1,71 @@
+"""``tracekit compare TRACE… [--baseline TRACE]``: compile or hand-tuned — compilations, recompiles,
+graph records, JIT, steady cost per call and break-even across traces of one workload.
+
+Errors pass through the one boundary: bad input is exit 2; a failed ``--fail-if`` gate raises
+:class:`~tracekit.errors.GateFailed` (exit 1) after the full output has been written.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from tracekit.commands import options
+from tracekit.errors import GateFailed, UsageError
+from tracekit.output import open_output, refuse_inputs
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+@click.command()
+@click.argument("traces", metavar="TRACE...", nargs=-1, required=True,
+                type=click.Path(dir_okay=False, path_type=str))
+@click.option("--baseline", "baseline", default=None, metavar="TRACE", type=click.Path(dir_okay=False, path_type=str),
+              help="The trace the others are measured against (break-even calls); one of TRACE… or another "
+                   "(default: the first TRACE).")
+@options.unit
+@click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR",
+              help="Exit 1 when any trace exceeds EXPR, e.g. 'recompiles>0', 'compile_time>2s', "
+                   "'gpu_time>+5%' (against the baseline); repeatable. Metrics: recompiles, compilations, "
+                   "graph_records, compile_time, jit_time, gpu_time, cpu_time, break_even.")
+@options.output_format
+@options.output
+@options.reading
+def compare(traces: tuple[str, ...], baseline: str | None, unit: str | None, fail_if: tuple[str, ...],
+            fmt: str | None, output: str | None) -> None:
+    """Compare traces of one workload (eager, compiled, hand-tuned kernels): what each compiled, what it
+    cost once, its steady GPU time and CPU dispatch per call, and after how many calls it pays off."""
+    from tracekit import compare as compare_mod
+    from tracekit.session import Session
+
+    parsed = [compare_mod.parse_gate(text) for text in fail_if]  # a typo fails before the slow part
+    paths = list(traces)
+    index = 0
+    if baseline is not None:
+        found = [i for i, p in enumerate(paths) if _same_file(p, baseline)]
+        if found:
+            index = found[0]
+        else:
+            paths.insert(0, baseline)
+    labels = [compare_mod.label_of(p) for p in paths]
+    if len(set(labels)) != len(labels):
+        labels = [os.path.basename(p) for p in paths]
+    if len(set(labels)) != len(labels):
+        raise UsageError("compare: two traces have the same file name; give each a distinct name")
+    refuse_inputs(output, paths)
+    reports = [(label, Session(p, execution_trace=None).report(unit=unit)) for label, p in zip(labels, paths)]
+    result = compare_mod.compare(reports, baseline=index)
+    results = compare_mod.evaluate(parsed, result)
+    renderer = options.renderer(fmt, output)
+    with open_output(output) as out:
+        renderer.compare(result, out, results, color=options.colour(output))
+    failed = [r for r in results if r.failed]
+    if failed:
+        raise GateFailed(f"{len(failed)} of {len(results)} gates failed: "
+                         + ", ".join(f"{r.gate.text} ({', '.join(r.traces)})" for r in failed))

@@ -1,0 +1,280 @@
+"""Compile or hand-tuned? N traces of one workload side by side: what each paid once, what each costs
+per call, and after how many calls a compilation pays for itself.
+
+Contract: :func:`compare` takes ``(label, report)`` pairs (:class:`~tracekit.report.Report`, with its
+``compilation``) and the index of the baseline, and returns a frozen :class:`Comparison`: one
+:class:`Row` per trace and the verdict as data (:class:`Finding`, :data:`FINDING_KINDS`), which the
+renderers word. :func:`evaluate` tests ``--fail-if`` gates (:func:`parse_gate`) against it. Pure.
+
+Figures per trace (from :mod:`tracekit.analyses.compilations`): shapes seen (distinct shape keys),
+frame compilations and recompiles, compile CPU time (frame compilations with their autotuning and
+run-time compile work), CUDA-graph records, first-call JIT time, and the steady state per call — GPU
+time and CPU dispatch (:data:`STEADY_RULE`). The one-off cost of a trace is its compile CPU time +
+graph-record time + JIT time.
+
+**Break-even** (:data:`BREAK_EVEN_RULE`): against the baseline B, trace X pays for its extra one-off
+cost ``O_X - O_B`` with the GPU time it saves per call, ``g_B - g_X``: after ``n = ceil((O_X - O_B) /
+(g_B - g_X))`` calls. ``pays_off`` when both are positive; ``immediately`` (n = 0) when X costs no
+more once and no more per call; ``slower`` (never) when X costs more once and does not save per call;
+``overtaken`` when X costs less once but more per call (B catches up after ``n`` calls);
+``unmeasured`` without a steady GPU time on either side. GPU time per call is the basis because it
+is what a compiled kernel saves and what a GPU-bound loop waits for; CPU dispatch is shown beside it
+(profiling inflates it, and a ``cpu_bound`` finding says where it exceeds the GPU time).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracekit.diff import gates as gates_mod
+from tracekit.errors import UsageError
+
+STEADY_RULE = ("Steady per call: per shape key (the Input Dims of one op per unit), the median over the trace's "
+               "steady units (not compiling, recompiling, recording a CUDA graph, JIT-compiling, cold or warming "
+               "up), weighted by how many units ran each shape; GPU work launched by a compilation is never counted")
+BREAK_EVEN_RULE = ("Break-even: calls n = ceil((O_X - O_B) / (g_B - g_X)) after which trace X has paid its extra one-off "
+                   "cost O (compile CPU + CUDA-graph records + first-call JIT) with the steady GPU time g it saves per "
+                   "call against the baseline B; 'never' when X costs more once and saves nothing per call")
+#: The verdict's findings, in the order they are worded: ``compiled`` / ``jit`` / ``none`` (one per
+#: trace but the baseline: what it paid and whether it pays off), ``fastest`` (the lowest steady GPU
+#: time per call), ``cpu_bound`` (traces whose steady CPU dispatch exceeds their GPU time).
+FINDING_KINDS = ("compiled", "jit", "none", "fastest", "cpu_bound")
+#: ``--fail-if`` metrics: per-trace values (time ones in ns), tested on every trace; with ``%`` the
+#: change against the baseline (baseline itself left out).
+GATE_METRICS = {
+    "recompiles": "recompiles", "compilations": "compilations", "graph_records": "graph_records",
+    "compile_time": "compile_ns", "jit_time": "jit_ns", "gpu_time": "gpu_ns", "cpu_time": "cpu_dispatch_ns",
+    "break_even": "break_even_calls",
+}
+GATE_TIME_METRICS = ("compile_time", "jit_time", "gpu_time", "cpu_time")
+_OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """When trace X has paid for its one-off cost against the baseline (module docstring)."""
+
+    reason: str
+    calls: int | None
+    extra_ns: int | None
+    saving_ns: int | None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One trace's figures (times in ns; ``None`` where the trace cannot give them)."""
+
+    label: str
+    path: str
+    is_baseline: bool
+    shapes: int
+    units: int
+    steady_units: int
+    set_aside: dict[str, int]
+    compilations: int
+    recompiles: int
+    dynamic_promotions: int
+    shape_changes: int
+    compile_ns: int
+    recompile_ns: int
+    graph_records: int
+    graph_replays: int
+    record_ns: int
+    jit_ns: int
+    set_aside_count: int
+    set_aside_gpu_ns: int
+    gpu_ns: int | None
+    cpu_dispatch_ns: int | None
+    wall_ns: int | None
+    break_even: BreakEven | None = None
+
+    @property
+    def one_off_ns(self) -> int:
+        """What the trace paid once: compile CPU + graph records + first-call JIT."""
+        return self.compile_ns + self.record_ns + self.jit_ns
+
+    def value(self, key: str) -> float | None:
+        """A gate metric's value (:data:`GATE_METRICS`); a break-even that never comes is infinite."""
+        if key == "break_even_calls":
+            be = self.break_even
+            if be is None or be.reason in ("unmeasured",) or self.is_baseline:
+                return None
+            return math.inf if be.calls is None else float(be.calls)
+        value = getattr(self, key)
+        return None if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One clause of the verdict: ``kind`` (:data:`FINDING_KINDS`), the trace it is about
+    (``subject``: its label; for ``cpu_bound`` the labels joined by ", "), and the figures that
+    word it."""
+
+    kind: str
+    subject: str
+    quantities: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Traces side by side (module docstring): ``rows`` in the order given, ``baseline`` the index
+    of the baseline row, ``findings`` the verdict as data."""
+
+    rows: tuple[Row, ...]
+    baseline: int
+    findings: tuple[Finding, ...]
+
+    @property
+    def baseline_label(self) -> str:
+        return self.rows[self.baseline].label
+
+
+def label_of(path: str) -> str:
+    """A trace's label: its file name without ``.json``, ``.gz``, ``.parquet``."""
+    name = os.path.basename(path)
+    for suffix in (".gz", ".json", ".parquet"):
+        name = name.removesuffix(suffix)
+    return name or os.path.basename(path)
+
+
+def _row(label: str, report: Any, is_baseline: bool) -> Row:
+    comp = report.compilation
+    if comp is None:
+        from tracekit.analyses.compilations import Compilations
+
+        comp = Compilations()
+    t, s = comp.totals(), comp.steady or {}
+    return Row(
+        label=label, path=report.facts.path, is_baseline=is_baseline, shapes=t["shapes"], units=s.get("units", 0),
+        steady_units=s.get("steady_units", 0), set_aside=dict(s.get("set_aside", {})),
+        compilations=t["compilations"], recompiles=t["recompiles"], dynamic_promotions=t["dynamic_promotions"],
+        shape_changes=t["triggers"].get("shape_change", 0), compile_ns=t["compile_ns"],
+        recompile_ns=t["recompile_ns"], graph_records=t["graph_records"], graph_replays=t["graph_replays"],
+        record_ns=t["record_ns"], jit_ns=t["jit_ns"], set_aside_count=t["set_aside_count"],
+        set_aside_gpu_ns=t["set_aside_gpu_ns"], gpu_ns=s.get("gpu_ns"), cpu_dispatch_ns=s.get("cpu_dispatch_ns"),
+        wall_ns=s.get("wall_ns"))
+
+
+def break_even(x: Row, base: Row) -> BreakEven:
+    """X's break-even against the baseline (module docstring)."""
+    if x.gpu_ns is None or base.gpu_ns is None:
+        return BreakEven("unmeasured", None, None, None)
+    extra, saving = x.one_off_ns - base.one_off_ns, base.gpu_ns - x.gpu_ns
+    if extra <= 0 and saving >= 0:
+        return BreakEven("immediately", 0, extra, saving)
+    if extra > 0 and saving > 0:
+        return BreakEven("pays_off", math.ceil(extra / saving), extra, saving)
+    if extra > 0:
+        return BreakEven("slower", None, extra, saving)
+    return BreakEven("overtaken", math.ceil(-extra / -saving), extra, saving)
+
+
+def compare(items: Sequence[tuple[str, Any]], *, baseline: int = 0) -> Comparison:
+    """Compare ``(label, report)`` pairs against the one at index ``baseline``."""
+    if not items:
+        raise UsageError("compare needs at least one trace")
+    if not 0 <= baseline < len(items):
+        raise UsageError(f"baseline index {baseline} is not one of the {len(items)} traces")
+    rows = [_row(label, report, i == baseline) for i, (label, report) in enumerate(items)]
+    base = rows[baseline]
+    rows = [r if r.is_baseline else _with_break_even(r, base) for r in rows]
+    return Comparison(rows=tuple(rows), baseline=baseline, findings=tuple(_findings(rows, baseline)))
+
+
+def _with_break_even(row: Row, base: Row) -> Row:
+    from dataclasses import replace
+
+    return replace(row, break_even=break_even(row, base))
+
+
+def _findings(rows: list[Row], baseline: int) -> list[Finding]:
+    base = rows[baseline]
+    compiled = [r for r in rows if r.compilations and r.gpu_ns is not None]
+    best_compiled = min(compiled, key=lambda r: (r.gpu_ns, r.label)) if compiled else None
+    out = []
+    for r in rows:
+        if r.is_baseline:
+            continue
+        be = r.break_even
+        q: dict[str, Any] = {
+            "shapes": r.shapes, "baseline": base.label, "break_even_calls": be.calls if be else None,
+            "break_even_reason": be.reason if be else None, "gpu_ns": r.gpu_ns, "one_off_ns": r.one_off_ns}
+        if r.compilations:
+            q.update(compilations=r.compilations, recompiles=r.recompiles, dynamic_promotions=r.dynamic_promotions,
+                     shape_changes=r.shape_changes, compile_ns=r.compile_ns, graph_records=r.graph_records)
+            out.append(Finding("compiled", r.label, q))
+            continue
+        if best_compiled is not None and r.gpu_ns is not None and best_compiled.gpu_ns:
+            q.update(versus=best_compiled.label, versus_pct=100.0 * (r.gpu_ns / best_compiled.gpu_ns - 1.0))
+        if r.jit_ns:
+            q.update(jit_ns=r.jit_ns)
+            out.append(Finding("jit", r.label, q))
+        else:
+            out.append(Finding("none", r.label, q))
+    measured = [r for r in rows if r.gpu_ns is not None]
+    if len(measured) > 1:
+        fastest = min(measured, key=lambda r: (r.gpu_ns, r.label))
+        out.append(Finding("fastest", fastest.label, {"gpu_ns": fastest.gpu_ns}))
+    bound = [r for r in measured if r.cpu_dispatch_ns is not None and r.cpu_dispatch_ns > r.gpu_ns]
+    if bound:
+        out.append(Finding("cpu_bound", ", ".join(r.label for r in bound),
+                           {"traces": [r.label for r in bound],
+                            "cpu_dispatch_ns": [r.cpu_dispatch_ns for r in bound], "gpu_ns": [r.gpu_ns for r in bound]}))
+    return out
+
+
+# -- gates ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GateResult:
+    """A ``--fail-if`` gate tested on every trace: ``observed`` is the most extreme value (the largest
+    for ``>``/``>=``, the smallest for ``<``/``<=``; in % of the baseline when relative), ``traces``
+    the labels of the traces that exceed it."""
+
+    gate: gates_mod.Gate
+    observed: float | None
+    traces: tuple[str, ...]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.traces)
+
+
+def parse_gate(text: str) -> gates_mod.Gate:
+    """One ``--fail-if`` expression over :data:`GATE_METRICS` (diff's grammar: ``recompiles>0``,
+    ``compile_time>2s``, ``gpu_time>+5%``)."""
+    return gates_mod.parse(text, metrics=tuple(GATE_METRICS), time_metrics=GATE_TIME_METRICS,
+                           example="recompiles>0")
+
+
+def evaluate(gates: Sequence[gates_mod.Gate], comparison: Comparison) -> list[GateResult]:
+    """Test each gate on every trace (relative gates on every trace but the baseline)."""
+    base = comparison.rows[comparison.baseline]
+    results = []
+    for gate in gates:
+        key = GATE_METRICS[gate.metric]
+        values: list[tuple[str, float]] = []
+        for row in comparison.rows:
+            value = row.value(key)
+            if value is None:
+                continue
+            if gate.relative:
+                if row.is_baseline:
+                    continue
+                ref = base.value(key)
+                if ref is None:
+                    continue
+                value = (100.0 * (value / ref - 1.0) if ref else (0.0 if value == 0 else math.copysign(math.inf, value)))
+            values.append((row.label, value))
+        if not values:
+            raise UsageError(f"--fail-if {gate.text!r}: {gate.metric} is not measured in these traces")
+        pick = max if gate.op in (">", ">=") else min
+        observed = pick(v for _, v in values)
+        failing = tuple(label for label, v in values if _OPS[gate.op](v, gate.value))
+        results.append(GateResult(gate, observed, failing))
+    return results
