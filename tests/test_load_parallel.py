@@ -150,11 +150,11 @@ def test_scratch_space_goes_to_disk_when_shared_memory_is_small(monkeypatch) -> 
     class Stat:
         f_bavail, f_frsize = 16, 4096  # 64 KiB free
 
-    monkeypatch.setattr(shares.os, "statvfs", lambda _: Stat())
-    monkeypatch.setattr(shares.os.path, "isdir", lambda _: True)
-    monkeypatch.setattr(shares.os, "access", lambda *_: True)
-    assert shares._shared_memory_dir(65_536) == "/dev/shm"
-    assert shares._shared_memory_dir(65_537) is None
+    monkeypatch.setattr(parallel.os, "statvfs", lambda _: Stat())
+    monkeypatch.setattr(parallel.os.path, "isdir", lambda _: True)
+    monkeypatch.setattr(parallel.os, "access", lambda *_: True)
+    assert parallel.shared_memory_dir(65_536) == "/dev/shm"
+    assert parallel.shared_memory_dir(65_537) is None
 
 
 def test_what_the_shares_leave_out_is_counted_as_in_one_process(train_json: Path, tmp_path: Path,
@@ -178,3 +178,91 @@ def test_what_the_shares_leave_out_is_counted_as_in_one_process(train_json: Path
     _assert_same(one, many)
     assert one.meta.dropped_events == {"unusable_time": 2}
     assert one.meta.unanalysed_activity == {"hpu_op": 2}
+
+
+@pytest.fixture(scope="module")
+def train_gz(train_json: Path) -> Path:
+    """The training capture as two concatenated gzip members (as ``cat a.gz b.gz`` makes them)."""
+    data = train_json.read_bytes()
+    half = data.index(b"\n", len(data) // 2) + 1
+    path = train_json.with_name("train_eager_two_members.json.gz")
+    path.write_bytes(gzip.compress(data[:half]) + gzip.compress(data[half:]))
+    return path
+
+
+def _spy_sources(monkeypatch) -> list:
+    """The :class:`~tracekit.load.source.Source` of every read, kept to look at after the load."""
+    from tracekit.load import source
+
+    seen = []
+    real = source.read_input
+    monkeypatch.setattr(source, "read_input", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
+    return seen
+
+
+def test_gzip_is_inflated_to_shared_memory_and_decoded_in_shares(train_json: Path, train_gz: Path,
+                                                                  monkeypatch) -> None:
+    """A compressed trace is inflated into a file the workers map by path (the trace keeps its own
+    name), decoded in shares to the same frames as the plain file, and the file is gone after."""
+    from tracekit.load import source
+
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 200_000)
+    monkeypatch.setattr(source, "SPILL_MIN_BYTES", 1 << 20)  # big-file rules for a 16 MB trace
+    calls = []
+    real = shares.decode_in_shares
+    monkeypatch.setattr(shares, "decode_in_shares", lambda *a: calls.append(a) or real(*a))
+    seen = _spy_sources(monkeypatch)
+    many = load(train_gz, workers=2)
+    (path, *_, mapped), = calls
+    assert path == train_gz and mapped is not None and mapped != str(train_gz)
+    assert not Path(mapped).exists() and seen[0].mapped is None  # removed when the load ended
+    one = load(train_json, workers=1)
+    for name in FRAMES:
+        assert getattr(one, name).equals(getattr(many, name)), name
+    assert many.meta.event_count == one.meta.event_count == 32_651
+    assert many.meta.path == str(train_gz)
+
+
+def test_the_inflated_copy_goes_when_the_load_fails(train_json: Path, tmp_path: Path, monkeypatch) -> None:
+    from tracekit.load import source
+
+    monkeypatch.setattr(source, "SPILL_MIN_BYTES", 1 << 20)
+    text = train_json.read_bytes()
+    cut = text.rindex(b'"ph": "X"')
+    broken = tmp_path / "broken.json.gz"
+    broken.write_bytes(gzip.compress(text[:cut] + b'"ph": "X", "ts": [1, ' + text[cut + 9:]))
+    seen = _spy_sources(monkeypatch)
+    made = []
+    real_mkstemp = source.tempfile.mkstemp
+    monkeypatch.setattr(source.tempfile, "mkstemp", lambda **k: made.append(real_mkstemp(**k)) or made[-1])
+    with pytest.raises(TraceError, match="broken.json.gz"):
+        load(broken, workers=2)
+    assert len(made) == 1 and not Path(made[0][1]).exists() and seen[0].mapped is None
+
+
+def test_inflating_falls_back_to_memory_when_shared_memory_fills(train_json: Path, train_gz: Path,
+                                                                  tmp_path: Path, monkeypatch) -> None:
+    """ENOSPC part-way (a small /dev/shm): the bytes written come back into memory and the rest
+    follows there; no /dev/shm at all: memory from the start. The JSON is the same either way."""
+    import errno
+
+    from tracekit.load import source
+
+    monkeypatch.setattr(source, "SPILL_MIN_BYTES", 1 << 20)
+    plain = train_json.read_bytes()
+    monkeypatch.setattr(parallel, "shared_memory_dir", lambda room: str(tmp_path))
+    real_write, budget = source.os.write, [6 << 20]
+
+    def write(fd, data):
+        if budget[0] < len(data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        budget[0] -= len(data)
+        return real_write(fd, data)
+
+    monkeypatch.setattr(source.os, "write", write)
+    src = source.read_input(train_gz, spill=True)
+    assert isinstance(src.data, bytearray) and src.mapped is None and bytes(src.data) == plain
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(parallel, "shared_memory_dir", lambda room: None)
+    src = source.read_input(train_gz, spill=True)
+    assert isinstance(src.data, bytearray) and bytes(src.data) == plain

@@ -5,7 +5,8 @@ work by cores asks it, so loading, ``diff`` and ``report DIR`` agree. :func:`spa
 process pool every parallel step uses (the loader's shares, ``diff``'s two profiles, one process per
 rank); it starts its workers with *spawn*, so a worker imports the caller's main module again, and
 only a program written for that (an ``if __name__ == "__main__":`` guard, or the ``tracekit``
-command) should make one.
+command) should make one. :func:`shared_memory_dir` is where files that processes hand each other
+go when memory has room for them (the loader's shares, an inflated gzip trace).
 """
 
 from __future__ import annotations
@@ -28,3 +29,16 @@ def spawn_pool(max_workers: int) -> ProcessPoolExecutor:
     # spawn, not fork: forking a process whose Polars thread pool is running can deadlock (the
     # child inherits locks held by threads that do not exist in it).
     return ProcessPoolExecutor(max_workers=max_workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+def shared_memory_dir(room: int) -> str | None:
+    """``/dev/shm`` when it is a writable directory (memory, not disk) with at least ``room`` bytes
+    free, else None (the default temp directory; containers often give ``/dev/shm`` only 64 MB)."""
+    shm = "/dev/shm"
+    try:
+        if not (os.path.isdir(shm) and os.access(shm, os.W_OK)):
+            return None
+        stat = os.statvfs(shm)
+    except OSError:
+        return None
+    return shm if stat.f_bavail * stat.f_frsize >= room else None

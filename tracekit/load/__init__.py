@@ -63,8 +63,9 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
     """Load the JSON or compressed trace at ``path`` (``-``: standard input).
 
     ``progress``, when given, is called as ``progress(events_done, events_total)`` after each chunk.
-    ``workers``: processes that decode a big plain-JSON file in Kineto's layout (see
-    :mod:`tracekit.load.shares`); None picks one per core, as many as the file's size warrants.
+    ``workers``: processes that decode a big trace (a plain file, or a compressed one inflated into
+    shared memory; see :mod:`tracekit.load.shares`); None picks one per core, as many as the
+    trace's size warrants.
     The default, 1, keeps everything in this process: worker processes are *spawned*, which
     imports the caller's main module again, and only a program written for that (the ``tracekit``
     command, a script with an ``if __name__ == "__main__":`` guard) should ask for them.
@@ -75,7 +76,15 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
     """
     opts = source.options() if options is None else options
     p = Path("<stdin>") if os.fspath(path) == "-" else Path(path)
-    src = source.read_input(path, opts=opts)
+    src = source.read_input(path, opts=opts, spill=True)
+    try:
+        return _load(p, src, opts, progress, workers, source.is_stream_path(path))
+    finally:
+        src.release()  # an inflated copy in shared memory goes when the load ends
+
+
+def _load(p: Path, src: source.Source, opts: ReadOptions, progress: Callable[[int, int], None] | None,
+          workers: int | None, stream: bool) -> Trace:
     data, partial = src.data, src.partial
     size = len(data)  # the JSON's size, whatever it was stored as
     match = _NON_SPACE.search(data)
@@ -83,7 +92,7 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
         raise TraceError(p, "empty file" if len(data) == 0 else "empty file (only whitespace)")
     first = bytes(data[match.start():match.start() + 1])
     del match  # a match keeps the whole buffer alive
-    if src.compression is None and source.is_stream_path(path) and bytes(data[:4]) == parquet.PARQUET_MAGIC:
+    if src.compression is None and stream and bytes(data[:4]) == parquet.PARQUET_MAGIC:
         raise TraceError(p, "a Parquet file cannot be read from a stream: pass its path")
     if partial is not None:  # the inflated JSON ends early: keep its complete events
         data = _cut(p, data)
@@ -92,7 +101,7 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
     try:
         for attempt in range(3):
             try:
-                top, frames, fmt, total, counts = _decode(p, data, first, progress, workers)
+                top, frames, fmt, total, counts = _decode(p, data, first, progress, workers, src.mapped)
                 break
             except TraceError as err:
                 json_error = getattr(err, "json_error", None)
@@ -117,9 +126,10 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
 
 
 def _decode(p: Path, data: layout.Buffer, first: bytes, progress: Callable[[int, int], None] | None,
-            workers: int | None) -> tuple[TopLevel, dict, str, int, LoadCounts]:
+            workers: int | None, mapped: str | None) -> tuple[TopLevel, dict, str, int, LoadCounts]:
     """The frames of ``data``: planned from Kineto's layout when it has it (in shares for a big
-    mapped file), else by the exact top-level decode."""
+    mapped file; ``mapped``: the file the workers map when it is not ``p`` itself), else by the
+    exact top-level decode."""
     plan = layout.plan_spans(data, first)
     if plan is not None:
         top, spans, events_lo, events_hi = plan
@@ -127,7 +137,7 @@ def _decode(p: Path, data: layout.Buffer, first: bytes, progress: Callable[[int,
             count = shares.share_count(workers, data, spans)
             extent = (events_lo, events_hi)
             frames, fmt, total, counts = (
-                shares.decode_in_shares(p, data, spans, count, progress, extent)
+                shares.decode_in_shares(p, data, spans, count, progress, extent, mapped)
                 if count > 1 else decode_spans(p, data, spans, progress, extent))
             return top, frames, fmt, total, counts
         except TraceError:

@@ -8,7 +8,8 @@ format and event count as the one-process path (:func:`tracekit.load.decode.deco
 tests compare the two frame by frame.
 
 Why processes: the per-event work (msgspec decode, routing fields into columns) holds the GIL, so
-threads would take turns. Each worker maps the file itself (the kernel shares the pages), writes its
+threads would take turns. Each worker maps the file itself (the kernel shares the pages; for a
+compressed trace, the inflated copy :mod:`tracekit.load.source` wrote to shared memory), writes its
 frames as Arrow IPC files into a private temporary directory (in ``/dev/shm`` where there is one
 with room, so they never touch a disk) and this process maps them back without copying; event
 indices are local to a share and shifted when the shares are joined, then every frame is sorted once.
@@ -44,8 +45,9 @@ MAX_SHARES = 8
 
 
 def share_count(workers: int | None, data: object, spans: Spans) -> int:
-    """How many shares to decode ``spans`` in: 1 unless the trace is a mapped file (a gzip trace is
-    inflated in this process's memory, which a worker cannot see) with enough bytes per share;
+    """How many shares to decode ``spans`` in: 1 unless the trace is a mapped file (a plain file, or
+    a compressed trace inflated into a file in shared memory; not bytes in this process's memory,
+    which a worker cannot see) with enough bytes per share;
     ``workers`` (when given) replaces the core count and the size rule."""
     if not isinstance(data, mmap.mmap) or len(spans) < 2:
         return 1
@@ -83,9 +85,10 @@ ShareResult = tuple[dict[str, str], int, bool, LoadCounts]
 
 
 def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int, progress: Progress | None,
-                     extent: tuple[int, int]) -> Decoded:
+                     extent: tuple[int, int], mapped: str | None = None) -> Decoded:
     """(frames, time format, event count, what was left out) of the events in ``spans`` (see the
-    module docstring)."""
+    module docstring). ``path`` names the trace in errors; ``mapped`` is the file the workers map
+    (``data``'s file: an inflated gzip trace's copy in shared memory), ``path`` itself when None."""
     runs = split(spans, shares)
     if len(runs) < 2:
         return decode_spans(path, data, spans, progress, extent)
@@ -94,11 +97,12 @@ def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int, pro
     exact = events.needs_exact_times(first)
     del first
     worker_bytes = sum(run[-1][1] - run[0][0] for run in runs[1:])
-    scratch = tempfile.mkdtemp(prefix="tracekit-load-", dir=_shared_memory_dir(worker_bytes))
+    # The frames of the workers' events take less room than their JSON: the check is generous.
+    scratch = tempfile.mkdtemp(prefix="tracekit-load-", dir=parallel.shared_memory_dir(worker_bytes))
     try:
         try:
             frames, count, fractional, counts, others = _run_shares(path, data, runs, exact, scratch,
-                                                                    progress, extent)
+                                                                    progress, extent, mapped or str(path))
         except TraceError:
             raise
         except Exception:  # a worker could not run or write its share: do it all here
@@ -112,13 +116,13 @@ def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int, pro
 
 
 def _run_shares(path: Path, data: mmap.mmap, runs: list[Spans], exact: bool, scratch: str,
-                progress: Progress | None,
-                extent: tuple[int, int]) -> tuple[Frames, int, bool, LoadCounts, list[ShareResult]]:
+                progress: Progress | None, extent: tuple[int, int],
+                mapped: str) -> tuple[Frames, int, bool, LoadCounts, list[ShareResult]]:
     """Decode ``runs[0]`` here while spawned workers decode the others; returns this share's frames
     (event order), its event count, decimals flag and left-out counts, and the workers' results in
     run order."""
     with parallel.spawn_pool(len(runs) - 1) as pool:
-        futures = [pool.submit(_decode_share, str(path), run, exact, os.path.join(scratch, str(k)))
+        futures = [pool.submit(_decode_share, str(path), mapped, run, exact, os.path.join(scratch, str(k)))
                    for k, run in enumerate(runs[1:], start=1)]
         mine = (extent[0], runs[0][-1][1])
         share_progress = None if progress is None else _scaled(
@@ -151,14 +155,15 @@ def _join(frames: Frames, count: int, fractional: bool, counts: LoadCounts,
     return sort_frames(joined), count, fractional  # the sort copies out of the mapped files
 
 
-def _decode_share(path: str, spans: Spans, exact: bool, out_dir: str) -> ShareResult:
-    """In a worker: decode ``spans`` of the file at ``path`` and write each frame (event order,
-    indices from 0) to ``out_dir``; returns (frame files, event count, times had decimals)."""
+def _decode_share(path: str, mapped: str, spans: Spans, exact: bool, out_dir: str) -> ShareResult:
+    """In a worker: decode ``spans`` of the file ``mapped`` (the trace named ``path``) and write each
+    frame (event order, indices from 0) to ``out_dir``; returns (frame files, event count, times had
+    decimals)."""
     import gc
 
     gc.disable()  # as in the one-process path: the structs and lists would only make it rescan
     p = Path(path)
-    with open(p, "rb") as fh:
+    with open(mapped, "rb") as fh:
         data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
     try:
         builder, count = decode_all(p, layout.span_chunks(data, spans), None, total=None, exact_times=exact)
@@ -180,17 +185,3 @@ def _scaled(progress: Progress, fraction: float) -> Progress:
     def report(done: int, total: int) -> None:
         progress(round(done / fraction), round(total / fraction))
     return report
-
-
-def _shared_memory_dir(json_bytes: int) -> str | None:
-    """``/dev/shm`` when it is a writable directory (memory, not disk) with room for the frames of
-    ``json_bytes`` of events (they take less than the JSON: the check is generous), else None (the
-    default temp directory; containers often give ``/dev/shm`` only 64 MB)."""
-    shm = "/dev/shm"
-    try:
-        if not (os.path.isdir(shm) and os.access(shm, os.W_OK)):
-            return None
-        stat = os.statvfs(shm)
-    except OSError:
-        return None
-    return shm if stat.f_bavail * stat.f_frsize >= json_bytes else None

@@ -11,6 +11,13 @@ stream read into memory; compressed data found by its magic bytes (never by suff
 once — gzip (every member of a concatenated file), bz2 and xz with the standard library; zstd
 (only where the standard library has it), lz4, zip, 7z and tar are refused by name.
 
+A big compressed trace is inflated (gzip with ISA-L where ``isal`` imports, else zlib) into a file
+in shared memory (``/dev/shm`` while it has room, else this process's memory), then mapped
+copy-on-write like a plain file: :attr:`Source.mapped` names that file, so the loader's worker
+processes map it too, and :meth:`Source.release` removes it when the load ends. ISA-L reads only
+clean members: a member it cannot read to its end is inflated again with zlib, which words the
+problem and salvages what comes before damage.
+
 Inflating and reading streams stop at a cap (:class:`ReadOptions`, ``--max-inflated-size``; by
 default a quarter of the memory this process can still have, see :func:`default_max_inflated`), so
 a gzip bomb is one line, not an exhausted machine or an allocator abort. A truncated or corrupt
@@ -29,13 +36,20 @@ import os
 import re
 import resource
 import stat
+import tempfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tracekit import parallel
 from tracekit.errors import TraceError
+
+try:  # ISA-L's inflater: the 1 GB benchmark trace's gzip in 0.64 s, zlib's 4.7 s (bench/readers.py)
+    from isal import isal_zlib as _fast_zlib
+except ImportError:  # pragma: no cover - isal is a dependency; zlib does the same work slower
+    _fast_zlib = None
 
 Buffer = bytearray | mmap.mmap
 
@@ -88,6 +102,15 @@ class Source:
     compression: str | None
     stored_size: int
     partial: str | None = None
+    #: The file ``data`` maps, for processes that map it too: None for a plain file (its own path
+    #: then) and for bytes in memory; for an inflated trace, its copy in shared memory.
+    mapped: str | None = None
+
+    def release(self) -> None:
+        """Remove the inflated copy in shared memory, if any (the mapping stays valid while used)."""
+        if self.mapped is not None:
+            _unlink(self.mapped)
+            self.mapped = None
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
@@ -240,8 +263,10 @@ def _os_problem(err: OSError) -> str:
 
 
 def read_input(path: str | os.PathLike[str], *, what: str = "trace",
-               opts: ReadOptions | None = None) -> Source:
-    """The text of ``path`` (see the module docstring); TraceError with one line otherwise."""
+               opts: ReadOptions | None = None, spill: bool = False) -> Source:
+    """The text of ``path`` (see the module docstring); TraceError with one line otherwise.
+    ``spill``: a big inflated input goes to a file in shared memory (:attr:`Source.mapped`; the
+    caller then calls :meth:`Source.release`), else it stays in this process's memory."""
     opts = options() if opts is None else opts
     text = os.fspath(path)
     kind = check_input(text, what)
@@ -251,12 +276,17 @@ def read_input(path: str | os.PathLike[str], *, what: str = "trace",
     if compression is None:
         return Source(raw, None, stored)
     if compression in ("gzip", "bz2", "xz") or (compression == "zstd" and _zstd() is not None):
+        out = _Output(SPILL_MIN_BYTES if spill else None)
         try:
-            data, partial = _inflate(text, raw, compression, opts)
+            partial = _inflate(text, raw, compression, opts, out)
+            data, mapped = out.finish()
+        except BaseException:
+            out.discard()
+            raise
         finally:
             if isinstance(raw, mmap.mmap):
                 raw.close()
-        return Source(data, compression, stored, partial)
+        return Source(data, compression, stored, partial, mapped)
     raise TraceError(text, _REFUSED[compression])
 
 
@@ -324,7 +354,9 @@ def _zstd():  # pragma: no cover - Python >= 3.14 only
     return zstd
 
 
-def _decompressor(compression: str) -> Callable[[], object]:
+def _decompressor(compression: str, fast: bool = False) -> Callable[[], object]:
+    if compression == "gzip" and fast and _fast_zlib is not None:
+        return lambda: _fast_zlib.decompressobj(wbits=31)
     if compression == "gzip":
         return lambda: zlib.decompressobj(wbits=31)  # the gzip container; one member per object
     if compression == "bz2":
@@ -338,11 +370,11 @@ def _decompressor(compression: str) -> Callable[[], object]:
     return _zstd().ZstdDecompressor  # type: ignore[union-attr]  # pragma: no cover
 
 
-def _inflate(text: str, raw: Buffer, compression: str, opts: ReadOptions) -> tuple[bytearray, str | None]:
-    """Every member (stream) of ``raw`` inflated into one growing buffer, under the cap; returns
-    (the JSON, None) or, with ``opts.partial``, (what inflated, why it ends early).
+def _inflate(text: str, raw: Buffer, compression: str, opts: ReadOptions, out: _Output) -> str | None:
+    """Every member (stream) of ``raw`` inflated onto ``out``, under the cap; returns None or, with
+    ``opts.partial``, why what inflated ends early.
 
-    Growing a large bytearray is a ``realloc`` that Linux serves with ``mremap``: no copying, and
+    In memory, growing a large bytearray is a ``realloc`` that Linux serves with ``mremap``: no copying, and
     the peak is the compressed input plus the JSON plus one piece. For gzip the input is fed 1 MiB
     at a time (bounding the *output* with ``max_length`` would copy the unconsumed input on every
     call: 1.6x slower at 64 MiB pieces, 30x at 256 KiB), in smaller pieces near the cap; bz2 and
@@ -350,45 +382,49 @@ def _inflate(text: str, raw: Buffer, compression: str, opts: ReadOptions) -> tup
     zero bytes after the last member (padding) are ignored; other trailing bytes are an error.
     """
     with memoryview(raw) as view:
-        out, problem, fatal = _inflate_members(view, compression, opts.max_inflated_size)
+        problem, fatal = _inflate_members(view, compression, opts.max_inflated_size, out)
     if fatal:
         raise TraceError(text, problem)
     if problem is None or opts.partial:
-        return out, problem
+        return problem
     raise TraceError(text, f"{problem} (--partial reports the events read)")
 
 
-def _inflate_members(view: memoryview, compression: str,
-                     cap: int | None) -> tuple[bytearray, str | None, bool]:
-    """(JSON, problem or None, whether the problem is fatal even with --partial); see
-    :func:`_inflate`. Raises nothing, so no traceback keeps a view of the mapped file alive."""
-    out = bytearray()
+def _inflate_members(view: memoryview, compression: str, cap: int | None,
+                     out: _Output) -> tuple[str | None, bool]:
+    """(problem or None, whether the problem is fatal even with --partial), the JSON onto ``out``;
+    see :func:`_inflate`. Raises nothing, so no traceback keeps a view of the mapped file alive."""
     total = len(view)
     pos = 0
+    fast = compression == "gzip" and _fast_zlib is not None
     while True:
         start, mark = pos, len(out)
-        pos, inflater, error = _member(view, pos, compression, cap, out)
+        pos, inflater, error = _member(view, pos, compression, cap, out, fast)
+        if fast and ((error is not None and error is not _BOMB) or not inflater.eof):
+            # The fast inflater stopped short: zlib inflates the member again and words why.
+            del out[mark:]
+            pos, inflater, error = _member(view, start, compression, cap, out)
         if error is _BOMB:
-            return out, (f"{compression} data inflates past {cap:,} bytes; refused as a possible "
-                         f"decompression bomb ({_cap_hint()})"), True
+            return (f"{compression} data inflates past {cap:,} bytes; refused as a possible "
+                    f"decompression bomb ({_cap_hint()})"), True
         if error is not None:
             # The call that met the damage returned nothing: inflate the member again in small
             # pieces to keep what comes before it (only a damaged input pays for this).
             del out[mark:]
             _salvage(view, start, compression, cap, out)
-            return out, (f"corrupt {compression} data ({_one_line(error)}); {len(out):,} bytes of JSON "
-                         f"inflate before the damage"), False
+            return (f"corrupt {compression} data ({_one_line(error)}); {len(out):,} bytes of JSON "
+                    f"inflate before the damage"), False
         if not inflater.eof:
-            return out, (f"truncated {compression}: the stream ends early; its {total:,} bytes inflate "
-                         f"to {len(out):,} bytes of incomplete JSON"), False
+            return (f"truncated {compression}: the stream ends early; its {total:,} bytes inflate "
+                    f"to {len(out):,} bytes of incomplete JSON"), False
         if compression == "gzip":
             out += inflater.flush()
         pos -= len(inflater.unused_data)
         rest = view[pos:]
         if not rest or not any(rest):
-            return out, None, False  # the end, or zero padding after it
+            return None, False  # the end, or zero padding after it
         if compression_of(rest) != compression:
-            return out, f"{total - pos:,} bytes of trailing data after the {compression} data", True
+            return f"{total - pos:,} bytes of trailing data after the {compression} data", True
         del rest
 
 
@@ -404,15 +440,17 @@ def _errors(compression: str) -> tuple[type[BaseException], ...]:
         import lzma
 
         return (zlib.error, OSError, EOFError, ValueError, lzma.LZMAError)
+    if compression == "gzip" and _fast_zlib is not None:
+        return (zlib.error, _fast_zlib.error, OSError, EOFError, ValueError)
     return (zlib.error, OSError, EOFError, ValueError)
 
 
-def _member(view: memoryview, pos: int, compression: str, cap: int | None,
-            out: bytearray) -> tuple[int, Any, BaseException | None]:
+def _member(view: memoryview, pos: int, compression: str, cap: int | None, out: _Output,
+            fast: bool = False) -> tuple[int, Any, BaseException | None]:
     """Inflate the member (stream) that starts at ``pos`` onto ``out``; returns (position after the
     bytes fed, the inflater, the error that stopped it or None)."""
     bounded = compression != "gzip"
-    inflater: Any = _decompressor(compression)()
+    inflater: Any = _decompressor(compression, fast)()
     try:
         while not inflater.eof:
             room = None if cap is None else cap - len(out)
@@ -435,7 +473,7 @@ def _member(view: memoryview, pos: int, compression: str, cap: int | None,
     return pos, inflater, None
 
 
-def _salvage(view: memoryview, pos: int, compression: str, cap: int | None, out: bytearray) -> None:
+def _salvage(view: memoryview, pos: int, compression: str, cap: int | None, out: _Output) -> None:
     """Inflate the damaged member at ``pos`` onto ``out`` again, at most :data:`_SALVAGE_STEP` bytes
     out per call, so that the call that meets the damage loses little (only a damaged input pays)."""
     inflater: Any = _decompressor(compression)()
@@ -452,6 +490,115 @@ def _salvage(view: memoryview, pos: int, compression: str, cap: int | None, out:
                 while not inflater.needs_input and not inflater.eof:
                     out += inflater.decompress(b"", max_length=_SALVAGE_STEP)
     except _errors(compression):
+        pass
+
+
+#: An inflated input passing this many bytes moves to a file in shared memory (when asked for):
+#: below it no worker process would decode a share of it anyway.
+SPILL_MIN_BYTES = 64 << 20
+#: What a file write fails with when the file system is full (or the file too big for it).
+_NO_ROOM = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+
+
+class _Output:
+    """Where inflated bytes go: this process's memory, moved to a file in shared memory once past
+    ``spill_at`` bytes when that is not None (and ``/dev/shm`` has room for twice as much), then
+    written there piece by piece. A write that finds shared memory full brings the bytes back into
+    memory and goes on there. :meth:`finish` returns (the buffer, the file it maps or None)."""
+
+    def __init__(self, spill_at: int | None) -> None:
+        self.memory: bytearray | None = bytearray()
+        self.spill_at = spill_at
+        self.fd: int | None = None
+        self.path: str | None = None
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size if self.memory is None else len(self.memory)
+
+    def __iadd__(self, piece: bytes) -> _Output:
+        if self.memory is not None:
+            self.memory += piece
+            if self.spill_at is not None and len(self.memory) >= self.spill_at:
+                self._spill()
+        elif not self._write(piece):
+            self._back_to_memory()
+            self.memory += piece  # type: ignore[operator]
+        return self
+
+    def __delitem__(self, key: slice) -> None:
+        """``del out[mark:]``: cut back to ``mark`` bytes (the only deletion the inflater makes)."""
+        if self.memory is not None:
+            del self.memory[key]
+        elif key.start < self.size:
+            os.ftruncate(self.fd, key.start)  # type: ignore[arg-type]
+            os.lseek(self.fd, key.start, os.SEEK_SET)  # type: ignore[arg-type]
+            self.size = key.start
+
+    def _spill(self) -> None:
+        self.spill_at = None  # one try
+        where = parallel.shared_memory_dir(2 * len(self.memory))  # type: ignore[arg-type]
+        if where is None:
+            return
+        try:
+            self.fd, self.path = tempfile.mkstemp(prefix="tracekit-inflated-", suffix=".json", dir=where)
+        except OSError:
+            return
+        memory, self.memory = self.memory, None
+        if not self._write(memory):  # type: ignore[arg-type]
+            self.memory = memory
+            self.discard()
+
+    def _write(self, piece: bytes | bytearray) -> bool:
+        """Append ``piece`` to the file; False when the file system has no room (the file then
+        holds the bytes before it)."""
+        with memoryview(piece) as view:
+            done = 0
+            try:
+                while done < len(view):
+                    done += os.write(self.fd, view[done:])  # type: ignore[arg-type]
+            except OSError as err:
+                if err.errno not in _NO_ROOM:
+                    raise
+                return False
+        self.size += done
+        return True
+
+    def _back_to_memory(self) -> None:
+        memory = bytearray(self.size)
+        with open(self.path, "rb") as fh:  # type: ignore[arg-type]
+            fh.readinto(memory)
+        self.discard()
+        self.memory = memory
+
+    def finish(self) -> tuple[Buffer, str | None]:
+        """The inflated bytes, and the shared-memory file they map (None: in memory)."""
+        if self.memory is not None:
+            return self.memory, None
+        if self.size == 0:
+            self.discard()
+            return bytearray(), None
+        try:
+            data = mmap.mmap(self.fd, 0, access=mmap.ACCESS_COPY)  # type: ignore[arg-type]
+        finally:
+            os.close(self.fd)  # type: ignore[arg-type]
+            self.fd = None
+        return data, self.path
+
+    def discard(self) -> None:
+        """Close and remove the shared-memory file, if any."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        if self.path is not None:
+            _unlink(self.path)
+            self.path = None
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
         pass
 
 
