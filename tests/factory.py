@@ -54,6 +54,21 @@ def make_flow(flow_id: int, launch_ts: float, kernel_ts: float, stream=7) -> lis
     ]
 
 
+def make_memory(ts: float, addr: int, nbytes: int, allocated: int, reserved: int, *, device_type: int = 1,
+                device_id: int = 0, tid=CPU_TID) -> dict:
+    """A ``[memory]`` instant as Kineto writes it (``Bytes`` < 0 frees; totals are after the event)."""
+    return {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": CPU_PID, "tid": tid,
+            "ts": ts, "args": {"Addr": addr, "Bytes": nbytes, "Total Allocated": allocated,
+                               "Total Reserved": reserved, "Device Type": device_type, "Device Id": device_id}}
+
+
+def make_oom(ts: float, nbytes: int, allocated: int, reserved: int, *, device_id: int = 0, tid=CPU_TID) -> dict:
+    """An ``[OutOfMemory]`` instant: the failed request's size and the totals, no ``Addr``."""
+    return {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[OutOfMemory]", "pid": CPU_PID, "tid": tid,
+            "ts": ts, "args": {"Bytes": nbytes, "Total Allocated": allocated, "Total Reserved": reserved,
+                               "Device Type": 1, "Device Id": device_id}}
+
+
 def write_trace(path: Path, events: list[dict], *, gpu: bool = True, gz: bool = False) -> Path:
     top = {"schemaVersion": 1, "baseTimeNanoseconds": 1_700_000_000_000_000_000, "traceEvents": events}
     if gpu:

@@ -32,7 +32,8 @@ Frames and their columns (dtypes):
 normalised to ``ac2g``):
     idx u32, cat str, ph str, id i64?, pid str, tid str, ts i64
 
-``memory`` — ``[memory]`` instant events:
+``memory`` — ``[memory]`` instant events (and ``[OutOfMemory]`` ones: the rows without ``addr``,
+``bytes`` the failed request):
     idx u32, pid str, tid str, ts i64, addr i64?, bytes i64?, total_allocated i64?,
     total_reserved i64?, device_type i64?, device_id i64?
 

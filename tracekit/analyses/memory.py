@@ -51,6 +51,10 @@ memory events have no row).
 
 ``curve`` — ``device str, ts i64, allocated i64, reserved i64`` per event, in event order.
 
+``events_frame`` — each allocation and free with the op that made it: ``device str, idx u32, ts i64, addr
+i64, bytes i64, allocated i64, op str, cpu_op str?, top_op str?, annotation str?, phase str?`` (event
+order; Python API only).
+
 ``timeline`` — the curve cut into at most :data:`TIMELINE_POINTS` equal spans of time per device,
 each with its highest values: ``device str, ts i64`` (the span's start), ``allocated i64, reserved
 i64`` (what ``tracekit.report/1`` carries; the whole curve stays in the Python API).
@@ -125,6 +129,10 @@ OPS_SCHEMA: dict[str, pl.DataType] = {
     "device": pl.String, "op": pl.String, **_OP_STATS, **{f"incl_{k}": v for k, v in _OP_STATS.items()}}
 GROWTH_SCHEMA: dict[str, pl.DataType] = {
     "step": pl.Int64, "device": pl.String, "op": pl.String, "net": pl.Int64, "allocations": pl.UInt32}
+EVENTS_SCHEMA: dict[str, pl.DataType] = {
+    "device": pl.String, "idx": pl.UInt32, "ts": pl.Int64, "addr": pl.Int64, "bytes": pl.Int64,
+    "allocated": pl.Int64, "op": pl.String, "cpu_op": pl.String, "top_op": pl.String, "annotation": pl.String,
+    "phase": pl.String}
 OOM_SCHEMA: dict[str, pl.DataType] = {
     "device": pl.String, "ts": pl.Int64, "bytes": pl.Int64, "allocated": pl.Int64, "reserved": pl.Int64,
     "op": pl.String}
@@ -144,6 +152,7 @@ class MemoryReport:
     steps: pl.DataFrame = field(default_factory=lambda: _empty(STEPS_SCHEMA))
     curve: pl.DataFrame = field(default_factory=lambda: _empty(CURVE_SCHEMA))
     timeline: pl.DataFrame = field(default_factory=lambda: _empty(CURVE_SCHEMA))
+    events_frame: pl.DataFrame = field(default_factory=lambda: _empty(EVENTS_SCHEMA))
     live: pl.DataFrame = field(default_factory=lambda: _empty(LIVE_SCHEMA))
     ops: pl.DataFrame = field(default_factory=lambda: _empty(OPS_SCHEMA))
     growth: pl.DataFrame = field(default_factory=lambda: _empty(GROWTH_SCHEMA))
@@ -223,6 +232,7 @@ def analyze(trace: Trace, tree_ops: pl.DataFrame | None = None) -> MemoryReport:
         devices=devices.select([pl.col(c).cast(t) for c, t in DEVICES_SCHEMA.items()]),
         steps=_steps(stepped),
         curve=curve, timeline=_timeline(curve),
+        events_frame=events.select([pl.col(c).cast(t) for c, t in EVENTS_SCHEMA.items()]),
         live=live.select(pl.col(c).cast(t) for c, t in LIVE_SCHEMA.items()),
         ops=_ops(events, tree_ops),
         growth=_growth(stepped),

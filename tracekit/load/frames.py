@@ -392,7 +392,9 @@ class FrameBuilder:
                     unanalysed[e.cat] = unanalysed.get(e.cat, 0) + 1
                     continue
             if frame == _MEMORY or (ph == "i" and e.name == "[memory]"):  # 2021: no category
-                if e.name == "[memory]":
+                # [OutOfMemory] carries Bytes (the failed request) and the totals but no Addr: its
+                # row is the one without an addr (tracekit.analyses.memory reads it so).
+                if e.name == "[memory]" or e.name == "[OutOfMemory]":
                     a = e.args or NO_ARGS
                     mi(i); mp(e.pid); mt(e.tid); mts(e.ts); ma(a.addr); mb(a.mem_bytes)
                     mta(a.total_allocated); mtr(a.total_reserved); mdt(a.device_type)
