@@ -63,10 +63,10 @@ def summary_line(report: Report) -> str | None:
     if t["compilations"]:
         recompiles = ""
         if t["recompiles"]:
-            causes = [f"{t['triggers'][k]} {w}" for k, w in (("dynamic_promotion", "dynamic-shape promotion"),
-                                                           ("shape_change", "input shapes changed"),
-                                                           ("recompile", "cause not in the trace"))
-                      if t["triggers"].get(k)]
+            causes = [_count(t["triggers"][k], one, many) for k, one, many in (
+                ("dynamic_promotion", "dynamic-shape promotion", None),
+                ("shape_change", "on changed input shapes", "on changed input shapes"),
+                ("recompile", "cause not in the trace", "causes not in the trace")) if t["triggers"].get(k)]
             recompiles = f" ({_count(t['recompiles'], 'recompile')}: {', '.join(causes)})"
         parts.append(f"{_count(t['compilations'], 'frame compilation')}{recompiles}, "
                      f"{duration(t['compile_ns'])} of CPU")
