@@ -397,3 +397,43 @@ def test_fail_if_finding_exits_1_after_the_output_and_2_on_a_typo(capsys):
     assert code == 0
     code, _, err = _run(["report", str(ANTI / "antipatterns_healthy.json.gz"), "--fail-if", "finding:nope"], capsys)
     assert code == 2 and "expected finding:RULE" in err
+
+
+# -- compile, check and diff ----------------------------------------------------------------------
+
+SWEEP = SAMPLES / "compile_sweep"
+SWEEP_MANIFEST = {c["trace_file"]: c for c in json.loads((SWEEP / "manifest.json").read_text())["captures"]}
+
+
+@pytest.mark.parametrize("name", sorted(SWEEP_MANIFEST))
+def test_recompiles_match_what_dynamo_counted(name):
+    got = {f.rule: f for f in _report(SWEEP / name).findings}
+    recompiles = SWEEP_MANIFEST[name]["ground_truth"]["recompiles"]
+    if recompiles:
+        assert got["recompile"].quantities["recompiles"] == recompiles
+        assert all(e.name.startswith("compile ") for e in got["recompile"].evidence)
+    else:
+        assert "recompile" not in got
+
+
+def test_check_no_finding(tmp_path, capsys):
+    exp = tmp_path / "e.toml"
+    exp.write_text('[per_step]\nno_finding = ["host_sync", "fp32_gemm"]\n')
+    code, out, _ = _run(["check", str(ANTI / "antipatterns_host-sync.json.gz"), "--expect", str(exp),
+                         "--format", "json"], capsys)
+    items = {i["expected"]: i for i in json.loads(out)["items"]}
+    assert code == 1 and not items["host_sync"]["met"] and items["host_sync"]["steps_present"] == 3
+    assert items["fp32_gemm"]["met"]
+    code, _, _ = _run(["check", str(ANTI / "antipatterns_healthy.json.gz"), "--expect", str(exp)], capsys)
+    assert code == 0
+    exp.write_text('[per_step]\nno_finding = ["nope"]\n')
+    code, _, err = _run(["check", str(ANTI / "antipatterns_healthy.json.gz"), "--expect", str(exp)], capsys)
+    assert code == 2 and "unknown rule 'nope'" in err
+
+
+def test_diff_names_findings_new_and_resolved_in_b():
+    diff = tracekit.open(str(ANTI / "antipatterns_healthy.json.gz")).diff(str(ANTI / "antipatterns_host-sync.json.gz"))
+    assert [f.rule for f in diff.findings_new if f.severity == "warning"] == ["host_sync"]
+    assert diff.findings_resolved == ()
+    back = tracekit.open(str(SAMPLES / "mlp_eager.json.gz")).diff(str(SAMPLES / "mlp_compile.json.gz"))
+    assert [f.rule for f in back.findings_resolved] == ["unfused_pointwise"]

@@ -155,6 +155,9 @@ class Diff:
     findings: tuple[findings_mod.Finding, ...] = ()
     #: Host syncs by name, the largest time (in A or B) first.
     host_syncs: tuple[HostSync, ...] = ()
+    #: Trace findings (:mod:`tracekit.findings`) whose rule B has and A has not, and the reverse.
+    findings_new: tuple[Any, ...] = ()
+    findings_resolved: tuple[Any, ...] = ()
 
     @property
     def structural_change(self) -> bool:
@@ -273,6 +276,8 @@ def compare(a: Profile, b: Profile) -> Diff:
         hidden_a=_hidden(a), hidden_b=_hidden(b), tensors_a=tuple(_tensor_rows(a)), tensors_b=tuple(_tensor_rows(b)),
         tensors_fused_away=tuple(_fused_away(_tensor_rows(a), alignment)),
         notes=tuple(notes) + alignment.notes, host_syncs=_host_syncs(a, b),
+        findings_new=tuple(f for f in b.findings if f.rule not in {g.rule for g in a.findings}),
+        findings_resolved=tuple(f for f in a.findings if f.rule not in {g.rule for g in b.findings}),
     )
     return replace(diff, findings=findings_mod.find(diff))
 

@@ -23,7 +23,10 @@ Keys of ``[per_step]`` (all optional): ``kernels``, ``kernels_min``, ``kernels_m
 integer or a size such as ``"2GiB"``: the highest allocated GPU memory in the step, from the trace's
 ``[memory]`` events); ``gpu_busy_min_pct`` (GPU busy as
 a % of the step's wall time); ``gpu_time_max_us``, ``cpu_time_max_us``, ``idle_time_max_us``,
-``preop_tax_max_us`` (µs); ``compile_preops`` (true: torch.compile wrappers present, false: absent).
+``preop_tax_max_us`` (µs); ``compile_preops`` (true: torch.compile wrappers present, false: absent);
+``no_finding`` (rule ids of :data:`tracekit.findings.RULES`, e.g. ``["host_sync", "fp32_gemm"]``:
+met when the trace has no such finding in any of its units; findings are judged over the trace's
+steady units, so this key lives in ``[per_step]`` with the other per-unit expectations).
 
 A malformed file, an unknown key or a wrong type is a usage error (exit 2, one line). An
 expectation that needs a figure the trace cannot give (round trips not computed) is one too.
@@ -55,7 +58,7 @@ _INT_KEYS = ("kernels", "kernels_min", "kernels_max", "launches_max", "memsets_m
 _NUM_KEYS = ("gpu_busy_min_pct", "gpu_time_max_us", "cpu_time_max_us", "idle_time_max_us",
              "preop_tax_max_us")
 _LIST_KEYS = ("classes_present", "classes_absent", "kernels_present", "kernels_absent",
-              "cpu_ops_present", "cpu_ops_absent")
+              "cpu_ops_present", "cpu_ops_absent", "no_finding")
 _BOOL_KEYS = ("compile_preops",)
 PER_STEP_KEYS = _INT_KEYS + _NUM_KEYS + _LIST_KEYS + _BOOL_KEYS
 TOP_KEYS = ("description", "unit", "per_step")
@@ -167,6 +170,13 @@ def load(path: str | Path) -> Expectations:
             raise UsageError(f"{name}: [per_step] {key} must be {want}, got {_shown(value)}")
         if key in _LIST_KEYS and len(value) > MAX_LIST_ITEMS:
             raise UsageError(f"{name}: [per_step] {key} has {len(value):,} patterns (at most {MAX_LIST_ITEMS:,})")
+        if key == "no_finding":
+            from tracekit.findings import RULES
+
+            unknown_rules = [v for v in value if v not in RULES]
+            if unknown_rules:
+                raise UsageError(f"{name}: [per_step] no_finding: unknown rule {_shown(unknown_rules[0])} "
+                                 f"(rules: {', '.join(RULES)})")
     for key in ("description", "unit"):
         if key in data and not isinstance(data[key], str):
             raise UsageError(f"{name}: {key} must be a string")
@@ -244,6 +254,15 @@ def check(profile: Profile, exp: Expectations) -> CheckResult:
             present = [bool(s) for s in _names_per_unit(profile.preops, profile.units, "kind")]
             items.append(Item(key, bool(present) and all(p == value for p in present), "bool", "==", value,
                               len(present), sum(p == value for p in present), steps_present=sum(present)))
+        elif key == "no_finding":
+            for rule in value:
+                hit = next((f for f in profile.findings if f.rule == rule), None)
+                present = len(set(hit.steps) & set(profile.units)) if hit is not None else 0
+                if hit is not None and present == 0:  # a trace-wide finding (a cold step set aside)
+                    present = n_units
+                items.append(Item(key, n_units > 0 and hit is None, "names", "absent", rule, n_units,
+                                  n_units - present, steps_present=present,
+                                  example=hit.title if hit is not None else None))
         elif key in _LIST_KEYS:
             source = {"classes": (profile.class_ns, "kernel_class"), "kernels": (profile.kernel_ns, "name"),
                       "cpu_ops": (profile.cpu_ops, "name")}[key.rsplit("_", 1)[0]]

@@ -114,6 +114,10 @@ class Profile:
     excluded: dict[int, str] = field(default_factory=dict)
     setup: Setup = field(default_factory=Setup)
     syncs: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=syncs_mod.SYNC_SCHEMA))
+    #: What :mod:`tracekit.findings` finds in the trace (over its steady units), for ``diff``'s "new in
+    #: B" / "resolved in B" and ``check``'s ``no_finding``; empty when the trace's analyses lack
+    #: round trips (``complete=False``).
+    findings: tuple[Any, ...] = ()
 
 
 def kernel_identity(name: str, kernel_class: str, decoded: dict[str, Any]) -> str:
@@ -212,7 +216,24 @@ def build(trace: Trace, report, *, unit: str | None = None, complete: bool = Tru
         per_unit=only(per_unit).sort("unit"), kernel_ns=only(kernel_ns), class_ns=only(class_ns),
         cpu_ops=only(cpu_ops), hidden=only(hidden), preops=only(preops), tensors=_tensors(report, kept),
         unavailable=unavailable, excluded=excluded, setup=setup_of(trace, gpu), syncs=only(syncs),
+        findings=_findings(scoped, report, attributed),
     )
+
+
+def _findings(scoped: Trace, report, attributed) -> tuple[Any, ...]:
+    """The report's findings when it has them, else found here from its analyses."""
+    from tracekit import devices, findings
+    from tracekit.analyses import dispatch
+
+    if getattr(report, "findings", None) is not None:
+        return tuple(report.findings)
+    if getattr(report, "round_trips", None) is None or getattr(report, "steps", None) is None:
+        return ()
+    analyses = replace(report, attribution=attributed) if hasattr(report, "attribution") else report
+    preops = dispatch.compile_preops(steps_analysis.tag_steps(attributed.tree.ops, scoped.steps))
+    device = scoped.meta.devices[0].name if scoped.meta.devices else ""
+    return findings.analyze(scoped, analyses, compile_preops=preops, ceilings=devices.ceilings_for(device),
+                            compilations=getattr(report, "compilation", None))
 
 
 def setup_of(trace: Trace, gpu: pl.DataFrame) -> Setup:

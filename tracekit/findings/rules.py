@@ -21,10 +21,10 @@ problem takes per step), ``saving_ns_per_step`` with ``saving_basis`` (projected
 the device's bandwidth, a copy's time against pinned bandwidth, launch overhead × launches…; None when
 the trace cannot price it), ``fix`` and ``thresholds`` (the rule's constants, printed with it).
 
-Extension point for compile findings: :func:`analyze` takes ``compilations`` (whatever the compile
-analysis returns) and hands it to every detector in the :class:`Context`; a ``recompile`` rule is
-one :data:`RULES` entry plus one :data:`DETECTORS` function reading ``context.compilations`` — none is
-registered while no compile analysis is passed in.
+Compile findings read the compile analysis (:class:`tracekit.analyses.compilations.Compilations`,
+``TraceAnalyses.compilation``) that :func:`analyze` is given as ``compilations``: ``recompile`` is
+one finding per trace listing every frame recompilation (compile id, the unit it happened in, its
+trigger and the dims that changed).
 """
 
 from __future__ import annotations
@@ -97,6 +97,9 @@ OCCUPANCY_MIN_PER_STEP = 1
 #: Compile pre-op tax below this per step is not worth a line (always info: when the wrappers set
 #: the pace, ``overhead_bound`` is the warning).
 PREOP_MIN_NS = 10_000
+#: Recompiles: at least this many frame recompilations (compile index > 0) in the trace: one
+#: recompile is already a compile in the hot loop (seconds of CPU).
+RECOMPILE_MIN = 1
 #: Kernel time varies: a kernel's time per step spread (max − min) at least this share of its
 #: median per step ...
 VARIANCE_MIN_SPREAD = 0.5
@@ -234,6 +237,12 @@ RULES: dict[str, Rule] = {
         {"PREOP_MIN_NS": PREOP_MIN_NS},
         "CUDA graphs (mode='reduce-overhead') or fewer, larger compiled regions; "
         "torch._dynamo.config.cache_size_limit if it recompiles"),
+    "recompile": Rule(
+        "torch.compile recompiled a frame inside the trace (a new shape or a failed guard)", "warning",
+        "frame compilations with compile index > 0 and their trigger (tracekit.analyses.compilations)",
+        {"RECOMPILE_MIN": RECOMPILE_MIN},
+        "mark the changing dim dynamic (torch._dynamo.mark_dynamic(x, 0) or torch.compile(dynamic=True)) "
+        "or pad inputs to a few fixed shapes; TORCH_LOGS=recompiles names the guard"),
     "kernel_time_varies": Rule(
         "a kernel's time varies widely between steps", "info",
         "a kernel's total time per steady step (same launches in every step)",
@@ -676,6 +685,25 @@ def _compile_preop_tax(context: Context) -> list[Finding]:
                      gpu_busy_ns=int(busy))]
 
 
+def _recompile(context: Context) -> list[Finding]:
+    compiled = getattr(context.compilations, "compilations", None)
+    if compiled is None or compiled.height == 0:
+        return []
+    again = compiled.filter(pl.col("trigger") != "first").sort("ts")
+    if again.height < RECOMPILE_MIN:
+        return []
+    names = dict(zip(context.summary["step"].to_list(), context.summary["name"].to_list()))
+    evidence = [Evidence("op", f"compile {r['compile_id'] or '?'}", r["step"], r["ts"], None, int(r["total_ns"]),
+                         detail=f"{r['trigger']}" + (f": {r['changed']}" if r["changed"] else "")
+                         + (f" in {names[r['step']]}" if r["step"] in names else ""))
+               for r in again.iter_rows(named=True)]
+    total = float(again["total_ns"].sum())
+    steps = [s for s in again["step"].to_list() if s is not None]
+    return [_finding("recompile", steps, evidence, total, total,
+                     "the recompilations' CPU time (compile, autotuning, run-time work), once per new shape",
+                     recompiles=again.height)]
+
+
 def _kernel_time_varies(context: Context) -> list[Finding]:
     if len(context.steady) < 3:
         return []
@@ -707,7 +735,8 @@ DETECTORS: dict[str, Callable[[Context], list[Finding]]] = {
     "unfused_pointwise": _unfused_pointwise, "hot_path_copy": _hot_path_copy,
     "gemm_bias_seed": _gemm_bias_seed, "optimizer_unfused": _optimizer_unfused,
     "zero_grad_fill": _zero_grad_fill, "occupancy_query": _occupancy_query,
-    "compile_preop_tax": _compile_preop_tax, "kernel_time_varies": _kernel_time_varies,
+    "compile_preop_tax": _compile_preop_tax, "recompile": _recompile,
+    "kernel_time_varies": _kernel_time_varies,
 }
 assert list(DETECTORS) == list(RULES)
 

@@ -444,7 +444,11 @@ def host_sync_table(diff: Diff) -> Table:
 
 def detail_tables(diff: Diff) -> list[Table]:
     syncs = [host_sync_table(diff)] if any(f.kind == "host_sync" for f in diff.findings) else []
-    return [changes_table(diff), class_table(diff), kernel_table(diff), cpu_ops_table(diff),
+    from tracekit.render.finding_sections import changes_table as findings_changes
+
+    changed = [("new in B", f) for f in diff.findings_new] + [("resolved in B", f) for f in diff.findings_resolved]
+    found = [findings_changes(changed)] if changed else []
+    return found + [changes_table(diff), class_table(diff), kernel_table(diff), cpu_ops_table(diff),
             preops_table(diff), hidden_table(diff)] + syncs + (
                 [tensors_table(diff)] if "round_trip_bytes" not in diff.unavailable else [])
 

@@ -107,6 +107,9 @@ nanoseconds.
   ``round_trip_tensors_per_step``, ``memsets_per_step``, ``memcpys_per_step``,
   ``preop_tax_ns_per_step``, ``host_sync_ns_per_step`` (time the CPU was blocked in host syncs),
   ``graph_launches_per_step`` (``cudaGraphLaunch``/``hipGraphLaunch`` calls)
+* ``trace_findings`` (added in /1) — ``{new_in_b: [finding], resolved_in_b: [finding]}``: the
+  trace findings (``findings`` of ``tracekit.report/1``, same fields) whose rule B has and A has not,
+  and the reverse
 * ``host_syncs`` — ``[{name, count_a, count_b, …quantity}]``: each host sync (``aten::item``,
   ``cudaStreamSynchronize``, ``cudaMemcpyAsync (DtoH)``…, the outermost of each nest), its time per
   step, largest first
@@ -368,6 +371,7 @@ def diff_data(diff: Diff, gate_results: Sequence[GateResult] = ()) -> dict[str, 
     """The diff (and its gates) as plain data following the ``tracekit.diff/1`` contract."""
     from tracekit.diff.compare import NOISE_RULE, fusion_record
     from tracekit.render import diff_sections as S
+    from tracekit.render.finding_sections import findings_data
 
     al = diff.alignment
     side = lambda p: {"trace": p.label, "unit_kind": p.unit_kind,  # noqa: E731
@@ -404,6 +408,8 @@ def diff_data(diff: Diff, gate_results: Sequence[GateResult] = ()) -> dict[str, 
         "hidden_per_step": {"a": diff.hidden_a, "b": diff.hidden_b},
         "round_trip_tensors": {"a": list(diff.tensors_a), "b": list(diff.tensors_b),
                                "fused_away": list(diff.tensors_fused_away)},
+        "trace_findings": {"new_in_b": findings_data(diff.findings_new),
+                           "resolved_in_b": findings_data(diff.findings_resolved)},
         "host_syncs": [{"name": h.name, "count_a": h.count_a, "count_b": h.count_b, **_q(h.quantity)}
                        for h in diff.host_syncs],
         "alignment": {"anchors": al.anchors, "moved": al.moved, "notes": list(al.notes)},
