@@ -457,3 +457,14 @@ def test_tag_steps_into_another_column():
     windows = pl.DataFrame({"number": [7], "ts": [10], "end": [20]})
     out = steps_analysis.tag_steps(frame, windows, "ts", "_span")
     assert out["_span"].to_list() == [None, 7, None] and out["step"].to_list() == [1, 1, 1]
+
+
+def test_the_readme_shows_a_real_compare_run(tmp_path):
+    from tracekit.commands import main
+
+    out = tmp_path / "c.md"
+    with pytest.raises(SystemExit) as done:
+        main(["compare", *[str(SWEEP / f"mlp_{m}-sweep.json.gz") for m in MODES], "--format", "md", "-o", str(out)])
+    assert done.value.code == 0
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert out.read_text(encoding="utf-8").strip() in readme

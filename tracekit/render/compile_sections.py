@@ -201,7 +201,7 @@ def finding_sentence(f: Finding) -> str:
     """One finding of a comparison as a sentence (:data:`tracekit.compare.FINDING_KINDS`)."""
     q = f.quantities
     who = f.subject
-    shapes = f"over {_count(q['shapes'], 'shape')}, " if q.get("shapes") else ""
+    shapes = f"Over {_count(q['shapes'], 'shape')}, " if q.get("shapes") else ""
     if f.kind == "compiled":
         causes = []
         if q.get("dynamic_promotions"):
