@@ -36,9 +36,10 @@ Occurrences on several threads: the thread holding the most occurrences is used 
 in time), so units never overlap. Spans named ``ProfilerStep…`` are never candidates.
 
 Numbered labels: a user annotation named ``<stem>#<n>``, optionally followed by a space and more text
-(``mlp_fwd#3``, ``mlp_fwd#3 64x128``), is one call of the family ``<stem>#N`` — PyTorch's own
-``ProfilerStep#N`` convention, used by scripts that number their calls (a shape sweep labels each
-call with its number and shape, so no two names are equal). Rules a–c count the family as one name;
+(``mlp_fwd#3``, ``mlp_fwd#3 64x128``), is one call of the family ``<stem>#N`` when the family's labels
+differ — PyTorch's own ``ProfilerStep#N`` convention, used by scripts that number their calls (a shape
+sweep labels each call with its number and shape, so no two names are equal); one label repeated is
+just a repeating name. Rules a–c count the family as one name;
 its units keep their own labels and, when the numbers are distinct, their own numbers (else 1, 2, …).
 ``--unit mlp_fwd#N`` names the family.
 
@@ -233,7 +234,10 @@ def _family_names(spans: pl.DataFrame) -> pl.DataFrame:
     annotation (``mlp_fwd#3 64x128`` -> ``mlp_fwd#N``; see the module docstring), else the name."""
     numbered = (pl.col("cat") == "user_annotation") & ~pl.col("name").str.starts_with(STEP_PREFIX)
     family = pl.col("name").str.replace(NUMBERED_LABEL, "${1}" + FAMILY_SUFFIX[1:])
-    return spans.with_columns(label=pl.col("name"), name=pl.when(numbered).then(family).otherwise(pl.col("name")))
+    spans = spans.with_columns(label=pl.col("name"), name=pl.when(numbered).then(family).otherwise(pl.col("name")))
+    # A family is labels that differ: one label repeated (a name that merely holds "#12 ") stays itself.
+    return spans.with_columns(name=pl.when(pl.col("label").n_unique().over("name") > 1).then(pl.col("name"))
+                              .otherwise(pl.col("label")))
 
 
 def _candidate_spans(trace: Trace) -> pl.DataFrame:
