@@ -99,7 +99,9 @@ s = time.perf_counter() - t
 out = {"events": n, "kernels": kernels, "kernel_ns": kernel_ns, "seconds": s}
 """,
 }
-_TAIL = "\nimport json, resource\nout['peak_rss'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\nprint(json.dumps(out))\n"
+# Peak RSS from VmHWM, which starts afresh at exec: ru_maxrss would carry the parent's size at fork.
+_TAIL = ("\nimport json\nout['peak_rss'] = next(int(l.split()[1]) * 1024 for l in open('/proc/self/status') "
+         "if l.startswith('VmHWM:'))\nprint(json.dumps(out))\n")
 
 
 def ndjson_copy(trace: Path, out: Path) -> Path:

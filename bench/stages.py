@@ -29,16 +29,22 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's tracekit
 
-#: Report stages in the order they run: (row name, analysis modules whose functions it covers).
+#: Report stages in the order they run: (row name, analysis modules whose functions it covers; a
+#: bare name is under ``tracekit.analyses``). Modules this checkout lacks are left out.
 STAGES = (
     ("op_tree", ("op_tree",)),
     ("attribution", ("attribution",)),
-    ("launch_gaps", ("launch_gaps",)),
-    ("round_trips (+ traffic models)", ("round_trips", "traffic")),
-    ("throughput", ("throughput",)),
+    ("units", ("units",)),
+    ("compilations", ("compilations",)),
     ("steps", ("steps",)),
+    ("launch_gaps (+ clock)", ("launch_gaps", "clock")),
+    ("round_trips (+ traffic models)", ("round_trips", "traffic")),
+    ("breakdown", ("breakdown",)),
+    ("throughput", ("throughput",)),
     ("dispatch", ("dispatch", "compile_ops")),
     ("kernels", ("kernels",)),
+    ("memory", ("memory",)),
+    ("findings", ("tracekit.findings.rules", "tracekit.findings")),
 )
 
 
@@ -92,10 +98,12 @@ def instrument(clock: Clock, modules: dict[str, ModuleType]) -> list[tuple[Modul
     originals = []
     for name, module_names in STAGES:
         for module_name in module_names:
-            module = modules[module_name]
+            module = modules.get(module_name)
+            if module is None:
+                continue
             for attr, value in vars(module).copy().items():
                 if (not attr.startswith("_") and inspect.isfunction(value)
-                        and value.__module__ == module.__name__):
+                        and value.__module__.startswith(module.__name__)):  # a package's own too
                     originals.append((module, attr, value))
                     setattr(module, attr, clock.wrap(name, value))
     return originals
@@ -109,13 +117,20 @@ def main(argv: list[str]) -> None:
     from tracekit.load import open_trace
     from tracekit.render import renderer_for
 
-    modules = {m: importlib.import_module(f"tracekit.analyses.{m}") for _, ms in STAGES for m in ms}
+    modules = {}
+    for _, names in STAGES:
+        for m in names:
+            try:
+                modules[m] = importlib.import_module(m if "." in m else f"tracekit.analyses.{m}")
+            except ImportError:  # an older checkout
+                pass
     clock.tick("imports")
     trace = open_trace(argv[0], workers=None)
     clock.tick("load (tracekit/load/, one process per core)")
     originals = instrument(clock, modules)
-    for name, _ in STAGES:  # rows in the order the report runs them, whichever is first to end
-        clock.seconds[name] = 0.0
+    for name, names in STAGES:  # rows in the order the report runs them, whichever is first to end
+        if any(m in modules for m in names):
+            clock.seconds[name] = 0.0
     report_mod.build(trace)
     in_stages = sum(clock.seconds.get(name, 0.0) for name, _ in STAGES)
     clock.tick("build() between the stages")

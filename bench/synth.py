@@ -8,6 +8,7 @@ reaches ``size_mb`` megabytes of JSON. Each copy gets fresh correlation ids, ``E
 numbers that continue the sequence, and times shifted by one window. Timestamps keep the source's
 format (integer µs stay integers; 3-decimal µs stay 3-decimal, computed in integer ns so nothing
 drifts). Output is gzip when ``gzip=True``. Used by ``bench/load.py`` and the later benchmarks.
+:func:`minify` re-encodes such a trace on one line (the form tools that re-save traces write).
 
 CLI: ``python bench/synth.py SRC --size-mb N -o OUT [--gzip]``
 """
@@ -167,6 +168,32 @@ def synthesize(src: str | Path, out: str | Path, size_mb: float, *, gzip: bool =
         raw_out.close()
     return {"events": events, "copies": copies, "json_bytes": written, "file_bytes": Path(out).stat().st_size,
             "steps_per_copy": template.step_span, "time_format": "fractional" if template.fractional else "integer"}
+
+
+def minify(src: str | Path, out: str | Path, chunk_bytes: int = 64 * MB) -> dict[str, Any]:
+    """Re-encode the trace ``src`` (as :func:`synthesize` writes it: Kineto's layout, one event per
+    line) with msgspec into one line without white space, as tools that re-save traces write it:
+    the same metadata and events, a piece of about ``chunk_bytes`` at a time. Returns a summary."""
+    import msgspec
+
+    data = Path(src).read_bytes()
+    start = data.index(b"[", data.index(b'"traceEvents"'))
+    end = data.rindex(b"]")
+    head = msgspec.json.encode(msgspec.json.decode(data[:start] + b"[]" + data[end + 1:]))
+    cut = head.index(b'"traceEvents":[]') + len(b'"traceEvents":[')
+    events = 0
+    with open(out, "wb") as fh:
+        fh.write(head[:cut])
+        lo = start + 1
+        while lo < end:
+            hi = data.find(b"},\n", lo + chunk_bytes, end)
+            hi = end if hi < 0 else hi + 1  # after the event's "}"
+            chunk = msgspec.json.decode(b"[" + data[lo:hi] + b"]")
+            events += len(chunk)
+            fh.write((b"," if lo > start + 1 else b"") + msgspec.json.encode(chunk)[1:-1])
+            lo = hi + 1  # past the ","
+        fh.write(head[cut:])
+    return {"events": events, "json_bytes": Path(out).stat().st_size, "file_bytes": Path(out).stat().st_size}
 
 
 def main(argv: list[str] | None = None) -> int:
