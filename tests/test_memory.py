@@ -291,3 +291,34 @@ def test_op_names_are_escaped(tmp_path: Path) -> None:
     term, md = _render(report, "term"), _render(report, "md")
     assert "\x1b" not in term and "\x07" not in term and "\x1b" not in md and "\x07" not in md
     assert "evil" in term and "evil" in md
+
+
+# --- diff and check -----------------------------------------------------------------------------
+
+def _main(argv: list[str]) -> int:
+    from tracekit.commands import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    return exc.value.code
+
+
+def test_peak_memory_gate_and_expectation(tmp_path: Path, capsys) -> None:
+    mlp, train = str(SAMPLES / "mlp_eager-memory.json.gz"), str(SAMPLES / "train_eager-memory.json.gz")
+    gates = [f"peak_memory{op}{v}" for op in (">", ">=", "<", "<=") for v in ("+0", "+0%", "+0B")]
+    assert _main(["diff", train, train, "--format", "json", *sum((["--fail-if", g] for g in gates), [])]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["peak_memory_per_step"]["a"] == data["peak_memory_per_step"]["b"] == 6_089_210_880
+    # 211,288,064 -> 6,089,210,880 B per step: +2781.9 %, far outside the (zero) step-to-step spread.
+    assert _main(["diff", mlp, train, "--fail-if", "peak_memory>+5%"]) == 1
+    assert _main(["diff", mlp, train, "--fail-if", "peak_memory>+6GiB"]) == 0
+    capsys.readouterr()
+    plain = str(ROOT / "sample_traces" / "mlp_eager.json.gz")
+    assert _main(["diff", plain, mlp, "--fail-if", "peak_memory>+5%"]) == 2
+    assert "profile_memory=True" in capsys.readouterr().err
+    for limit, code in (('"201MiB"', 1), ("211288064", 0), ('"0.2 GiB"', 0)):
+        (tmp_path / "e.toml").write_text(f"[per_step]\npeak_memory_max = {limit}\n")
+        assert _main(["check", mlp, "--expect", str(tmp_path / "e.toml")]) == code, limit
+    assert _main(["check", plain, "--expect", str(tmp_path / "e.toml")]) == 2
+    (tmp_path / "e.toml").write_text('[per_step]\npeak_memory_max = "lots"\n')
+    assert _main(["check", mlp, "--expect", str(tmp_path / "e.toml")]) == 2

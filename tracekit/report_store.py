@@ -43,6 +43,7 @@ import polars as pl
 from tracekit.analyses.breakdown import Breakdown
 from tracekit.analyses.compilations import Compilations
 from tracekit.analyses.launch_gaps import LaunchGapsReport
+from tracekit.analyses.memory import MemoryReport
 from tracekit.analyses.round_trips import RoundTripReport
 from tracekit.analyses.throughput import ThroughputReport
 from tracekit.analyses.units import Units
@@ -53,13 +54,15 @@ from tracekit.trace import Trace
 
 #: The classes a skeleton may name, by name.
 _CLASSES = {cls.__name__: cls for cls in (Report, Facts, LaunchGapsReport, RoundTripReport, ThroughputReport,
-                                          Units, Breakdown, Compilations, Finding, Evidence)}
+                                          Units, Breakdown, Compilations, Finding, Evidence, MemoryReport)}
 #: Report fields not stored (see the module docstring).
 _SKIPPED = {"attribution"}
 #: Frames stored with their columns but no rows: per-kernel working tables that the analyses
 #: summarise (into ``distributions``/``per_step`` and ``throughput``) and no renderer shows. They
 #: are a kernel-name string per kernel each, most of a big trace's stored report and of its load.
-_EMPTIED = {"report.launch_gaps.per_activity", "report.round_trips.traffic"}
+_EMPTIED = {"report.launch_gaps.per_activity", "report.round_trips.traffic",
+            # one row per [memory] event (the Python API's); the report shows ``timeline``
+            "report.memory.curve", "report.memory.events_frame"}
 SKELETON_FORMAT = "tracekit.report-cache/1"
 
 

@@ -106,7 +106,9 @@ nanoseconds.
   ``kernels_per_step``, ``launches_per_step``, ``round_trip_bytes_per_step``,
   ``round_trip_tensors_per_step``, ``memsets_per_step``, ``memcpys_per_step``,
   ``preop_tax_ns_per_step``, ``host_sync_ns_per_step`` (time the CPU was blocked in host syncs),
-  ``graph_launches_per_step`` (``cudaGraphLaunch``/``hipGraphLaunch`` calls)
+  ``graph_launches_per_step`` (``cudaGraphLaunch``/``hipGraphLaunch`` calls), ``peak_memory_per_step``
+  (added in /1: the highest allocated GPU bytes in the step, from ``[memory]`` events; null unless
+  both traces have them)
 * ``trace_findings`` (added in /1) — ``{new_in_b: [finding], resolved_in_b: [finding]}``: the
   trace findings (``findings`` of ``tracekit.report/1``, same fields) whose rule B has and A has not,
   and the reverse
@@ -348,6 +350,7 @@ _PER_STEP_KEYS = {
     "round_trip_bytes": "round_trip_bytes_per_step", "round_trip_tensors": "round_trip_tensors_per_step",
     "memsets": "memsets_per_step", "memcpys": "memcpys_per_step", "preop_tax": "preop_tax_ns_per_step",
     "host_sync": "host_sync_ns_per_step", "graph_launches": "graph_launches_per_step",
+    "peak_memory": "peak_memory_per_step",
 }
 
 
