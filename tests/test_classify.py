@@ -21,7 +21,9 @@ each gives the source. Source keys:
 - TABLE:    tests/data/real_kernel_names.json: every kernel name of the public real-trace corpus plus names from
             public profiler logs, nsys/rocprof outputs and kernel sources (source noted per row); class and
             library per name. HELD-OUT: tests/data/heldout_kernel_names.json, gathered after the rules were
-            written, from sources not used while writing them (accuracy reported, floor asserted).
+            written, from sources not used while writing them (accuracy reported, floor asserted). Rows of
+            the second and third held-out sets that their first runs missed were added to TABLE once the
+            rules for their families were written (source says so); bench/heldout.py prints every set.
 - SAMPLE:   sample_traces/*.json.gz captured on our H200 (torch 2.11, bf16): every distinct GPU activity
             with its launch API (by correlation) and innermost cpu_op, full names, in
             tests/data/h200_sample_kernels.json (whole decoded records asserted).
@@ -876,6 +878,12 @@ def test_named_families_of_the_issue() -> None:
     assert classify_kernel("void per_token_group_quant_8bit_kernel<c10::BFloat16, c10::Float8_e4m3fn>(int)").library == "unknown"
 
 
+def _assert_class_library_rule(cases: dict[str, tuple[str, str, str]]) -> None:
+    for name, expected in cases.items():
+        info = classify_kernel(name)
+        assert (info.kernel_class, info.library, info.rule) == expected, (name[:70], info)
+
+
 def test_families_of_the_second_heldout_set_generalise() -> None:
     """The rules written for the families heldout2 exposed cover members of those families that the set does
     not hold: identifiers as the projects' sources declare them (ATen, ROCclr, cuDNN, vLLM, aiter, TensorFlow,
@@ -923,9 +931,7 @@ def test_families_of_the_second_heldout_set_generalise() -> None:
         "kernel_mha_bwd": ("attention", "unknown", "attention.other"),
         "void kernel_mha_varlength(float*, float*, float*, int*)": ("attention", "unknown", "attention.by_name"),
     }
-    for name, expected in cases.items():
-        info = classify_kernel(name)
-        assert (info.kernel_class, info.library, info.rule) == expected, (name[:70], info)
+    _assert_class_library_rule(cases)
     assert classify_kernel(aten_ + "col2im_kernel<float>(long)").decoded["algorithm"] == "im2col"
     assert classify_kernel("__myl_SiluMulMulCast").decoded["fused_ops"] == ["Silu", "Mul", "Mul", "Cast"]
     # Triton GEMM words as tokens of a bare name; library triton only with Triton evidence
@@ -941,6 +947,57 @@ def test_families_of_the_second_heldout_set_generalise() -> None:
     assert classify_kernel("triton_poi_fused_im2col_0").rule == "inductor"
     # a Triton-written KV-cache write keeps its convention (triton_custom), though its name says `mla`
     assert classify_kernel("_concat_and_cache_mla_kernel").kernel_class == "triton_custom"
+
+
+def test_families_of_the_third_heldout_set_generalise() -> None:
+    """The rules written for the families heldout3 exposed cover members of those families that the set does
+    not hold: names as the projects' sources declare them (MIOpen's OpenCL kernel names, TensorRT-LLM's MoE runner,
+    causal-conv1d, nvFuser's `nvfuser_<scheduler>_f0_c1_r0_g0` naming) or as public nvprof/nsys tables and
+    hipBLASLt's name builder list them (parameter lists cut where the listing cut them)."""
+    cases = {
+        # MIOpen's OpenCL direct convolutions are convolutions: gemm op=conv
+        "MIOpenCvFwd11x11": ("gemm", "miopen", "gemm.miopen_conv"),
+        "MIOpenCvBwd11x11": ("gemm", "miopen", "gemm.miopen_conv"),
+        # hipBLASLt's global-split-U reducer without the A/B layout: a GEMM's tail
+        "Cijk_B_PostGSU2": ("gemm", "hipblaslt", "gemm.tensile"),
+        # cuRAND generation (not only seeding) is elementwise, library curand
+        "void gen_sequenced_Philox<curandStatePhilox4_32_10, float4, int, __operator_&__(float4 curand_unif":
+            ("elementwise", "curand", "rng.curand"),
+        # cuFFT's other pass family: no FFT class, so other — but its library is named
+        "void vector_fft<unsigned int=32, unsigned int=8, unsigned int=32, unsigned int=10, padding_t=1,":
+            ("other", "cufft", "other"),
+        # DeepEP low-latency combine, the dispatch's partner
+        "void deep_ep::internode_ll::combine<(bool)0, (int)6144, (int)11, (int)4>(void *, void *, int *, void *, con...":
+            ("communication", "deep_ep", "collective.custom"),
+        # TensorRT-LLM's low-latency grouped-GEMM set-up
+        "void tensorrt_llm::kernels::cutlass_kernels::computeStridesTmaWarpSpecializedLowLatencyKernel<__nv_bfloat16, "
+        "__nv_bfloat16, __nv_bfloat16, __nv_bfloat16>": ("gemm", "trtllm", "gemm.grouped_setup"),
+        # causal-conv1d's plain forward (not channel-last); its Triton port stays triton_custom
+        "void causal_conv1d_fwd_kernel<Causal_conv1d_fwd_kernel_traits<128, 4, true, c10::BFloat16, c10::BFloat16>>"
+        "(ConvParamsBase)": ("gemm", "causal_conv1d", "gemm.causal_conv1d"),
+        "_causal_conv1d_update_kernel": ("triton_custom", "triton", "triton_custom.name_shape"),
+        # nvFuser's reduction scheduler
+        "nvfuser_reduction_f0_c1_r0_g0": ("reduction", "nvfuser", "nvfuser.reduction"),
+        # a Welford reduce_kernel is a reduction (the bf16 instantiation ATen's std/var kernel makes of the set's
+        # fp32 row: ReduceOp<scalar_t, WelfordOps<scalar_t, acc_t, int32_t, thrust::pair<out_t, out_t>>, uint32_t,
+        # out_t, 4>); apex's SyncBatchNorm `welford_kernel` (csrc/welford.cu) is a norm's own and stays normalization
+        "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, at::native::WelfordOps<c10::BFloat16, "
+        "float, int, thrust::pair<float, float> >, unsigned int, float, 4> >": ("reduction", "aten", "reduction.welford"),
+        "void welford_kernel<float, float, float>(float const*, float*, float*, int, int, int)":
+            ("normalization", "unknown", "normalization"),
+    }
+    _assert_class_library_rule(cases)
+    # FlashAttention-Triton's forward/backward under their bare names, launched by Triton
+    for name in ("_fwd_kernel", "_bwd_kernel", "_fwd_kernel_stage1"):
+        info = classify_kernel(name, launch_api="cuLaunchKernel")
+        assert (info.kernel_class, info.library, info.rule) == ("attention", "triton", "attention.triton_fa"), name
+    # only those shapes: a longer Python-private `_…_fwd_kernel` stays hand-written Triton
+    assert classify_kernel("_chunk_scan_fwd_kernel", launch_api="cuLaunchKernel").kernel_class == "triton_custom"
+    # a bare name that says triton or gluon is Triton's, also where another rule gives the class
+    info = classify_kernel("gluon_mxfp4_moe_stage2_kernel")
+    assert (info.kernel_class, info.library) == ("gemm", "triton")
+    # a kernel launched with the runtime API is never credited to Triton, whatever its name says
+    assert classify_kernel("apply_rotary_emb_triton_kernel", launch_api="cudaLaunchKernel").kernel_class == "elementwise"
 
 
 def test_rocprof_kd_suffix_and_mangled_names_are_read_normalised() -> None:

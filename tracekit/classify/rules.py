@@ -258,6 +258,8 @@ _HIP_PREFIX = "hip"
 # A Triton kernel's profiler name is its Python function name: a bare identifier. CUPTI's demangled
 # C++ names carry `void `, `::`, templates or parameter lists, so this shape separates the two worlds.
 _BARE_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A bare name whose own words say Triton or Gluon (`apply_rotary_emb_triton_kernel`, `gluon_mxfp4_moe_stage1_kernel`).
+_TRITON_WORD = re.compile(r"(?:^|_)(?:triton|gluon)(?:_|$)", re.IGNORECASE)
 
 
 def _bare(ctx: Context) -> bool:
@@ -358,7 +360,31 @@ _LEADING_NAMESPACE = {
     "Eigen": "eigen",  # TensorFlow's GPU tensor expressions
     "tensorflow": "tensorflow",
     "nvinfer1": "tensorrt",  # TensorRT plugins
+    "sgl_hip": "sglang",  # SGLang's HIP kernels (sgl_hip::activation::act_and_mul_kernel)
+    "fused_moe": "trtllm",  # TensorRT-LLM's small-batch fused MoE (fused_moe::run_global<Fused_Moe_Kernel_sm80…>)
+    "cusparse": "cusparse",
 }
+
+# Libraries whose kernels live in the global namespace but whose identifiers are their own, recognised by the
+# start of the name (after `void `): ATen's legacy THC pointwise kernels and its XPU (SYCL) functors, cuDNN's RNN
+# kernels, apex's fused norms, CUB's device kernels as nsys shortens them, cuFFT's passes, cuRAND's generators,
+# bitsandbytes, AWQ, nvFuser, ROCm Iris, b12x's CuTe-DSL kernels (module path glued into the name).
+# Identifiers that several engines vendor (`reshape_and_cache_*`, `paged_attention_*`) are deliberately absent:
+# their short name does not say whose build it is.
+_LIBRARY_PREFIX = re.compile(
+    r"(?:void )?(?:(?P<aten>kernelPointwiseApply\d|Upsample(?:Bilinear|Bicubic|Nearest|Linear|Trilinear)|"
+    r"tensor_kernel_scan_|distribution_elementwise_grid_stride|distribution_nullary_kernel)|"
+    r"(?P<cudnn>RNN_blockPersist_|elemWiseRNNcell)|"
+    r"(?P<apex>cuApply(?:LayerNorm|RMSNorm)|cuComputePartGradGammaBeta|cuComputeGradGammaBeta)|"
+    r"(?P<cub>Device(?:RadixSort|Reduce|Scan|SegmentedRadixSort|SegmentedReduce|Select|Histogram|MergeSort)[A-Z])|"
+    r"(?P<cufft>(?:regular|vector)_(?:bluestein_)?fft|bluestein_fft)|"
+    r"(?P<curand>generate_seed_pseudo|gen_sequenced)|"
+    r"(?P<bitsandbytes>kgemm_4bit|kDequantizeBlockwise|kQuantizeBlockwise|kOptimizer(?:32bit|Static8bit)|kspmm_coo)|"
+    r"(?P<awq>gemm_forward_4bit_cuda)|"
+    r"(?P<nvfuser>nvfuser_)|"
+    r"(?P<iris>iris_)|"
+    r"(?P<b12x>kernel_cutlass_kernel_b12x))"
+)
 
 # ATen kernels declared outside at:: (PersistentSoftmax.cuh, the THCUNN-era `cunn_*`, Indexing.cu's
 # anonymous-namespace kernels) and other libraries recognised by a word anywhere in the name. Checked
@@ -394,15 +420,29 @@ _LIBRARY_NEEDLES: tuple[tuple[str, str], ...] = (
 )
 
 
+# A mangled symbol the demangler could not read (`_ZN7sgl_hip10activation…` with a malformed template argument):
+# its first nested name is still `<length><identifier>`.
+_MANGLED_HEAD = re.compile(r"_ZN(\d{1,2})")
+
+
 @lru_cache(maxsize=65536)
 def library_from_namespace(name: str) -> str:
     """The library a demangled C++ kernel name comes from, by namespace; ``unknown`` if none."""
+    mangled = _MANGLED_HEAD.match(name)
+    if mangled is not None:
+        start = mangled.end()
+        lead = name[start:start + int(mangled.group(1))]
+        if lead in _LEADING_NAMESPACE:
+            return _LEADING_NAMESPACE[lead]
     head = name[5:] if name.startswith("void ") else name
     cut = head.find("::")
     if 0 < cut <= 64:
         lead = head[:cut].strip()
         if lead.isidentifier() and lead in _LEADING_NAMESPACE:
             return _LEADING_NAMESPACE[lead]
+    lead = _LIBRARY_PREFIX.match(name)
+    if lead is not None:
+        return lead.lastgroup or "unknown"
     for needle, lib in _LIBRARY_NEEDLES:
         if needle in name:
             return lib
@@ -424,16 +464,16 @@ def _ns_or(default: str) -> Callable[[Context], str]:
 def _triton_or_ns(ctx: Context) -> str:
     """``triton`` only with Triton evidence: a bare identifier launched by Triton's launcher API or by a
     non-ATen, non-vendor CPU op (``sglang::inplace_fused_experts``), or a Python-private bare name
-    (``_attn_fwd``) not launched by the runtime API. C++ names by namespace (or by a library word)."""
+    (``_attn_fwd``) or one whose words say ``triton``/``gluon``, not launched by the runtime API. Other names by
+    namespace, by a library's own identifier prefix (AWQ's bare ``gemm_forward_4bit_cuda_*``) or library word."""
     if _bare(ctx):
         vendor = _vendor_op_library(ctx)
         if vendor:
             return vendor
         if ctx.launch_api in TRITON_LAUNCH_APIS or _launched_by_python_op(ctx):
             return "triton"
-        if ctx.name.startswith("_") and not _launched_by_runtime(ctx):
+        if (ctx.name.startswith("_") or _TRITON_WORD.search(ctx.name)) and not _launched_by_runtime(ctx):
             return "triton"
-        return "unknown"
     return library_from_namespace(ctx.name)
 
 
@@ -475,6 +515,11 @@ _PADDING = _all(_w("pad"), _id(r"(?:reflection|replication|constant|circular|ref
                                r"(?<![a-z0-9])(?:un|remove_|add_)?pad(?:ding)?(?:_|\d|kernel|$)|(?:add|remove)padding"))
 
 
+# A kernel whose own identifier says it normalises (`_attn_res_rmsnorm_kernel`: RMSNorm of the attention residual):
+# the other words name where its input comes from, not its work.
+_NORM_IDENT = _all(_w("norm"), _id(r"rms_?norm|layer_?norm|group_?norm|batch_?norm"))
+
+
 RULES: tuple[Rule, ...] = (
     # ---- activity kinds that are not kernels -----------------------------------------------------
     Rule("memcpy", Always(), "memcpy", "cuda_runtime", misc.decode_memcpy,
@@ -508,7 +553,9 @@ RULES: tuple[Rule, ...] = (
                                  "oneshot_all_reduce", "twoshot_all_reduce", "oneshotallreduce", "twoshotallreduce",
                                  "cross_device_reduce", "allreduce_fusion_kernel", "custom_all_reduce",
                                  "intranode_alltoall", "internode_alltoall", "all_to_all_kernel",
-                                 "deep_ep::intranode::", "deep_ep::internode::", "lamport", "ulysses", "::comm::"),
+                                 "deep_ep::intranode::", "deep_ep::internode::", "deep_ep::internode_ll::",
+                                 "lamport", "ulysses", "::comm::", "b12xcomm"),
+                              _r(r"^iris_"),
                               _all(_w("reduce", "gather", "to_all", "toall", "shot"),
                                    _id(r"(?<![a-z0-9])(?:all_?reduce|all_?gather|reduce_?scatter|all_?to_?all)|"
                                        r"(?<![a-z0-9])ar_(?:one|two)_?shot|(?:one|two)_?shot_ar(?![a-z])"))),
@@ -516,7 +563,11 @@ RULES: tuple[Rule, ...] = (
          "Collectives outside NCCL: PyTorch SymmetricMemory's `multimem_all_reduce_kernel` (NVLS multicast) and "
          "one-/two-shot all-reduce, vLLM/SGLang/aiter custom all-reduce (`cross_device_reduce_1stage`, "
          "`sglang::all_reduce_pull_res_kernel`, `r4d_ar_oneshot_2rank_*`), TVM/MSCCL++ `allreduce_simple`, "
-         "TensorRT-LLM's Lamport all-reduce fusion, DeepEP (also Primus-Turbo's port)/dlslime all-to-all, FlashInfer's "
+         "TensorRT-LLM's Lamport all-reduce fusion, DeepEP (also Primus-Turbo's port; its low-latency "
+         "`deep_ep::internode_ll::dispatch/combine` over NVSHMEM too)/dlslime all-to-all, b12x's CuTe-DSL comm module "
+         "(`kernel_cutlass_kernel_b12xcommroce_…`: one-shot all-reduce and all-gather over RoCE), ROCm Iris (a "
+         "symmetric-heap SHMEM library written in Triton/Gluon: every `iris_*` kernel it ships is a collective, "
+         "`iris_stage_one_shot_allreduce_kernel`, `iris_reduce_symmetric_gluon_kernel`), FlashInfer's "
          "`flashinfer::comm::` kernels (Ulysses all-to-all and its cross-GPU barrier). The kernel's own name is read "
          "for the collective words (`all_reduce…`, `allreduce…`, `*_ar_oneshot*`), not its parameter types, and "
          "never in an Inductor kernel's fused-op list. Their time is communication, whoever wrote them.",
@@ -594,7 +645,18 @@ RULES: tuple[Rule, ...] = (
          "(`transformer_engine::fused_attn_rocm::remove_pad` is padding), nor an Inductor kernel's fused-op list. "
          "KV-cache writes (`concat_and_cache_mla`) and rotary embedding stay with their rules below. Library as for "
          "attention.other: Triton with Triton evidence, else by namespace.",
-         when=lambda ctx: _not_inductor(ctx) and not _KV_CACHE(ctx) and not _ROTARY(ctx)),
+         when=lambda ctx: _not_inductor(ctx) and not _KV_CACHE(ctx) and not _ROTARY(ctx) and not _NORM_IDENT(ctx)),
+    Rule("attention.triton_fa", _all(_w("_fwd_", "_bwd_"),
+                                     _r(r"^_(?:fwd|bwd)_(?:grouped_)?kernel(?:_(?:stage\d|splitK|splitk))?$|"
+                                        r"^_bwd_preprocess(?:_do_o_dot)?$")),
+         "attention", _triton_or_ns, misc.decode_attention,
+         "The bare kernel names of the Triton attention implementations that predate the `_attn_fwd` naming: "
+         "FlashAttention-Triton (`flash_attn_triton.py`: `_fwd_kernel`, `_bwd_kernel`, `_bwd_preprocess_do_o_dot` = "
+         "rowsum(dO·O) of the backward), LightLLM/SGLang prefill and split-KV decode attention (`_fwd_kernel`, "
+         "`_fwd_kernel_stage1`/`_fwd_grouped_kernel_stage1` = QK·softmax·PV partials, `_fwd_kernel_stage2` = their "
+         "merge) and xformers' split-K decoder (`_fwd_kernel_splitK`). Only these exact shapes (a Python-private "
+         "`_fwd`/`_bwd` + `kernel` + optional stage/split suffix), never a longer `_…_fwd_kernel` (Mamba's "
+         "`_chunk_scan_fwd_kernel` is triton_custom). Class attention, library triton with Triton evidence."),
     # ---- GEMM libraries --------------------------------------------------------------------------
     Rule("gemm.nvjet", _r(r"^nvjet_"), "gemm", "cublasLt", gemm.decode_nvjet,
          "cuBLASLt's Hopper/Blackwell JIT-less GEMMs (`nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT`). "
@@ -610,12 +672,20 @@ RULES: tuple[Rule, ...] = (
          "cuBLAS/cuDNN xmma kernels (`sm80_xmma_gemm_*`, `sm90_xmma_gemm_*_cublas`, `sm100_xmma_*`); "
          "`fprop/dgrad/wgrad` are cuDNN implicit-GEMM convolutions, kept in class gemm with op=conv; "
          "`xmma_sparse_gemm` (2:4 structured sparsity) is cuSPARSELt's."),
-    Rule("gemm.miopen_conv", _r(r"^(?:naive_conv_|igemm_(?:fwd|bwd|wrw)|gridwise_convolution|MIOpenConv|MIOpenCvD|"
-                                r"miopenSp3As|SubSample|Im2Col|Im2d2Col|Im3d2Col|Col2Im|MIOpenGroupConv|"
-                                r"gcnAsmConv|conv1x1[uv]|conv3x3|sp3AsmConv|MIOpenWinograd|MIOpenIm2d2Col|"
-                                r"MIOpenIm3d2Col|MIOpenCol2Im)"), "gemm", "miopen", gemm.decode_conv,
-         "MIOpen convolution kernels (`igemm_fwd_gtcx3_nhwc_*`, `naive_conv_*`, assembly Winograd) and its "
-         "`Im2d2Col`/`Col2Im` helpers: class gemm, op=conv, as for cuDNN."),
+    Rule("miopen.conv_bias", _r(r"^MIOpenConvBwdB(?:ias)?(?![A-Za-z0-9])"), "reduction", "miopen", None,
+         "MIOpen's convolution backward-bias (`MIOpenConvBwdB`, MIOpenConvBwdBias.cl): the bias gradient is the sum "
+         "of dy over N, H and W, launched by its own miopenConvolutionBackwardBias call rather than as a helper of a "
+         "convolution — class reduction (as a bias-gradient sum anywhere). Before gemm.miopen_conv, whose "
+         "`MIOpenConv` prefix it shares."),
+    Rule("gemm.miopen_conv", _r(r"^(?:naive_conv_|igemm_(?:fwd|bwd|wrw)|gridwise_convolution|MIOpenConv|MIOpenCv[A-Z]|"
+                                r"miopenSp3As|(?:MIOpen)?Sub[Ss]ample|Im2Col|Im2d2Col|Im3d2Col|Col2Im|MIOpenGroupConv|"
+                                r"(?:miopen)?[Gg]cnAsmConv|conv1x1[uv]|conv3x3|sp3AsmConv|MIOpenWinograd|"
+                                r"MIOpenIm2d2Col|MIOpenIm3d2Col|MIOpenCol2Im)"), "gemm", "miopen", gemm.decode_conv,
+         "MIOpen convolution kernels (`igemm_fwd_gtcx3_nhwc_*`, `naive_conv_*`, assembly Winograd, the hand-written "
+         "GCN assembly `miopenGcnAsmConv7x7c3h224w224k64u2v2p3q3f1`/`miopenGcnAsmConv3x3WrW`, the OpenCL direct "
+         "convolutions `MIOpenCvD3x3_WSR0`/`MIOpenCvBwdWrW`/`MIOpenCvFwd11x11`) and its helpers (`Im2d2Col`/`Col2Im`, "
+         "`MIOpenSubsample` — the strided subsampling a 1x1 stride-2 weight-gradient convolution launches first): "
+         "class gemm, op=conv, as for cuDNN."),
     Rule("gemm.cudnn_conv", _any(_w("scudnn", "hcudnn", "884cudnn", "1688cudnn", "16816cudnn", "cudnn_infer",
                                     "cudnn_train", "cutlass_cudnn", "_5x_cudnn", "cask_cudnn", "xmma_cudnn",
                                     "implicit_convolve", "explicit_convolve", "precomputed_convolve",
@@ -623,12 +693,13 @@ RULES: tuple[Rule, ...] = (
                                     "dgrad2d_", "wgrad2d_", "dgrad_1x1", "winograd", "fft2d_", "fft_r2c", "fft_c2r",
                                     "fermipluscgemm", "pointwise_mult_and_sum_complex", "scalepackedtensor",
                                     "scaletensor_kernel", "2d_grouped_direct_kernel", "conv2d_grouped_direct",
-                                    "im2col4d", "gcgemm"),
+                                    "im2col4d", "gcgemm", "strided_dgrad"),
                                  _all(_w("cudnn"), _w("conv", "gemm", "splitk"))),
          "gemm", _ns_or("cudnn"), gemm.decode_conv,
          "cuDNN convolutions in every spelling: `*_scudnn_*` (also `cudnn_infer_`/`_5x_cudnn_` prefixed), "
          "`cutlass_cudnn{,_infer,_train}::Kernel<…{fprop,dgrad,wgrad}…>`, `implicit_convolve_sgemm`, "
-         "`{dgrad,wgrad_alg0,wgrad_alg1}_engine`, Winograd/FFT kernels — and the helpers one convolution call "
+         "`{dgrad,wgrad_alg0,wgrad_alg1}_engine`, `strided_dgrad_*` (strided data-gradient), Winograd/FFT "
+         "kernels — and the helpers one convolution call "
          "launches (`cask_cudnn::computeOffsetsKernel`, `computeWgradSplitKOffsetsKernel`, "
          "`cudnn::ops::scalePackedTensor_kernel`, split-K reduces). Convolutions are (implicit) GEMMs, so class "
          "gemm, op=conv; judgement call: the helpers are class gemm too, as the tail of cuBLAS split-K is — a "
@@ -640,6 +711,19 @@ RULES: tuple[Rule, ...] = (
          "cuDNN's tensor arithmetic: `op_tensor_kernel<…cudnnOpTensorOp_t…>` (cudnnOpTensor: add/mul/min/max of two "
          "tensors, e.g. a bias add), `add_tensor_kernel` (cudnnAddTensor) and the activation kernels — one read and "
          "one write per element, class elementwise, as ATen's own."),
+    Rule("gemm.cudnn_rnn", _r(r"^(?:void )?RNN_blockPersist_"), "gemm", "cudnn", gemm.decode_generic,
+         "cuDNN's persistent RNN kernels (`RNN_blockPersist_fp_LSTM`, `RNN_blockPersist_fp_RNN_HMMA`, "
+         "`RNN_blockPersist_bp_GRU`): the recurrent weights stay on chip and the time is the recurrent matmuls, "
+         "so class gemm (the taxonomy has no RNN class); global namespace, cuDNN by the `RNN_blockPersist_` prefix."),
+    Rule("cudnn.rnn_cell", _r(r"^(?:void )?elemWiseRNNcell"), "elementwise", "cudnn", None,
+         "cuDNN's standard RNN path: `elemWiseRNNcell` applies the gate nonlinearities between the GEMMs cuBLAS "
+         "runs — one read and one write per element, class elementwise."),
+    Rule("gemm.cusparse", _all(_w("cusparse"), _w("csrmm", "csrmv", "spmm", "spmv", "sddmm", "spgemm", "bsrmm",
+                                                   "bsrmv", "coomm", "coomv", "partition_kernel")),
+         "gemm", _ns_or("cusparse"), gemm.decode_generic,
+         "cuSPARSE's sparse matrix products (`cusparse::csrmm_alg2_kernel`, `csrmv`/`spmv`/`spmm`, SDDMM) and the "
+         "merge-path `cusparse::partition_kernel` its SpMV/SpMM launch first. Judgement call: a sparse matmul is "
+         "class gemm (what the time buys is a matrix product), its helper too, as cuBLAS's split-K reduce is."),
     Rule("gemm.ck", _all(_r(r"^(?:void\s+)?ck(?:_tile)?::"), _w("gemm", "conv", "xdl", "wmma")),
          "gemm", "composable_kernel", gemm.decode_ck,
          "Composable Kernel GEMMs and convolutions (`ck::kernel_gemm_xdl_cshuffle_v3<…>`, "
@@ -655,11 +739,13 @@ RULES: tuple[Rule, ...] = (
          "CUTLASS GEMMs, as instantiated by cuBLAS (`cutlass_80_tensorop_*`) or templated (`cutlass::Kernel2<...>`, "
          "`cutlass::device_kernel<...GemmUniversal...>`) and CUTLASS implicit-GEMM convolutions "
          "(`cutlass_tensorop_*fprop*`, `ImplicitGemmConvolution`)."),
-    Rule("gemm.tensile", _r(r"Cijk_A[a-z]{3}_B[a-z]{3}"), "gemm",
-         lambda ctx: "hipblaslt" if re.search(r"UserArgs|_SAV|_Bias|Custom_", ctx.name) else "rocblas",
+    Rule("gemm.tensile", _r(r"Cijk_A[a-z]{3}_B[a-z]{3}|^Cijk_[A-Za-z0-9_]{0,80}PostGSU\d"), "gemm",
+         lambda ctx: "hipblaslt" if re.search(r"UserArgs|_SAV|_Bias|Custom_|PostGSU", ctx.name) else "rocblas",
          gemm.decode_tensile,
          "AMD Tensile GEMMs (`Cijk_Alik_Bljk_BBS_BH_MT128x128x64_MI32x32x8x1_...`). hipBLASLt and rocBLAS both "
-         "ship Tensile kernels; `UserArgs`/`SAV`/`Bias` only occur in hipBLASLt's, so those are called hipblaslt."),
+         "ship Tensile kernels; `UserArgs`/`SAV`/`Bias` only occur in hipBLASLt's, so those are called hipblaslt. "
+         "hipBLASLt's global-split-U post kernels (`Cijk_SS_BiasS_HAS_ScaleAlphaVec_PostGSU16_VW1`: sum the split "
+         "partials, apply bias/alpha) carry no `A…_B…` layout and are the tail of one GEMM, as cuBLAS's split-K reduce: gemm."),
     Rule("gemm.cublas_aux", _any(Words(("gemv2N_kernel", "gemv2T_kernel", "gemvNSP", "gemv_kernel", "gemmSN_NN_kernel",
                                         "gemmSN_TN_kernel", "gemmSN_NT_kernel", "gemmSN_TT_kernel", "gemmk1_kernel",
                                         "gemmSN_kernel", "gemvx::kernel", "dot_kernel<", "splitKreduce_kernel",
@@ -697,16 +783,31 @@ RULES: tuple[Rule, ...] = (
          "triton_fused", "inductor", inductor.decode_inductor,
          "torch.compile/Inductor kernels: `triton_{poi,red,per,tem}_fused_<ops>_<n>`; the ops are split "
          "with a vocabulary of ATen op names (greedy longest match)."),
-    Rule("gemm.triton", _all(_w("gemm", "gemv", "matmul", "bmm", "mm", "einsum", "fused_moe", "fmoe"),
+    Rule("nvfuser.elementwise", _r(r"^nvfuser_pointwise"), "elementwise", "nvfuser", None,
+         "nvFuser's generated kernels are named by the scheduler that made them (`nvfuser_pointwise_f0_c1_r0_g0`): "
+         "a pointwise fusion is elementwise, as Inductor's `triton_poi_` would be read."),
+    Rule("nvfuser.reduction", _r(r"^nvfuser_(?:reduction|inner_persistent|outer_persistent|inner_outer_persistent)"),
+         "reduction", "nvfuser", None,
+         "nvFuser reduction and persistent (normalization-style) schedulers: `nvfuser_reduction_…`, "
+         "`nvfuser_inner_outer_persistent_…` — the fusion is built around a reduction."),
+    Rule("gemm.triton", _all(_w("gemm", "gemv", "matmul", "bmm", "mm", "einsum", "fused_moe", "fmoe", "moe_stage"),
                               _r(r"^[A-Za-z_][A-Za-z0-9_]*$"),
                               _ri(r"gemm|gemv|matmul|einsum|(?<![a-z])bmm|(?<![a-z0-9])mm(?![a-z])|"
-                                  r"(?<![a-z0-9])f(?:used_)?moe(?![a-z])")),
+                                  r"(?<![a-z0-9])f(?:used_)?moe(?![a-z])|(?<![a-z])moe_stage[12](?![0-9])")),
          "gemm", _triton_or_ns, gemm.decode_generic,
          "GEMMs written in Triton or as bare-named cubins, by a GEMM word as a token of the name: `gemm`, `gemv`, "
          "`matmul`, `bmm`, `mm` (`_w8a8_triton_block_scaled_mm`, `_matmul_ogs_…`), `einsum` (a batched matmul), and "
-         "the fused-MoE expert GEMM (vLLM/SGLang `fused_moe_kernel`, whose name carries no GEMM word). Class gemm; "
+         "the fused-MoE expert GEMM (vLLM/SGLang `fused_moe_kernel`, whose name carries no GEMM word; a MoE "
+         "`moe_stage1`/`moe_stage2` kernel = the gate-up / down expert GEMM, as aiter's `fmoe_stage1`, e.g. Gluon's "
+         "`gluon_mxfp4_moe_stage1_kernel`). Class gemm; "
          "library triton only with Triton evidence (launch API, a non-ATen launching op, a Python-private name). "
          "Precedes the triton_custom rules for the same reason attention does: the class says what the time buys."),
+    Rule("gemm.causal_conv1d", _id(r"^causal_conv1d_"), "gemm", _ns_or("causal_conv1d"), gemm.decode_conv,
+         "Dao-AILab causal-conv1d's CUDA kernels (`causal_conv1d_fwd_kernel`, `causal_conv1d_channellast_fwd_kernel`, "
+         "`causal_conv1d_update_kernel`, their backward), the short depthwise convolution of Mamba blocks: a "
+         "convolution, so class gemm, op=conv, as ATen's depthwise convolutions. The kernel's own identifier must "
+         "start with the family name, so the Triton ports (`_causal_conv1d_update_kernel`, Python-private) stay "
+         "triton_custom as hand-written Triton does."),
     Rule("gemm.aten_conv", _all(_w("im2col", "col2im", "vol2col", "col2vol", "depthwise", "slow_conv"),
                                 _id(r"im2col|col2im|vol2col|col2vol|conv_depthwise|depthwise_?conv|slow_conv")),
          "gemm", _ns, gemm.decode_conv,
@@ -760,6 +861,13 @@ RULES: tuple[Rule, ...] = (
          "when a runtime API (`cudaLaunchKernel`) launched it: Triton does not. A name without the underscore "
          "and without evidence is not guessed to be Triton.",
          when=_maybe_triton),
+    Rule("triton_custom.by_name", _all(_w("triton", "gluon"), _r(r"^[A-Za-z_][A-Za-z0-9_]*$")), "triton_custom",
+         "triton", misc.decode_triton_custom,
+         "LOWER CONFIDENCE, as name_shape: a bare identifier whose own words say `triton` or `gluon` "
+         "(SGLang's `apply_rotary_emb_triton_kernel`, `_set_k_and_s_triton_kernel`): hand-written Triton (or Gluon, "
+         "its lower-level dialect with the same launcher) that chose to say so. Never when the runtime API launched "
+         "it. Before the serving-engine rules: a Triton rotary kernel stays triton_custom.",
+         when=lambda ctx: _TRITON_WORD.search(ctx.name) is not None and _maybe_triton(ctx)),
     # ---- serving-engine custom ops -----------------------------------------------------------------
     Rule("custom_op.kv_cache", _KV_CACHE,
          "copy", _ns, aten.decode_aten,
@@ -794,9 +902,10 @@ RULES: tuple[Rule, ...] = (
          "`linearize_index_kernel`, cache lookups) and jagged-tensor ops: per-element index arithmetic."),
     # ---- pooling and upsampling ---------------------------------------------------------------------
     Rule("pooling", _w("pool2d", "pool3d", "pool1d", "max_pool", "avg_pool", "maxpool", "avgpool", "adaptivemax",
-                       "adaptiveavg", "adaptive_max", "adaptive_avg", "maxunpool", "lppool"),
+                       "adaptiveavg", "adaptive_max", "adaptive_avg", "adaptive_average", "maxunpool", "lppool"),
          "reduction", _ns, aten.decode_aten,
-         "Pooling, forward and backward (`max_pool_forward_nchw`, `adaptive_avg_pool2d`, `max_pool_backward_nchw`). "
+         "Pooling, forward and backward (`max_pool_forward_nchw`, `adaptive_avg_pool2d`, ATen's "
+         "`adaptive_average_pool`/`adaptive_max_pool`, `max_pool_backward_nchw`). "
          "Judgement call: class reduction — each output reduces a window (max or mean), and the backward "
          "accumulates every window's gradient into overlapping inputs."),
     Rule("upsampling.backward", _all(_w("upsample", "upample", "grid_sampler", "interpolat", "resize"), _w("backward")),
@@ -811,6 +920,11 @@ RULES: tuple[Rule, ...] = (
          "output "
          "reads a few inputs and writes once — a gather with interpolation, class elementwise."),
     # ---- ATen and friends by semantic family ----------------------------------------------------------
+    Rule("reduction.welford", _all(_w("reduce_kernel"), _w("welfordops")), "reduction", _ns, aten.decode_aten,
+         "ATen's generic `reduce_kernel<…ReduceOp<…WelfordOps<…>>>`: the Welford mean/variance reduction behind "
+         "`var`, `std`, `var_mean` (and the old norm-statistics path). Convention: a reduce_kernel is a reduction "
+         "whatever its functor; only a kernel that is itself a norm (`welford_kernel` of batch norm, "
+         "`RowwiseMoments`) is normalization. Before the normalization rule, which reads `welford`."),
     Rule("normalization", _w("layer_norm", "layernorm", "batch_norm", "batchnorm", "rms_norm", "rmsnorm",
                              "group_norm", "groupnorm", "instance_norm", "instancenorm", "rowwisemoments",
                              "gammabetabackward", "computeinternalgradients", "computefusedparams", "computegradinput",
@@ -868,19 +982,29 @@ RULES: tuple[Rule, ...] = (
                          "_norm_kernel", "cross_entropy", "reduce_1block", "kernelreduce", "aminmax", "topk", "argmax",
                          "argmin", "cumsum", "logsumexp", "gatingsoftmax", "moe_sum", "samplingfromprob", "sampling::",
                          "renormprob", "renorm_prob", "embeddingbag", "embedding_bag", "embedding_dense_backward",
+                         "scanagent", "prefixsum", "prefix_sum", "moerouting",
                          "embeddingbackward", "embedding_bwd", "embedding_grad", "embeddinggrad"),
          "reduction", _ns, aten.decode_aten,
          "Reductions: ATen `reduce_kernel<...ReduceOp<...>>`, softmax (`softmax_warp_forward`, "
          "`cunn_SoftMaxForward`), losses, scans, top-k and token sampling from probabilities (FlashInfer "
-         "`TopPSamplingFromProbKernel`: scans and reductions over the vocabulary). Judgement call: embedding *backward* (`embedding_backward_*`, "
+         "`TopPSamplingFromProbKernel`: scans and reductions over the vocabulary). Losses, forward and backward, stay "
+         "with ATen's NLL kernels (`nll_loss_backward_reduce_cuda_kernel_2d`, the legacy "
+         "`cunn_ClassNLLCriterion_updateGradInput_kernel` alike). Scans are reductions (each output "
+         "reduces a prefix): ATen's `tensor_kernel_scan_*`, CUB's `DeviceScan*`, thrust's `__scan::ScanAgent`, MoE "
+         "prefix sums (TensorRT-LLM `blockExpertPrefixSumKernel`); so is MoE routing (`customMoeRoutingKernel`: "
+         "top-k with renormalisation; `finalizeMoeRoutingKernel`: the weighted combine of expert outputs). "
+         "Judgement call: embedding *backward* (`embedding_backward_*`, "
          "`compute_grad_weight`) is a reduction — it sums gradient rows per index; so is ATen's pooled "
          "`EmbeddingBag_updateOutputKernel_*` (each output sums or maxes its bag), as FBGEMM's pooled forward."),
     Rule("copy", _w("copy_kernel", "_copy_", "catarraybatchedcopy", "copy_device_to_device", "batched_copy",
                     "direct_copy", "transpose_kernel", "transpose_readwrite", "permute_kernel", "permute_2d", "permute",
+                    "chunk_cat", "expandinputrows",
                     "contiguous_kernel", "nchwtonhwc", "nhwctonchw", "copyblocks", "transpose"),
          "copy", _ns, aten.decode_aten,
          "Copies and dtype casts done by kernels (`direct_copy_kernel_cuda`, `bfloat16_copy_kernel_cuda`, "
-         "`CatArrayBatchedCopy`), transposes/permutes (cuBLAS `transpose_readWrite_alignment_kernel`, FBGEMM "
+         "`CatArrayBatchedCopy`, `chunk_cat_cuda_kernel` = torch._chunk_cat, FSDP2's packing), MoE token "
+         "permutation (TensorRT-LLM's `expandInputRowsKernel`: rows gathered into expert order), transposes/permutes "
+         "(cuBLAS `transpose_readWrite_alignment_kernel`, FBGEMM "
          "`permute_2D_data_kernel`, cuDNN `nchwToNhwcKernel` and `cubeTransposeDeviceGeneric_kernel`, any kernel that "
          "says `transpose` and reached this rule) — memory-bound data movement, distinct from copy-engine memcpy."),
     Rule("elementwise", _w("elementwise_kernel", "elementwisekernel", "multi_tensor_apply", "fillfunctor",
@@ -888,23 +1012,37 @@ RULES: tuple[Rule, ...] = (
                            "distribution_elementwise", "fused_dropout",
                            "dropout", "where_kernel", "launch_clamp", "masked_fill", "scatter_gather", "_scatter_",
                            "index_put", "indexing_backward", "vectorized_", "unrolled_", "gpu_kernel", "functor",
-                           "triu_tril", "act_and_mul", "silu_and_mul", "gelu_and_mul", "silu_mul", "swiglu"),
+                           "triu_tril", "act_and_mul", "silu_and_mul", "gelu_and_mul", "silu_mul", "swiglu",
+                           "kernelpointwiseapply"),
          "elementwise", _ns, aten.decode_aten,
-         "ATen TensorIterator kernels (`vectorized_elementwise_kernel<8, ...GeluCUDAKernelImpl...>`), foreach/"
+         "ATen TensorIterator kernels (`vectorized_elementwise_kernel<8, ...GeluCUDAKernelImpl...>`; the legacy THC "
+         "`kernelPointwiseApply{1,2,3}<TensorFillOp…>` too: a fill written as a kernel is elementwise), foreach/"
          "fused optimizers (`multi_tensor_apply_kernel<...FusedAdamMathFunctor...>`, apex/TE's own), gathers/"
          "scatters and fused activations (`act_and_mul_kernel`). Judgement call: embedding *forward* "
          "(`indexSelectLargeIndex`, any `*embedding*` lookup such as `embeddingLookupKernel`) and every gather "
          "(`vectorized_gather_kernel`, any `*gather*` that is not a KV-cache gather or a collective, both matched "
          "above) are elementwise — one read and one write per element, nothing accumulated."),
+    Rule("rng.curand", _r(r"^(?:void )?(?:generate_seed_pseudo|gen_sequenced)"), "elementwise", "curand", None,
+         "cuRAND's host-API generator kernels: `generate_seed_pseudo` (per-thread state set-up, XORWOW/Philox) and "
+         "`gen_sequenced<…>` (generation): random numbers are elementwise, as ATen's RNG kernels are."),
+    Rule("gemm.grouped_setup", _w("computestridestmawarpspecialized"), "gemm", _ns, gemm.decode_generic,
+         "TensorRT-LLM's MoE grouped-GEMM set-up (`computeStridesTmaWarpSpecializedKernel`, its `LowLatency` "
+         "variant): computes the per-expert strides and pointers the grouped GEMM reads, launched by the MoE GEMM "
+         "runner — class gemm, as cuBLAS's split-K reduce is (a helper of one GEMM call)."),
     Rule("gemm.generic", _all(_w("gemm", "gemv", "matmul", "_mm_", "bmm", "marlin", "mul_mat", "moe_q", "einsum", "fmoe",
-                                 "wvsplitk", "wv_splitk"),
+                                 "wvsplitk", "wv_splitk", "fused_moe", "w4a16", "w4a8", "w8a8"),
                               _ri(r"(?<!fb)gemm|gemv|matmul|_mm_|bmm|marlin|mul_mat|(?<![a-z])moe_q\d|einsum|"
-                                  r"(?<![a-z0-9])fmoe(?![a-z])|wv_?splitk")),
+                                  r"(?<![a-z0-9])fmoe(?![a-z])|wv_?splitk|(?<![a-z0-9])fused_moe(?![a-z])|"
+                                  r"w4a16|w4a8|w8a8")),
          "gemm", _ns, gemm.decode_generic,
          "Anything else that says it multiplies matrices (custom CUDA, DeepGEMM, Marlin, ggml-style quantised "
          "`mul_mat_q*` / `moe_q*`, aiter's assembly fused-MoE expert GEMMs `aiter::fmoe_*` (`fmoe_stage1_…`, "
          "`fmoe_bf16_…_g1u1_…`), vLLM's ROCm skinny GEMMs `wvSplitK*`/`wvSplitKQ*` (weight-stationary split-K GEMV "
-         "for small batches), `einsum` kernels, unknown vendors). "
+         "for small batches), `einsum` kernels, TensorRT-LLM's `fused_moe::Fused_Moe_Kernel_sm80` "
+         "(the MoE expert GEMM, whose namespace says fused_moe), kernels named by their weight/activation "
+         "precisions `w4a16`/`w4a8`/`w8a8` (a quantised GEMM's signature: b12x's "
+         "`…W4A16MixedTrellisKernel`; quantisation kernels and MoE top-k sums are taken by rules above), unknown "
+         "vendors). "
          "FBGEMM's kernels do not count: `fbgemm` names the library, not the work."),
     # ---- everything else ------------------------------------------------------------------------
     Rule("other.aten", Words(("at::", "c10::"), fold=False), "other", _ns, aten.decode_aten,
