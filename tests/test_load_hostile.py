@@ -522,3 +522,18 @@ def test_a_corrupt_gzip_keeps_what_inflates_before_the_damage_with_partial(tmp_p
     trace = load(path, options=opts)
     assert trace.meta.event_count == sum(1 for end in _event_ends(RAW) if end <= len(prefix))
     assert trace.meta.partial.startswith("corrupt gzip data")
+
+
+def test_a_step_of_unanalysed_device_work_is_not_called_no_gpu(tmp_path: Path) -> None:
+    """An MTIA step launched work tracekit cannot analyse: its verdict says so (never ``no-gpu``)."""
+    from tracekit.session import Session
+
+    d = _device_trace("mtia_ccp_events", 40, "mtia_runtime")
+    d["traceEvents"].append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
+                             "ts": 0.5, "dur": 100.0})
+    gaps = Session(write(tmp_path, d), execution_trace=None).report().launch_gaps
+    assert gaps.per_step.select("step", "activity_count", "verdict").rows() == [(1, 0, "not-analysed")]
+    # The same step on a trace with no device activity at all is plainly no-gpu.
+    plain = {"schemaVersion": 1, "traceEvents": [e for e in d["traceEvents"] if e["cat"] != "mtia_ccp_events"]}
+    other = Session(write(tmp_path, plain), execution_trace=None).report().launch_gaps
+    assert other.per_step["verdict"].to_list() == ["no-gpu"]

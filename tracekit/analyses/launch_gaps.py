@@ -82,7 +82,8 @@ THRESHOLDS: dict[str, Any] = {
                         "call); idle = window - union busy; wall = max(CPU ProfilerStep span, GPU window)",
     "cpu_dispatch_rule": "union of cpu_op and launch spans of the step's process within its CPU span, "
                          "minus *Synchronize calls",
-    "verdict_rule": "no-gpu if the step launched nothing; compute-bound if GPU busy >= CPU dispatch or "
+    "verdict_rule": "no-gpu if the step launched nothing (not-analysed when the trace's device activity is of a "
+                    "kind tracekit does not analyse); compute-bound if GPU busy >= CPU dispatch or "
                     "GPU busy >= 80% of wall; overhead-bound if CPU dispatch >= 2x GPU busy; else mixed",
     "cold_rule": "first step wall > 2x median wall of the other steps; so is a new input shape's first step "
                  "against the other steps of that shape, and a step warming up a CUDA-graph tree",

@@ -27,6 +27,8 @@ returns :data:`SUMMARY_SCHEMA`, sorted by ``cpu_start_ns`` then ``step``:
   ``gpu_busy_frac f64 = gpu_busy_ns / wall_ns`` (0 when wall is 0);
 * ``activity_count u32`` (kernels, memcpys, memsets), ``kernel_count u32`` (kernels only);
 * ``verdict str`` — the study's rule of thumb "CPU time ≫ GPU time means overhead-bound":
+  ``not-analysed`` when the step launched no work tracekit analyses but the trace holds device
+  activity it does not analyse (MTIA, HPU, … — the work is there, its figures are not);
   ``no-gpu`` when the step launched no work; ``compute-bound`` when ``gpu_busy_ns >=
   cpu_dispatch_ns`` (the GPU needs at least as long to run the step as the CPU needs to issue it,
   so a loop without per-step syncs runs at GPU speed) or ``gpu_busy_frac >= 0.80`` (the GPU was
@@ -81,7 +83,7 @@ OVERHEAD_BOUND_MIN_CPU_OVER_GPU = 2.0
 COLD_STEP_FACTOR = 2.0
 #: Host calls that block until the GPU catches up.
 SYNC_CALL_SUFFIX = "Synchronize"
-VERDICTS = ("overhead-bound", "compute-bound", "mixed", "no-gpu")
+VERDICTS = ("overhead-bound", "compute-bound", "mixed", "no-gpu", "not-analysed")
 
 SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "step": pl.Int64, "name": pl.String, "cpu_start_ns": pl.Int64, "cpu_span_ns": pl.Int64,
@@ -156,7 +158,7 @@ def summarize(trace: Trace, gpu: pl.DataFrame, *, partial: tuple[int, ...] = (),
         )
         .with_columns(gpu_busy_frac=pl.when(pl.col("wall_ns") > 0)
                       .then(pl.col("gpu_busy_ns") / pl.col("wall_ns")).otherwise(0.0))
-        .with_columns(verdict=verdict_expr())
+        .with_columns(verdict=verdict_expr(unanalysed_device=bool(trace.meta.unanalysed_activity)))
         .sort(["cpu_start_ns", "step"])
     )
     if compilation is None:
@@ -214,11 +216,12 @@ def cpu_dispatch(trace: Trace) -> pl.DataFrame:
             .select("step", cpu_dispatch_ns=pl.col("busy_ns").fill_null(0) - pl.col("_wait").fill_null(0)))
 
 
-def verdict_expr() -> pl.Expr:
+def verdict_expr(*, unanalysed_device: bool = False) -> pl.Expr:
     """The verdict rule over ``activity_count``, ``gpu_busy_frac``, ``gpu_busy_ns``,
-    ``cpu_dispatch_ns`` columns (see the module docstring)."""
+    ``cpu_dispatch_ns`` columns (see the module docstring); ``unanalysed_device``: the trace holds
+    device activity tracekit does not analyse, so a step without analysed work is ``not-analysed``."""
     return (
-        pl.when(pl.col("activity_count") == 0).then(pl.lit("no-gpu"))
+        pl.when(pl.col("activity_count") == 0).then(pl.lit("not-analysed" if unanalysed_device else "no-gpu"))
         .when((pl.col("gpu_busy_ns") >= pl.col("cpu_dispatch_ns"))
               | (pl.col("gpu_busy_frac") >= COMPUTE_BOUND_MIN_BUSY_FRAC)).then(pl.lit("compute-bound"))
         .when(pl.col("cpu_dispatch_ns") >= OVERHEAD_BOUND_MIN_CPU_OVER_GPU * pl.col("gpu_busy_ns"))
