@@ -468,3 +468,20 @@ def test_the_readme_shows_a_real_compare_run(tmp_path):
     assert done.value.code == 0
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert out.read_text(encoding="utf-8").strip() in readme
+
+
+def test_hostile_trace_names_are_escaped_in_compare(tmp_path):
+    from tracekit.commands import main
+
+    name = "x [a](e.example) @me #1 `b` c|d \x1b[31m"
+    events = [e for i in range(3) for e in _call(i, 1000.0 * i, 10 + i)]
+    first = write_trace(tmp_path / f"{name}.json", events)
+    second = write_trace(tmp_path / "plain.json", events)
+    md_parts = ("\\[a\\](e.example)", "@&#8203;me", "#&#8203;1", "&#96;b&#96;", "c\\|d", "\\x1b\\[31m")
+    for fmt, check in (("md", lambda s: all(p in s for p in md_parts) and "\x1b" not in s),
+                       ("term", lambda s: "\x1b" not in s and "\\x1b[31m" in s),
+                       ("json", lambda s: json.loads(s)["rows"][0]["label"] == name)):
+        out = tmp_path / f"out.{fmt}"
+        with pytest.raises(SystemExit) as done:
+            main(["compare", str(first), str(second), "--format", fmt, "-o", str(out)])
+        assert done.value.code == 0 and check(out.read_text(encoding="utf-8")), fmt

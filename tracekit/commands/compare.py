@@ -12,8 +12,8 @@ import os
 import click
 
 from tracekit.commands import options
-from tracekit.errors import GateFailed, UsageError
-from tracekit.output import open_output, refuse_inputs
+from tracekit.errors import UsageError
+from tracekit.output import refuse_inputs
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -63,9 +63,5 @@ def compare(traces: tuple[str, ...], baseline: str | None, unit: str | None, fai
     result = compare_mod.compare(reports, baseline=index)
     results = compare_mod.evaluate(parsed, result)
     renderer = options.renderer(fmt, output)
-    with open_output(output) as out:
-        renderer.compare(result, out, results, color=options.colour(output))
-    failed = [r for r in results if r.failed]
-    if failed:
-        raise GateFailed(f"{len(failed)} of {len(results)} gates failed: "
-                         + ", ".join(f"{r.gate.text} ({', '.join(r.traces)})" for r in failed))
+    options.write_then_gate(output, lambda out: renderer.compare(result, out, results, color=options.colour(output)),
+                            results, lambda r: f"{r.gate.text} ({', '.join(r.traces)})")

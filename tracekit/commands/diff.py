@@ -11,8 +11,7 @@ import os
 import click
 
 from tracekit.commands import options
-from tracekit.errors import GateFailed
-from tracekit.output import open_output, refuse_inputs
+from tracekit.output import refuse_inputs
 
 #: Inputs at least this large (bytes, both together) are profiled in two processes at once.
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
@@ -58,9 +57,5 @@ def diff(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], n
     result = compare.compare(*profiles(a_path, b_path, unit, et_choice))
     results = gates.evaluate(parsed, result)
     renderer = options.renderer(fmt, output)
-    with open_output(output) as out:
-        renderer.diff(result, out, results, color=options.colour(output))
-    failed = [r for r in results if r.failed]
-    if failed:
-        raise GateFailed(f"{len(failed)} of {len(results)} gates failed: "
-                         + ", ".join(r.gate.text for r in failed))
+    options.write_then_gate(output, lambda out: renderer.diff(result, out, results, color=options.colour(output)),
+                            results)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import TextIO
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 import click
 
-from tracekit.errors import UsageError
+from tracekit.errors import GateFailed, UsageError
 from tracekit.render import FORMATS, format_for_path, renderer_for
 from tracekit.render.base import Renderer
 
@@ -33,6 +34,19 @@ def execution_trace_choice(explicit: str | None, ignore: bool) -> str | None:
 def renderer(fmt: str | None, path: str | None) -> Renderer:
     """The renderer for ``--format`` or, without it, for the ``-o`` file's extension."""
     return renderer_for(format_for_path(path, fmt))
+
+
+def write_then_gate(output: str | None, write: Callable[[TextIO], None], results: Sequence[Any],
+                    name: Callable[[Any], str] = lambda r: r.gate.text) -> None:
+    """Write the whole output (``write(out)``), then raise :class:`GateFailed` (exit 1) naming each
+    ``--fail-if`` result that failed (``name``)."""
+    from tracekit.output import open_output
+
+    with open_output(output) as out:
+        write(out)
+    failed = [r for r in results if r.failed]
+    if failed:
+        raise GateFailed(f"{len(failed)} of {len(results)} gates failed: " + ", ".join(name(r) for r in failed))
 
 
 def colour(path: str | None, stream: TextIO | None = None) -> bool:
