@@ -18,7 +18,7 @@ import polars as pl
 from tracekit.analyses import (attribution, breakdown as breakdown_mod, compilations as compilations_mod, dispatch,
                                kernels, launch_gaps, round_trips, steps as steps_analysis, throughput,
                                units as units_mod)
-from tracekit import findings as findings_mod
+from tracekit.findings import rules as findings_rules
 from tracekit.errors import UsageError
 from tracekit.trace import UNANALYSED, Trace
 
@@ -261,7 +261,7 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         unanalysed_families=_families(meta.unanalysed_activity), dropped_events=dict(meta.dropped_events),
         partial=meta.partial,
     )
-    found = findings_mod.analyze(trace, whole, compile_preops=preops, ceilings=rates.ceilings, step=step,
+    found = findings_rules.analyze(trace, whole, compile_preops=preops, ceilings=rates.ceilings, step=step,
                                  compilations=getattr(whole, "compilation", None))
     return Report(
         findings=found, facts=facts, selected_step=step, path_step=path_step, paths_truncated=truncated,
