@@ -47,3 +47,33 @@ def test_session_uses_the_stored_report_of_a_parquet_file(tmp_path):
     assert "trace" not in vars(parquet)  # ... so the trace's frames were never loaded
     assert report.steps["kernel_count"].to_list() == [5, 5, 5]
     assert parquet.report(step=4).attribution is not None  # --step analyses afresh
+
+
+def _demoted(markdown: str) -> str:
+    """The report's Markdown with headings three levels down (it sits under README sections)."""
+    return "\n".join("###" + line if line.startswith("#") else line for line in markdown.splitlines())
+
+
+def test_readme_report_example_is_a_real_run(request):
+    """The README's report example is what the command prints today (refresh it with
+    ``pytest tests/test_api.py --update-goldens``, then review the README diff)."""
+    import io
+
+    import tracekit
+    from tracekit.render import renderer_for
+
+    start, end = "<!-- README-REPORT-START -->\n", "<!-- README-REPORT-END -->"
+    readme = ROOT / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    head, rest = text.split(start, 1)
+    shown, tail = rest.split(end, 1)
+    command = "$ tracekit report sample_traces/mlp_eager.json.gz --step 4 --format md"
+    assert shown.startswith(f"```\n{command}\n```\n\n")
+    out = io.StringIO()
+    report = tracekit.open(ROOT / "sample_traces" / "mlp_eager.json.gz").report(step=4)
+    renderer_for("md").report(report, out)
+    expected = f"```\n{command}\n```\n\n{_demoted(out.getvalue())}\n\n"
+    if request.config.getoption("--update-goldens"):
+        readme.write_text(head + start + expected + end + tail, encoding="utf-8")
+        return
+    assert shown == expected, "README's report example is stale: run pytest --update-goldens and review it"
