@@ -437,3 +437,20 @@ def test_diff_names_findings_new_and_resolved_in_b():
     assert diff.findings_resolved == ()
     back = tracekit.open(str(SAMPLES / "mlp_eager.json.gz")).diff(str(SAMPLES / "mlp_compile.json.gz"))
     assert [f.rule for f in back.findings_resolved] == ["unfused_pointwise"]
+
+
+def test_evidence_names_pass_through_the_escaping_choke_points(tmp_path, capsys):
+    hostile = "aten::item\x1b]0;owned\x07 <img src=x onerror=alert(1)> | @octocat"
+
+    def body(loop, i, t0):
+        loop.call([hostile, "aten::_local_scalar_dense"], t0 + 50, launch="cudaMemcpyAsync",
+                  gpu="Memcpy DtoH (Device -> Pageable)", kind="memcpy", bytes=4,
+                  extra_launches=(("cudaStreamSynchronize", 300.0),))
+    path = str(_each_step(Loop(), body).write(tmp_path))
+    _, term, _ = _run(["report", path], capsys)
+    assert "\x1b" not in term and "\x07" not in term and "\\x1b]0;owned\\x07" in term
+    _, md, _ = _run(["report", path, "--format", "md"], capsys)
+    findings_part = md.split("\n## ")[1]
+    assert "<img" not in findings_part and "&lt;img" in findings_part and "\\|" in findings_part
+    _, text, _ = _run(["report", path, "--format", "json"], capsys)
+    assert json.loads(text)["findings"][0]["evidence"][0]["name"] == hostile  # JSON keeps names exact
