@@ -17,7 +17,8 @@ steps (:func:`tracekit.analyses.steps.steady_steps`; all steps when none is stea
 A :class:`Finding` carries ``rule``, ``title``, ``severity`` (``warning``: costs time every step and
 has a known fix; ``info``: worth knowing, not a defect on its own), ``steps`` (the unit numbers it
 occurs in), ``evidence`` (:class:`Evidence` rows), ``cost_ns_per_step`` (measured: GPU or CPU time the
-problem takes per step), ``saving_ns_per_step`` with ``saving_basis`` (projected from the trace: bytes ÷
+problem takes per step; for a one-time cost — a cold step, a recompile — the cost itself, with
+``quantities["once"]`` true), ``saving_ns_per_step`` with ``saving_basis`` (projected from the trace: bytes ÷
 the device's bandwidth, a copy's time against pinned bandwidth, launch overhead × launches…; None when
 the trace cannot price it), ``fix`` and ``thresholds`` (the rule's constants, printed with it).
 
@@ -388,7 +389,7 @@ def _cold_first_step(context: Context) -> list[Finding]:
     excess = float((cold["wall_ns"] - median).sum())
     return [_finding("cold_first_step", cold["step"].to_list(), evidence, excess, excess,
                      "the cold steps' wall time above the median step (once, not every step)",
-                     median_step_ns=int(median))]
+                     median_step_ns=int(median), once=True)]
 
 
 def _input_stall(context: Context) -> list[Finding]:
@@ -701,7 +702,7 @@ def _recompile(context: Context) -> list[Finding]:
     steps = [s for s in again["step"].to_list() if s is not None]
     return [_finding("recompile", steps, evidence, total, total,
                      "the recompilations' CPU time (compile, autotuning, run-time work), once per new shape",
-                     recompiles=again.height)]
+                     recompiles=again.height, once=True)]
 
 
 def _kernel_time_varies(context: Context) -> list[Finding]:

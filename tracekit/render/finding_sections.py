@@ -48,9 +48,10 @@ def findings_table(findings: Sequence[Any]) -> Table:
         shown = [evidence_line(e) for e in f.evidence[:MAX_EVIDENCE_SHOWN]]
         if len(f.evidence) > MAX_EVIDENCE_SHOWN:
             shown.append(f"… {len(f.evidence) - MAX_EVIDENCE_SHOWN} more")
-        saving = "–" if f.saving_ns_per_step is None else us(f.saving_ns_per_step)
+        per = " once" if f.quantities.get("once") else ""
+        saving = "–" if f.saving_ns_per_step is None else us(f.saving_ns_per_step) + per
         thresholds = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in f.thresholds.items())
-        rows.append([f.severity, Code(f.rule), f.title, "; ".join(shown), us(f.cost_ns_per_step),
+        rows.append([f.severity, Code(f.rule), f.title, "; ".join(shown), us(f.cost_ns_per_step) + per,
                      f"{saving} ({f.saving_basis})", f.fix, thresholds])
     return ("Findings", ["severity", "rule", "what", "evidence", "cost/step", "saving/step", "fix",
                          "thresholds"], rows)
@@ -60,9 +61,10 @@ def finding_blocks(findings: Sequence[Any]) -> list[tuple[str, list[str]]]:
     """Each finding as a heading line and its detail lines (the terminal's layout)."""
     blocks = []
     for f in findings:
+        per = " once" if f.quantities.get("once") else "/step"
         saving = "–" if f.saving_ns_per_step is None else us(f.saving_ns_per_step)
-        head = (f"{f.severity.upper()} {f.rule}: {f.title} — costs {us(f.cost_ns_per_step)}/step, "
-                f"saves {saving}/step if fixed")
+        head = (f"{f.severity.upper()} {f.rule}: {f.title} — costs {us(f.cost_ns_per_step)}{per}, "
+                f"saves {saving}{per} if fixed")
         lines = [f"evidence: {evidence_line(e)}" for e in f.evidence[:MAX_EVIDENCE_SHOWN]]
         if len(f.evidence) > MAX_EVIDENCE_SHOWN:
             lines.append(f"evidence: … {len(f.evidence) - MAX_EVIDENCE_SHOWN} more")

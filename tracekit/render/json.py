@@ -10,7 +10,8 @@ nanoseconds.
 * ``findings`` (added in /1) — what is wrong, warnings first (:mod:`tracekit.findings`):
   ``[{rule, title, severity ("warning" | "info"), steps: [unit numbers], evidence: [{role (op | kernel |
   launch | memcpy | step | tensor), name, step, ts_ns (first occurrence), count_per_step,
-  dur_ns_per_step, bytes_per_step, detail}], cost_ns_per_step (measured), saving_ns_per_step
+  dur_ns_per_step, bytes_per_step, detail}], cost_ns_per_step (measured; a one-time cost when
+  ``quantities.once`` is true: a cold step, a recompile), saving_ns_per_step
   (projected from the trace; null when it cannot be priced), saving_basis (how), fix (one line, the
   PyTorch knob), thresholds: {NAME: value}, quantities: {name: number | text}}]``
 * ``trace`` — ``{path, size_bytes, event_count, vendor, time_format, devices: [{id, name,
