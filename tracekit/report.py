@@ -270,8 +270,8 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         orphans=attribution.orphans(attributed.gpu, attributed.launches),
         breakdown=_breakdown_in_step(whole.breakdown, step),
         launch_gaps=_gaps_in_step(gaps, step), round_trips=_trips_in_step(trips, step),
-        throughput=rates, attribution=attributed, extra=extra, memory=_memory(trace, attributed), compilation=whole.compilation,
-        set_aside_units=aside,
+        throughput=rates, attribution=attributed, extra=extra, memory=_memory(trace, attributed),
+        compilation=whole.compilation, set_aside_units=aside,
     )
 
 

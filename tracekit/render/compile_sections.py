@@ -219,7 +219,7 @@ def finding_sentence(f: Finding) -> str:
         return (f"{shapes}{who} needed no compilation but {duration(q['jit_ns'])} of Triton JIT on its first call"
                 f"{_payoff(q)}{_versus(q)}.")
     if f.kind == "none":
-        return f"{shapes}{who} needed no compilation and no JIT{_payoff(q)}{_versus(q)}."
+        return f"{shapes}{who} shows no compilation or JIT in the trace{_payoff(q)}{_versus(q)}."
     if f.kind == "fastest":
         return f"Fastest steady state: {who}, {us(q['gpu_ns'])} of GPU time per call."
     if f.kind == "cpu_bound":
