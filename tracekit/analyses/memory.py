@@ -242,30 +242,49 @@ def analyze(trace: Trace, tree_ops: pl.DataFrame | None = None) -> MemoryReport:
     )
 
 
+class _Rows:
+    """Rows of ``frame`` by its ``idx`` column: a dense table indexed by ``idx`` (event indices are
+    small integers), so a look-up is a gather, never a join."""
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self.frame = frame
+        self.size = int(frame["idx"].max() or 0) + 1
+        self.table = (pl.Series([None], dtype=pl.UInt32).extend_constant(None, self.size - 1)
+                      .scatter(frame["idx"], pl.int_range(frame.height, dtype=pl.UInt32, eager=True)))
+
+    def of(self, idx: pl.Series) -> pl.Series:
+        inside = idx.is_not_null() & (idx.cast(pl.Int64) < self.size)
+        return self.table.gather(pl.select(pl.when(inside).then(idx.cast(pl.Int64))).to_series())
+
+    def get(self, column: str, idx: pl.Series) -> pl.Series:
+        """``column`` of the rows whose ``idx`` is each of ``idx`` (null where none)."""
+        return self.frame[column].gather(self.of(idx))
+
+
 def _with_ops(events: pl.DataFrame, trace: Trace, tree_ops: pl.DataFrame) -> pl.DataFrame:
     """``events`` plus ``span_idx u32?`` (the innermost span of the event's thread holding its
-    ``ts``), ``op, cpu_op, top_op, annotation, phase``."""
+    ``ts``), ``cpu_op_idx u32?`` (its innermost cpu_op), ``op, cpu_op, top_op, annotation, phase``."""
     spans = (tree_ops.select("idx", "pid", "tid", "ts", "end", "parent_idx")
              .sort(["ts", "end", "idx"], descending=[False, True, False]))
-    found = events.select("pos_in", "pid", "tid", "ts") if "pos_in" in events.columns else \
-        events.with_row_index("pos_in").select("pos_in", "pid", "tid", "ts")
     # The last span of the thread starting at or before ts (the innermost of equal starts sorts last) …
-    cand = found.sort("ts").join_asof(spans.select("pid", "tid", pl.col("ts").alias("_start"),
-                                                   pl.col("idx").alias("span_idx")),
-                                      left_on="ts", right_on="_start", by=["pid", "tid"], strategy="backward",
-                                      check_sortedness=False)  # both sorted by ts above
-    ends = spans.select(pl.col("idx").alias("span_idx"), pl.col("end").alias("_end"), pl.col("parent_idx"))
-    done = []
-    # … else its nearest ancestor still open at ts: one round per level of the tree.
-    while cand.height:
-        cand = cand.join(ends, on="span_idx", how="left")
-        open_ = cand["span_idx"].is_null() | (cand["_end"] > cand["ts"])
-        done.append(cand.filter(open_).select("pos_in", "span_idx"))
-        cand = cand.filter(~open_).select("pos_in", "pid", "tid", "ts", pl.col("parent_idx").alias("span_idx"))
-    at = pl.concat(done).sort("pos_in")
-    info = tree_ops.select(pl.col("idx").alias("span_idx"), "cpu_op", "top_op", "annotation",
-                           pl.col("direct_cpu_op_idx").alias("cpu_op_idx"))
-    at = at.join(info, on="span_idx", how="left").sort("pos_in")
+    found = (events.select("pid", "tid", "ts").with_row_index("_row").sort("ts")
+             .join_asof(spans.select("pid", "tid", pl.col("ts").alias("_start"), pl.col("idx").alias("span_idx")),
+                        left_on="ts", right_on="_start", by=["pid", "tid"], strategy="backward",
+                        check_sortedness=False)  # both sorted by ts above
+             .sort("_row"))
+    rows = _Rows(tree_ops)
+    span, ts = found["span_idx"], found["ts"]
+    # … else its nearest ancestor still open at ts: one gather per level of the tree, on those left.
+    active = pl.arg_where((rows.get("end", span) <= ts).fill_null(False), eager=True)
+    while active.len():
+        up = rows.get("parent_idx", span.gather(active))
+        span = span.scatter(active, up)
+        still = (rows.get("end", up) <= ts.gather(active)).fill_null(False)
+        active = active.filter(still)
+    at_rows = rows.of(span)
+    at = pl.DataFrame({"span_idx": span.cast(pl.UInt32)}).with_columns(
+        **{c: tree_ops[c].gather(at_rows) for c in ("cpu_op", "top_op", "annotation")},
+        cpu_op_idx=tree_ops["direct_cpu_op_idx"].gather(at_rows))
     phase = pl.lit("forward")
     for column, prefix, name, _why in reversed(PHASES):
         phase = pl.when(pl.col(column).str.starts_with(prefix).fill_null(False)).then(pl.lit(name)).otherwise(phase)
@@ -281,7 +300,7 @@ def _blocks(events: pl.DataFrame) -> pl.DataFrame:
     numbered = events.select(
         "device", "addr", "bytes", "pos", "is_alloc", "op", "top_op", "phase",
         # Blocks of one address in event order: an allocation opens block n, the frees after it close it.
-        n=pl.col("is_alloc").cast(pl.Int64).cum_sum().over(["device", "addr"], order_by="pos"))
+        n=pl.col("is_alloc").cast(pl.Int64).cum_sum().over(["device", "addr"]))  # rows are in event order
     allocs = numbered.filter(pl.col("is_alloc")).select(
         "device", "addr", "n", "op", "top_op", "phase", size=pl.col("bytes"), alloc_pos=pl.col("pos"))
     frees = (numbered.filter(~pl.col("is_alloc"))
@@ -360,22 +379,26 @@ def _stats(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 
 def _ops(events: pl.DataFrame, tree_ops: pl.DataFrame) -> pl.DataFrame:
     """Self and inclusive figures per op name: each event counts for the op instance it was made in
-    and every enclosing op instance on its thread (counted once per instance, so a recursive name
+    and every enclosing cpu_op instance on its thread (counted once per instance, so a recursive name
     counts twice)."""
     keyed = events.select("device", "op", "bytes", pl.col("cpu_op_idx").alias("inst"))
-    own = _stats(keyed, ["device", "op"])
-    parents = tree_ops.filter(pl.col("cat") == "cpu_op").select(
-        pl.col("idx").alias("inst"), "name", pl.col("parent_idx"))
-    cpu_parent = _cpu_parents(tree_ops)
-    per_inst = _stats(keyed.filter(pl.col("inst").is_not_null()), ["device", "inst"])
-    frontier, levels = per_inst, []
+    # Self figures per instance first (integer keys), then per name: fewer rows to group by name.
+    per_inst = _stats(keyed, ["device", "inst", "op"])
+    own = per_inst.group_by("device", "op").agg(pl.col("allocations", "bytes_allocated", "bytes_freed").sum(),
+                                                pl.col("largest").max())
+    # Each cpu_op's nearest enclosing cpu_op: the innermost cpu_op of its parent.
+    rows = _Rows(tree_ops)
+    up = rows.get("direct_cpu_op_idx", tree_ops["parent_idx"])
+    frontier = per_inst.filter(pl.col("inst").is_not_null()).drop("op")
+    levels = []
     while frontier.height:
         levels.append(frontier)
-        frontier = (frontier.join(cpu_parent, on="inst").drop("inst").rename({"parent": "inst"})
+        frontier = (frontier.with_columns(inst=up.gather(rows.of(frontier["inst"]))).filter(pl.col("inst").is_not_null())
                     .group_by("device", "inst").agg(pl.col("allocations", "bytes_allocated", "bytes_freed").sum(),
                                                     pl.col("largest").max()))
-    incl = (pl.concat(levels).join(parents.select("inst", "name"), on="inst")
-            .group_by("device", pl.col("name").alias("op"))
+    every = pl.concat(levels)
+    incl = (every.with_columns(op=rows.get("name", every["inst"]))
+            .group_by("device", "op")
             .agg(pl.col("allocations", "bytes_allocated", "bytes_freed").sum(), pl.col("largest").max()))
     incl = incl.rename({k: f"incl_{k}" for k in ("allocations", "bytes_allocated", "bytes_freed", "largest")})
     out = own.join(incl, on=["device", "op"], how="full", coalesce=True).with_columns(
@@ -387,15 +410,6 @@ def _ops(events: pl.DataFrame, tree_ops: pl.DataFrame) -> pl.DataFrame:
                            incl_net=pl.col("incl_bytes_allocated") - pl.col("incl_bytes_freed"))
     return (out.select([pl.col(c).cast(t) for c, t in OPS_SCHEMA.items()])
             .sort(["device", "incl_bytes_allocated", "op"], descending=[False, True, False]))
-
-
-def _cpu_parents(tree_ops: pl.DataFrame) -> pl.DataFrame:
-    """``inst u32, parent u32``: each cpu_op's nearest enclosing cpu_op (annotations skipped)."""
-    by_idx = tree_ops.select("idx", "parent_idx", "direct_cpu_op_idx")
-    up = (tree_ops.filter(pl.col("cat") == "cpu_op").select(pl.col("idx").alias("inst"), "parent_idx")
-          .join(by_idx.select(pl.col("idx").alias("parent_idx"), pl.col("direct_cpu_op_idx").alias("parent")),
-                on="parent_idx", how="inner"))
-    return up.filter(pl.col("parent").is_not_null()).select("inst", "parent")
 
 
 def _growth(stepped: pl.DataFrame) -> pl.DataFrame:
