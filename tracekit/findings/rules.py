@@ -106,6 +106,9 @@ RECOMPILE_MIN = 1
 VARIANCE_MIN_SPREAD = 0.5
 #: ... and at least this long (µs-scale kernels jitter by their own size).
 VARIANCE_MIN_NS = 50_000
+#: Out of memory: one ``[OutOfMemory]`` event is an allocation the caching allocator could not serve
+#: even after freeing its cache (the run raised, or a caller caught it and carried on degraded).
+OOM_MIN_EVENTS = 1
 
 #: Host-to-device bandwidth used to price a pageable copy when the trace has no pinned copy of its
 #: own to measure: PCIe Gen5 x16, 64 GB/s per direction (the H100/H200/B200/MI300X host link;
@@ -250,6 +253,13 @@ RULES: dict[str, Rule] = {
         {"VARIANCE_MIN_SPREAD": VARIANCE_MIN_SPREAD, "VARIANCE_MIN_NS": VARIANCE_MIN_NS},
         "look for contention (other streams, clocks, another process) or data-dependent work; "
         "compare the slow step's neighbours in Perfetto"),
+    "out_of_memory": Rule(
+        "the caching allocator ran out of device memory ([OutOfMemory] events)", "warning",
+        "[OutOfMemory] events: the failed request, the totals, the op that asked (tracekit.analyses.memory)",
+        {"OOM_MIN_EVENTS": OOM_MIN_EVENTS},
+        "see the report's Memory section for what held the memory at the peak; lower the batch or sequence "
+        "length, torch.utils.checkpoint for activations, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+        "when reserved far exceeds allocated"),
 }
 
 
@@ -269,6 +279,11 @@ class Context:
     compile_preops: pl.DataFrame
     ceilings: Mapping[str, Any] | None
     compilations: Any = None
+    #: The GPU work of the steady steps (``gpu`` filtered once).
+    steady_gpu: pl.DataFrame = field(default_factory=pl.DataFrame)
+    #: Every memcpy with its decoded ``direction``, ``src``, ``dst`` (decoded once, on these rows only:
+    #: parsing every activity's ``decoded`` JSON per rule was most of the engine's time on big traces).
+    memcpys: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def n(self) -> int:
@@ -289,11 +304,15 @@ def analyze(trace: Trace, analyses: Any, *, compile_preops: pl.DataFrame | None 
     steady = [step] if step is not None else steps_analysis.steady_steps(summary)
     attributed = analyses.attribution
     launches = steps_analysis.tag_steps(attributed.launches, trace.steps)
+    gpu = attributed.gpu
+    memcpys = gpu.filter(pl.col("kind") == "memcpy").with_columns(
+        **{key: pl.col("decoded").str.json_path_match(f"$.{key}") for key in ("direction", "src", "dst")})
     context = Context(
-        trace=trace, gpu=attributed.gpu, launches=launches, summary=summary, steady=steady,
+        trace=trace, gpu=gpu, launches=launches, summary=summary, steady=steady,
         tensors=analyses.round_trips.tensors, traffic=analyses.round_trips.traffic,
         compile_preops=compile_preops if compile_preops is not None else pl.DataFrame(),
-        ceilings=ceilings, compilations=compilations)
+        ceilings=ceilings, compilations=compilations,
+        steady_gpu=gpu.filter(pl.col("step").is_in(steady)), memcpys=memcpys)
     found: list[Finding] = []
     for rule_id, detect in DETECTORS.items():
         found += [f for f in detect(context) if f.evidence]
@@ -429,12 +448,11 @@ def _host_sync(context: Context) -> list[Finding]:
     from tracekit.diff import syncs
 
     launches = context.in_steady(context.launches).filter(pl.col("top_op").is_not_null())
-    d2h = context.gpu.filter((pl.col("kind") == "memcpy")
-                             & (pl.col("decoded").str.json_path_match("$.direction") == "DtoH"))
+    d2h = context.memcpys.filter(pl.col("direction") == "DtoH")
     d2h_idx = d2h["launch_idx"].drop_nulls().implode()
     # A pageable host-to-device copy synchronises by itself: pageable_copy prices it, not this rule
     # (a device-to-host copy synchronises because the host wants the value: that is this rule).
-    pageable = context.gpu.filter(pl.col("decoded").str.json_path_match("$.src") == "Pageable")[
+    pageable = context.memcpys.filter(pl.col("src") == "Pageable")[
         "op_idx"].drop_nulls().implode()
     blocking = launches.filter((pl.col("name").str.ends_with(SYNC_CALL_SUFFIX) | pl.col("idx").is_in(d2h_idx))
                                & ~pl.col("op_idx").is_in(pageable))
@@ -464,19 +482,16 @@ def _with_launches(trace: Trace, launches: pl.DataFrame) -> Trace:
 
 
 def _pinned_rate(context: Context) -> tuple[float, str]:
-    copies = context.gpu.filter((pl.col("kind") == "memcpy") & (pl.col("bytes") > 0)
-                                & ((pl.col("decoded").str.json_path_match("$.src") == "Pinned")
-                                   | (pl.col("decoded").str.json_path_match("$.dst") == "Pinned")))
+    copies = context.memcpys.filter((pl.col("bytes") > 0)
+                                    & ((pl.col("src") == "Pinned") | (pl.col("dst") == "Pinned")))
     if copies.height and copies["dur"].sum() > 0:
         return float(copies["bytes"].sum()) / (copies["dur"].sum() / 1e9), "pinned copies measured in this trace"
     return PINNED_BYTES_PER_S_DEFAULT, "PCIe Gen5 x16 (64 GB/s), no pinned copy in the trace"
 
 
 def _pageable_copy(context: Context) -> list[Finding]:
-    pageable = context.in_steady(context.gpu).filter(
-        (pl.col("kind") == "memcpy")
-        & ((pl.col("decoded").str.json_path_match("$.src") == "Pageable")
-           | (pl.col("decoded").str.json_path_match("$.dst") == "Pageable")))
+    pageable = context.in_steady(context.memcpys).filter(
+        (pl.col("src") == "Pageable") | (pl.col("dst") == "Pageable"))
     if pageable.height == 0 or pageable["bytes"].sum() / context.n < PAGEABLE_MIN_BYTES:
         return []
     rows = _grouped(context, pageable, ["top_op", "name"], "memcpy", name="name", bytes_col="bytes",
@@ -494,8 +509,9 @@ def _pageable_copy(context: Context) -> list[Finding]:
 
 
 def _fp32_gemm(context: Context) -> list[Finding]:
-    gemms = context.in_steady(context.gpu).filter(
-        (pl.col("kernel_class") == "gemm") & (pl.col("decoded").str.json_path_match("$.dtype") == "fp32")
+    # Class first, then the decoded fields of the GEMMs only (filters run in turn, not fused).
+    gemms = context.steady_gpu.filter(pl.col("kernel_class") == "gemm").filter(
+        (pl.col("decoded").str.json_path_match("$.dtype") == "fp32")
         & pl.col("decoded").str.json_path_match("$.math").is_in(["simt", "fp32"]))
     if gemms.height == 0:
         return []
@@ -522,13 +538,14 @@ def _unfused_pointwise(context: Context) -> list[Finding]:
     tensors = context.in_steady(context.tensors).filter(pl.col("bytes") >= POINTWISE_MIN_BYTES)
     if tensors.height == 0:
         return []
-    kernels = (context.in_steady(context.gpu).filter(pl.col("kind") == "kernel")
-               .sort(["stream", "ts", "idx"]))
-    over = ["step", "stream"]
+    kernels = (context.steady_gpu.filter(pl.col("kind") == "kernel")
+               .select("step", "stream", "ts", "idx", "name", "cpu_op", "kernel_class", "annotation")
+               .sort(["step", "stream", "ts", "idx"]))
+    # The kernel d places later on the same stream in the same step: one sort, plain shifts.
+    same = lambda d: (pl.col("step").shift(-d) == pl.col("step")) & (pl.col("stream").shift(-d) == pl.col("stream"))  # noqa: E731
     pairs = pl.concat([
-        kernels.with_columns(next_name=pl.col("name").shift(-d).over(over),
-                             next_op=pl.col("cpu_op").shift(-d).over(over),
-                             next_class=pl.col("kernel_class").shift(-d).over(over))
+        kernels.with_columns(next_name=pl.col("name").shift(-d), next_op=pl.col("cpu_op").shift(-d),
+                             next_class=pl.when(same(d)).then(pl.col("kernel_class").shift(-d)))
         for d in range(1, POINTWISE_MAX_DISTANCE + 1)])
     # In-place ops (``add_``: gradient accumulation, optimizer updates) write tensors that live on,
     # not intermediates a fuser could keep in registers; the optimizer has its own rule.
@@ -564,10 +581,9 @@ _GEMM_OPS = ("aten::addmm", "aten::baddbmm", "aten::mm", "aten::bmm", "aten::mat
 
 
 def _copies(context: Context) -> pl.DataFrame:
-    steady = context.in_steady(context.gpu)
-    return steady.filter(((pl.col("kind") == "kernel") & (pl.col("kernel_class") == "copy"))
-                         | ((pl.col("kind") == "memcpy")
-                            & (pl.col("decoded").str.json_path_match("$.direction") == "DtoD")))
+    kernels = context.steady_gpu.filter((pl.col("kind") == "kernel") & (pl.col("kernel_class") == "copy"))
+    d2d = context.in_steady(context.memcpys).filter(pl.col("direction") == "DtoD")
+    return pl.concat([kernels, d2d.drop("direction", "src", "dst")])
 
 
 def _copy_rows(context: Context, copies: pl.DataFrame, op: pl.Expr, where: pl.Expr) -> pl.DataFrame:
@@ -608,7 +624,7 @@ def _copy_finding(context: Context, rows: pl.DataFrame, rule_id: str) -> list[Fi
 
 
 def _in_annotation(context: Context, prefix: str) -> pl.DataFrame:
-    return context.in_steady(context.gpu).filter(
+    return context.steady_gpu.filter(
         (pl.col("kind") == "kernel") & pl.col("annotation").fill_null("").str.starts_with(prefix))
 
 
@@ -708,7 +724,7 @@ def _recompile(context: Context) -> list[Finding]:
 def _kernel_time_varies(context: Context) -> list[Finding]:
     if len(context.steady) < 3:
         return []
-    kernels = context.in_steady(context.gpu).filter(pl.col("kind") == "kernel")
+    kernels = context.steady_gpu.filter(pl.col("kind") == "kernel")
     per = kernels.group_by("name", "step").agg(ns=pl.col("dur").sum(), count=pl.len(), ts=pl.col("ts").min())
     stats = (per.group_by("name").agg(steps=pl.col("step").sort(), n=pl.len(), counts=pl.col("count").n_unique(),
                                       lo=pl.col("ns").min(), hi=pl.col("ns").max(), med=pl.col("ns").median(),
@@ -729,6 +745,24 @@ def _kernel_time_varies(context: Context) -> list[Finding]:
                      "not projected: the cause is outside the trace", kernels=stats.height)]
 
 
+def _out_of_memory(context: Context) -> list[Finding]:
+    memory_rows = context.trace.memory
+    if memory_rows.height == 0 or memory_rows["addr"].null_count() < OOM_MIN_EVENTS:
+        return []
+    from tracekit.analyses import memory  # the op tree again: only for a trace that ran out of memory
+
+    ooms = steps_analysis.tag_steps(memory.analyze(context.trace).out_of_memory, context.trace.steps)
+    if ooms.height < OOM_MIN_EVENTS:
+        return []
+    evidence = [Evidence("op", r["op"] or "(no op)", r["step"], r["ts"], bytes_per_step=r["bytes"],
+                         detail=f"{r['device']}: {r['bytes']:,} B requested with {r['allocated'] or 0:,} B allocated, "
+                                f"{r['reserved'] or 0:,} B reserved")
+                for r in ooms.head(10).iter_rows(named=True)]
+    return [_finding("out_of_memory", [s for s in ooms["step"].to_list() if s is not None], evidence, 0, None,
+                     "not priced: a failed allocation stops the step", events=ooms.height,
+                     largest_request_bytes=int(ooms["bytes"].max() or 0))]
+
+
 #: The detector of each rule in :data:`RULES` (same keys, same order).
 DETECTORS: dict[str, Callable[[Context], list[Finding]]] = {
     "overhead_bound": _overhead_bound, "cold_first_step": _cold_first_step, "input_stall": _input_stall,
@@ -737,7 +771,7 @@ DETECTORS: dict[str, Callable[[Context], list[Finding]]] = {
     "gemm_bias_seed": _gemm_bias_seed, "optimizer_unfused": _optimizer_unfused,
     "zero_grad_fill": _zero_grad_fill, "occupancy_query": _occupancy_query,
     "compile_preop_tax": _compile_preop_tax, "recompile": _recompile,
-    "kernel_time_varies": _kernel_time_varies,
+    "kernel_time_varies": _kernel_time_varies, "out_of_memory": _out_of_memory,
 }
 assert list(DETECTORS) == list(RULES)
 
