@@ -322,3 +322,14 @@ def test_peak_memory_gate_and_expectation(tmp_path: Path, capsys) -> None:
     assert _main(["check", plain, "--expect", str(tmp_path / "e.toml")]) == 2
     (tmp_path / "e.toml").write_text('[per_step]\npeak_memory_max = "lots"\n')
     assert _main(["check", mlp, "--expect", str(tmp_path / "e.toml")]) == 2
+
+
+def test_out_of_memory_is_a_finding(tmp_path: Path) -> None:
+    report = tracekit.open(write_trace(tmp_path / "t.json", _events())).report()
+    (oom,) = [f for f in report.findings if f.rule == "out_of_memory"]
+    assert oom.severity == "warning" and oom.steps == (1,)
+    (ev,) = oom.evidence
+    assert (ev.name, ev.step, ev.bytes_per_step) == ("aten::mul", 1, 1 << 40)
+    assert oom.quantities["largest_request_bytes"] == 1 << 40
+    plain = tracekit.open(SAMPLES / "mlp_eager-memory.json.gz").report()
+    assert not [f for f in plain.findings if f.rule == "out_of_memory"]
