@@ -195,8 +195,10 @@ def analyze(trace: Trace, tree_ops: pl.DataFrame | None = None) -> MemoryReport:
                          + ":" + pl.col("device_id").cast(pl.String)))
     events = (memory.with_columns(device_type=pl.col("device_type").fill_null(-1),
                                   device_id=pl.col("device_id").fill_null(-1))
-              .with_columns(device=device)
-              .sort(["device", "ts", "idx"]))
+              .sort(["device_type", "device_id", "ts", "idx"]))
+    # Labels made once per device, not once per event.
+    labels = events.select("device_type", "device_id").unique().with_columns(device=device)
+    events = events.join(labels, on=["device_type", "device_id"], how="left", maintain_order="left")
     events = _with_ops(events, trace, tree_ops)
     oom = events.filter(pl.col("addr").is_null())
     events = events.filter(pl.col("addr").is_not_null() & pl.col("bytes").is_not_null() & (pl.col("bytes") != 0))
