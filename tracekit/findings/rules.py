@@ -628,14 +628,19 @@ def _in_annotation(context: Context, prefix: str) -> pl.DataFrame:
         (pl.col("kind") == "kernel") & pl.col("annotation").fill_null("").str.starts_with(prefix))
 
 
+def _by_op_inside(context: Context, kernels: pl.DataFrame) -> tuple[pl.DataFrame, list[int]]:
+    """Kernels inside an annotation as evidence rows by op, and the steps they occur in."""
+    rows = _grouped(context, kernels, ["annotation", "cpu_op"], "op", name="cpu_op", detail="annotation")
+    rows = rows.with_columns(detail=pl.lit("inside ") + pl.col("detail"))
+    return rows, _steps_of(rows)
+
+
 def _optimizer_unfused(context: Context) -> list[Finding]:
     kernels = _in_annotation(context, "Optimizer.step").filter(
         pl.col("decoded").str.json_path_match("$.template").fill_null("") != "multi_tensor_apply_kernel")
     if kernels.height / context.n < OPTIMIZER_MIN_KERNELS:
         return []
-    rows = _grouped(context, kernels, ["annotation", "cpu_op"], "op", name="cpu_op", detail="annotation")
-    rows = rows.with_columns(detail=pl.lit("inside ") + pl.col("detail"))
-    steps = _steps_of(rows)
+    rows, steps = _by_op_inside(context, kernels)
     if not _enough(context, steps):
         return []
     calls = context.launches.filter(pl.col("idx").is_in(kernels["launch_idx"].drop_nulls().implode()))
@@ -650,9 +655,7 @@ def _zero_grad_fill(context: Context) -> list[Finding]:
     kernels = _in_annotation(context, "Optimizer.zero_grad")
     if kernels.height / context.n < ZERO_GRAD_MIN_KERNELS:
         return []
-    rows = _grouped(context, kernels, ["annotation", "cpu_op"], "op", name="cpu_op", detail="annotation")
-    rows = rows.with_columns(detail=pl.lit("inside ") + pl.col("detail"))
-    steps = _steps_of(rows)
+    rows, steps = _by_op_inside(context, kernels)
     if not _enough(context, steps):
         return []
     cost = float(kernels["dur"].sum()) / context.n
