@@ -1,6 +1,6 @@
 """What the memory analysis adds to a report, on a trace with over a million ``[memory]`` events.
 
-    python bench/memory.py [TRACE] [--memory-events N] [--repeat R]
+    python bench/memory.py [TRACE] [--memory-events N] [--repeat R] [--json-mb MB]
 
 TRACE defaults to the H200 GPT-2 training step captured with ``profile_memory=True``
 (``sample_traces/memory/train_eager-memory.json.gz``: 6,330 ``[memory]`` events in 3 steps). Its
@@ -16,6 +16,10 @@ hook, ``tracekit.report._memory``, replaced by one returning None), alternating,
 analysis alone R times. Prints wall and CPU (process) time of each, best of R, and the share the
 memory analysis adds to the report; the machine's load average is printed too (others' jobs inflate
 wall time; CPU time is the steadier figure).
+
+``--json-mb MB`` also writes a trace of about MB megabytes of JSON with ``bench/synth.py`` (the same
+replication, as a file) and times what ``tracekit report`` does with it — load, then build — with and
+without the memory analysis: the share the analysis adds to the whole report.
 """
 
 from __future__ import annotations
@@ -78,12 +82,40 @@ def _timed(fn) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
+def _whole_report(args: argparse.Namespace) -> None:
+    """Load + build of a synthesized JSON trace, with and without the memory analysis."""
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from synth import synthesize
+
+    hook = report_mod._memory
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "memory.json"
+        synthesize(args.trace, path, args.json_mb)
+        runs: dict[str, list[tuple[float, float]]] = {"with": [], "without": []}
+        for _ in range(args.repeat):
+            for name in ("with", "without"):
+                report_mod._memory = hook if name == "with" else (lambda trace, attributed: None)
+                runs[name].append(_timed(lambda: report_mod.build(tracekit.open(path).trace)))
+        report_mod._memory = hook
+        events = tracekit.open(path).trace.memory.height
+    (w_wall, w_cpu), (o_wall, o_cpu) = ((min(w for w, _ in r), min(c for _, c in r)) for r in runs.values())
+    print(f"JSON {args.json_mb:.0f} MB ({events:,} memory events): load + build with memory wall {w_wall:.2f} s "
+          f"cpu {w_cpu:.2f} s; without wall {o_wall:.2f} s cpu {o_cpu:.2f} s; added wall "
+          f"{100 * (w_wall - o_wall) / o_wall:.1f} %, cpu {100 * (w_cpu - o_cpu) / o_cpu:.1f} % "
+          "(cpu: this process only; the load's share workers are other processes)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trace", nargs="?", default=str(DEFAULT))
     parser.add_argument("--memory-events", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--json-mb", type=float, default=0)
     args = parser.parse_args(argv)
+    if args.json_mb:
+        _whole_report(args)
     source = tracekit.open(args.trace).trace
     t0 = time.perf_counter()
     big = replicate(source, args.memory_events)

@@ -199,7 +199,8 @@ def analyze(trace: Trace, tree_ops: pl.DataFrame | None = None) -> MemoryReport:
     # Labels made once per device, not once per event.
     labels = events.select("device_type", "device_id").unique().with_columns(device=device)
     events = events.join(labels, on=["device_type", "device_id"], how="left", maintain_order="left")
-    events = _with_ops(events, trace, tree_ops)
+    rows = _Rows(tree_ops)
+    events = _with_ops(events, tree_ops, rows)
     oom = events.filter(pl.col("addr").is_null())
     events = events.filter(pl.col("addr").is_not_null() & pl.col("bytes").is_not_null() & (pl.col("bytes") != 0))
     if events.height == 0 and oom.height == 0:
@@ -236,7 +237,7 @@ def analyze(trace: Trace, tree_ops: pl.DataFrame | None = None) -> MemoryReport:
         curve=curve, timeline=_timeline(curve),
         events_frame=events.select([pl.col(c).cast(t) for c, t in EVENTS_SCHEMA.items()]),
         live=live.select(pl.col(c).cast(t) for c, t in LIVE_SCHEMA.items()),
-        ops=_ops(events, tree_ops),
+        ops=_ops(events, rows),
         growth=_growth(stepped),
         out_of_memory=oom.select(
             "device", "ts", "bytes", allocated=pl.col("total_allocated"), reserved=pl.col("total_reserved"),
@@ -263,7 +264,7 @@ class _Rows:
         return self.frame[column].gather(self.of(idx))
 
 
-def _with_ops(events: pl.DataFrame, trace: Trace, tree_ops: pl.DataFrame) -> pl.DataFrame:
+def _with_ops(events: pl.DataFrame, tree_ops: pl.DataFrame, rows: _Rows) -> pl.DataFrame:
     """``events`` plus ``span_idx u32?`` (the innermost span of the event's thread holding its
     ``ts``), ``cpu_op_idx u32?`` (its innermost cpu_op), ``op, cpu_op, top_op, annotation, phase``."""
     spans = (tree_ops.select("idx", "pid", "tid", "ts", "end", "parent_idx")
@@ -274,7 +275,6 @@ def _with_ops(events: pl.DataFrame, trace: Trace, tree_ops: pl.DataFrame) -> pl.
                         left_on="ts", right_on="_start", by=["pid", "tid"], strategy="backward",
                         check_sortedness=False)  # both sorted by ts above
              .sort("_row"))
-    rows = _Rows(tree_ops)
     span, ts = found["span_idx"], found["ts"]
     # … else its nearest ancestor still open at ts: one gather per level of the tree, on those left.
     active = pl.arg_where((rows.get("end", span) <= ts).fill_null(False), eager=True)
@@ -379,23 +379,27 @@ def _stats(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         bytes_freed=-pl.col("bytes").filter(pl.col("bytes") < 0).sum(), largest=alloc.max())
 
 
-def _ops(events: pl.DataFrame, tree_ops: pl.DataFrame) -> pl.DataFrame:
+def _ops(events: pl.DataFrame, rows: _Rows) -> pl.DataFrame:
     """Self and inclusive figures per op name: each event counts for the op instance it was made in
     and every enclosing cpu_op instance on its thread (counted once per instance, so a recursive name
     counts twice)."""
     keyed = events.select("device", "op", "bytes", pl.col("cpu_op_idx").alias("inst"))
-    # Self figures per instance first (integer keys), then per name: fewer rows to group by name.
-    per_inst = _stats(keyed, ["device", "inst", "op"])
-    own = per_inst.group_by("device", "op").agg(pl.col("allocations", "bytes_allocated", "bytes_freed").sum(),
-                                                pl.col("largest").max())
-    # Each cpu_op's nearest enclosing cpu_op: the innermost cpu_op of its parent.
-    rows = _Rows(tree_ops)
-    up = rows.get("direct_cpu_op_idx", tree_ops["parent_idx"])
-    frontier = per_inst.filter(pl.col("inst").is_not_null()).drop("op")
+    # Self figures per instance first (integer keys: an instance's op is its cpu_op's name), then per
+    # name; events outside every cpu_op are grouped by their op (annotation) directly.
+    inside = keyed.filter(pl.col("inst").is_not_null())
+    per_inst = _stats(inside, ["device", "inst"])
+    named = per_inst.with_columns(op=rows.get("name", per_inst["inst"]))
+    own = (pl.concat([named.drop("inst"), _stats(keyed.filter(pl.col("inst").is_null()), ["device", "op"])],
+                     how="diagonal")
+           .group_by("device", "op").agg(pl.col("allocations", "bytes_allocated", "bytes_freed").sum(),
+                                         pl.col("largest").max()))
+    frontier = per_inst
     levels = []
     while frontier.height:
         levels.append(frontier)
-        frontier = (frontier.with_columns(inst=up.gather(rows.of(frontier["inst"]))).filter(pl.col("inst").is_not_null())
+        # Each cpu_op's nearest enclosing cpu_op: the innermost cpu_op of its parent.
+        up = rows.get("direct_cpu_op_idx", rows.get("parent_idx", frontier["inst"]))
+        frontier = (frontier.with_columns(inst=up).filter(pl.col("inst").is_not_null())
                     .group_by("device", "inst").agg(pl.col("allocations", "bytes_allocated", "bytes_freed").sum(),
                                                     pl.col("largest").max()))
     every = pl.concat(levels)
