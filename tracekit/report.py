@@ -261,8 +261,9 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         unanalysed_families=_families(meta.unanalysed_activity), dropped_events=dict(meta.dropped_events),
         partial=meta.partial,
     )
+    held = _memory(trace, attributed)
     found = findings_rules.analyze(trace, whole, compile_preops=preops, ceilings=rates.ceilings, step=step,
-                                 compilations=getattr(whole, "compilation", None))
+                                   compilations=whole.compilation, memory=held)
     return Report(
         findings=found, facts=facts, selected_step=step, path_step=path_step, paths_truncated=truncated,
         steps=step_table, kernels=kernels.analyze(gpu.filter(steady_only)), paths=paths,
@@ -270,7 +271,7 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         orphans=attribution.orphans(attributed.gpu, attributed.launches),
         breakdown=_breakdown_in_step(whole.breakdown, step),
         launch_gaps=_gaps_in_step(gaps, step), round_trips=_trips_in_step(trips, step),
-        throughput=rates, attribution=attributed, extra=extra, memory=_memory(trace, attributed),
+        throughput=rates, attribution=attributed, extra=extra, memory=held,
         compilation=whole.compilation, set_aside_units=aside,
     )
 

@@ -281,6 +281,9 @@ class Context:
     compilations: Any = None
     #: The GPU work of the steady steps (``gpu`` filtered once).
     steady_gpu: pl.DataFrame = field(default_factory=pl.DataFrame)
+    #: The trace's :class:`tracekit.analyses.memory.MemoryReport` when the caller has it (the report
+    #: does): the out-of-memory rule reads it instead of building the op tree again.
+    memory: Any = None
     #: Every memcpy with its decoded ``direction``, ``src``, ``dst`` (decoded once, on these rows only:
     #: parsing every activity's ``decoded`` JSON per rule was most of the engine's time on big traces).
     memcpys: pl.DataFrame = field(default_factory=pl.DataFrame)
@@ -295,9 +298,10 @@ class Context:
 
 def analyze(trace: Trace, analyses: Any, *, compile_preops: pl.DataFrame | None = None,
             ceilings: Mapping[str, Any] | None = None, step: int | None = None,
-            compilations: Any = None) -> tuple[Finding, ...]:
+            compilations: Any = None, memory: Any = None) -> tuple[Finding, ...]:
     """The findings of ``trace`` (its ``steps`` the unit windows) from ``analyses`` (a
-    :class:`tracekit.report.TraceAnalyses`); ``step`` restricts the per-step rules to that unit."""
+    :class:`tracekit.report.TraceAnalyses`); ``step`` restricts the per-step rules to that unit;
+    ``memory``: the trace's memory analysis when the caller already has it."""
     summary = analyses.steps
     if summary.height == 0:
         return ()
@@ -311,7 +315,7 @@ def analyze(trace: Trace, analyses: Any, *, compile_preops: pl.DataFrame | None 
         trace=trace, gpu=gpu, launches=launches, summary=summary, steady=steady,
         tensors=analyses.round_trips.tensors, traffic=analyses.round_trips.traffic,
         compile_preops=compile_preops if compile_preops is not None else pl.DataFrame(),
-        ceilings=ceilings, compilations=compilations,
+        ceilings=ceilings, compilations=compilations, memory=memory,
         steady_gpu=gpu.filter(pl.col("step").is_in(steady)), memcpys=memcpys)
     found: list[Finding] = []
     for rule_id, detect in DETECTORS.items():
@@ -752,9 +756,12 @@ def _out_of_memory(context: Context) -> list[Finding]:
     memory_rows = context.trace.memory
     if memory_rows.height == 0 or memory_rows["addr"].null_count() < OOM_MIN_EVENTS:
         return []
-    from tracekit.analyses import memory  # the op tree again: only for a trace that ran out of memory
+    found = context.memory
+    if found is None:  # a caller without the memory analysis: build it (op tree included) only now
+        from tracekit.analyses import memory
 
-    ooms = steps_analysis.tag_steps(memory.analyze(context.trace).out_of_memory, context.trace.steps)
+        found = memory.analyze(context.trace)
+    ooms = steps_analysis.tag_steps(found.out_of_memory, context.trace.steps)
     if ooms.height < OOM_MIN_EVENTS:
         return []
     evidence = [Evidence("op", r["op"] or "(no op)", r["step"], r["ts"], bytes_per_step=r["bytes"],
