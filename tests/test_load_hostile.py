@@ -116,9 +116,21 @@ def test_an_event_whose_args_are_not_an_object_keeps_everything_else(tmp_path: P
     assert trace.kernels.height == KERNELS and trace.meta.dropped_events == {}
 
 
+@pytest.fixture
+def default_recursion_limit():
+    """The interpreter's default recursion limit for the test: the decoder's nesting limit follows it,
+    and torch.compile run earlier in the same process (the capture tests) lifts it to 2,000."""
+    import sys
+
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(before)
+
+
 @pytest.mark.parametrize("depth", [1000, 10_000, 100_000])
 @pytest.mark.parametrize("where", ["args.Input Dims", "args.grid", "args.foo", "name", "top"])
-def test_deep_nesting_is_one_line(tmp_path: Path, depth: int, where: str) -> None:
+def test_deep_nesting_is_one_line(tmp_path: Path, depth: int, where: str, default_recursion_limit) -> None:
     nest = "[" * depth + "]" * depth
     if where == "top":
         data = nest.encode()

@@ -147,7 +147,8 @@ MAX_TS_NS = 2**62
 MIN_TS_NS = -(2**61)
 MAX_DUR_NS = 2**61
 #: The nesting msgspec decodes (it stops at Python's recursion limit, about 1,000 levels, counting
-#: the frames already on the stack): deeper JSON is refused with one line.
+#: the frames already on the stack; a process that lifted the limit — torch.compile sets at least
+#: 2,000 — decodes deeper): deeper JSON is refused with one line.
 NESTING_PROBLEM = ("JSON nested deeper than the decoder's limit (about 1,000 levels); "
                    "no trace nests that deep")
 _EXACT_TIMES_DECODER = msgspec.json.Decoder(list[ExactTimes], float_hook=decimal.Decimal)
