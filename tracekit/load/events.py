@@ -173,37 +173,20 @@ def decode_chunk(path: Path, decode: Decode, start: int) -> tuple[list[Any], int
     by entry, which only such chunks pay for). TraceError when the text is not JSON or nests
     deeper than the decoder can go.
     """
+    skipped = 0
     try:
         try:
             return decode(EVENTS_DECODER), 0
         except msgspec.ValidationError:
             pass
-        except msgspec.DecodeError as err:
-            raise TraceError(path, f"malformed event JSON ({short(err)})") from None
-        skipped = 0
+        # The typed decode can stop at a wrong type before reaching the text that is not JSON:
+        # each decode below may still find that it is not.
         try:
-            # The typed decode can stop at a wrong type before reaching the text that is not JSON:
-            # each decode below may still find that it is not.
-            try:
-                events = decode(LENIENT_DECODER)
-            except msgspec.ValidationError:
-                events = None
-            if events is None:
-                events = []
-                for raw in decode(BARE_LIST_DECODER):
-                    try:
-                        events.append(_ONE_LENIENT_DECODER.decode(raw))
-                        continue
-                    except msgspec.ValidationError:
-                        pass
-                    try:  # an event whose args are not an object keeps everything but them
-                        e = _ONE_ARGLESS_DECODER.decode(raw)
-                    except msgspec.ValidationError:
-                        skipped += 1
-                    else:
-                        events.append(LenientEvent(*(getattr(e, f) for f in e.__struct_fields__)))
-        except msgspec.DecodeError as err:
-            raise TraceError(path, f"malformed event JSON ({short(err)})") from None
+            events = decode(LENIENT_DECODER)
+        except msgspec.ValidationError:
+            events, skipped = _entry_by_entry(decode(BARE_LIST_DECODER))
+    except msgspec.DecodeError as err:
+        raise TraceError(path, f"malformed event JSON ({short(err)})") from None
     except RecursionError:
         raise TraceError(path, NESTING_PROBLEM) from None
     for e in events:  # categories and names are routed and compared as text
@@ -211,6 +194,26 @@ def decode_chunk(path: Path, decode: Decode, start: int) -> tuple[list[Any], int
             e.cat = "" if e.cat is None else msgspec.json.encode(e.cat).decode()
         if not isinstance(e.name, str):
             e.name = "" if e.name is None else msgspec.json.encode(e.name).decode()
+    return events, skipped
+
+
+def _entry_by_entry(raws: list[msgspec.Raw]) -> tuple[list[Any], int]:
+    """(events, entries skipped) of a chunk holding entries that are not events: each entry decoded
+    on its own; one whose ``args`` are not an object keeps everything but them."""
+    events: list[Any] = []
+    skipped = 0
+    for raw in raws:
+        try:
+            events.append(_ONE_LENIENT_DECODER.decode(raw))
+            continue
+        except msgspec.ValidationError:
+            pass
+        try:
+            e = _ONE_ARGLESS_DECODER.decode(raw)
+        except msgspec.ValidationError:
+            skipped += 1
+        else:
+            events.append(LenientEvent(*(getattr(e, f) for f in e.__struct_fields__)))
     return events, skipped
 
 
