@@ -56,7 +56,7 @@ from tracekit.trace import Trace
 _CLASSES = {cls.__name__: cls for cls in (Report, Facts, LaunchGapsReport, RoundTripReport, ThroughputReport,
                                           Units, Breakdown, Compilations, Finding, Evidence, MemoryReport)}
 #: Report fields not stored (see the module docstring).
-_SKIPPED = {"attribution"}
+_SKIPPED = {"attribution", "timelines"}
 #: Frames stored with their columns but no rows: per-kernel working tables that the analyses
 #: summarise (into ``distributions``/``per_step`` and ``throughput``) and no renderer shows. They
 #: are a kernel-name string per kernel each, most of a big trace's stored report and of its load.

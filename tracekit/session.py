@@ -156,7 +156,7 @@ class Session:
         return self._analyses[unit]
 
     def report(self, *, step: int | None = None, ceilings: dict[str, float] | None = None,
-               hta: bool = False, unit: str | None = None) -> Report:
+               hta: bool = False, unit: str | None = None, timelines: bool = False) -> Report:
         """The report ``tracekit report`` renders.
 
         Parameters
@@ -170,6 +170,9 @@ class Session:
             Replace device ceilings, e.g. ``{"hbm_gbps": 4256, "bf16_tflops": 704}``.
         hta
             Add HolisticTraceAnalysis' busy/idle figures beside ours (needs the ``hta`` extra).
+        timelines
+            Add every unit's timeline (``Report.timelines``, :mod:`tracekit.analyses.timeline`): what
+            the HTML and SVG formats draw.
 
         Returns
         -------
@@ -178,6 +181,17 @@ class Session:
             ``compile_preops`` (columns in :mod:`tracekit.report`), plus ``launch_gaps``,
             ``round_trips`` and ``throughput`` reports.
         """
+        if timelines:
+            key = ("timelines", step, tuple(sorted((ceilings or {}).items())), hta, unit)
+            if key not in self._reports:
+                from dataclasses import replace
+
+                from tracekit.analyses import timeline
+
+                plain = self.report(step=step, ceilings=ceilings, hta=hta, unit=unit)
+                self._reports[key] = replace(plain, timelines=timeline.analyze(
+                    self.trace, self.analyses(unit), default_step=plain.path_step))
+            return self._reports[key]
         key = (step, tuple(sorted((ceilings or {}).items())), hta, unit)
         if key not in self._reports:
             stored = self.stored_report() if key == (None, (), False, None) else None

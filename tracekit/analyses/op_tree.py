@@ -21,7 +21,8 @@ Frames returned (:class:`OpTree`):
 GPU activity), ``direct_cpu_op_idx u32?`` (innermost cpu_op ancestor-or-self).
 
 ``launches``: the trace's launches plus ``op_idx u32?`` (innermost cpu_op), ``cpu_op str?``,
-``top_op str?``, ``annotation str?``, ``module str?``.
+``top_op str?``, ``annotation str?``, ``module str?``, ``depth u32`` (its enclosing spans: the
+timeline draws it one row below its innermost op).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def build(trace: Trace, gpu_correlations: set[int] | None = None) -> OpTree:
     info = _nest(items, gpu_correlations)
     n_ops = trace.ops.height
     launch_info = info.slice(n_ops).select(
-        pl.col("direct_cpu_op_idx").alias("op_idx"), "cpu_op", "top_op", "annotation", "module")
+        pl.col("direct_cpu_op_idx").alias("op_idx"), "cpu_op", "top_op", "annotation", "module", "depth")
     return OpTree(
         ops=trace.ops.hstack(info.slice(0, n_ops).select(list(_OP_COLUMNS)).cast(_OP_COLUMNS)),
         launches=trace.launches.hstack(launch_info.cast(_LAUNCH_INFO_SCHEMA)),
@@ -205,7 +206,7 @@ _OP_INFO_SCHEMA = {
 _OP_COLUMNS = {k: v for k, v in _OP_INFO_SCHEMA.items() if k != "idx"}
 _LAUNCH_INFO_SCHEMA = {
     "op_idx": pl.UInt32, "cpu_op": pl.String, "top_op": pl.String, "annotation": pl.String,
-    "module": pl.String,
+    "module": pl.String, "depth": pl.UInt32,
 }
 
 

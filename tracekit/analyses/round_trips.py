@@ -14,6 +14,10 @@ optionally an :class:`~tracekit.execution_trace.ExecutionTrace`, and returns a f
     step i64?, producer str, producer_op str, consumer str, consumer_op str, shape str
     ("[8192, 3072]", as written by the producer), dtype str ("bf16"), bytes i64
 
+``tensor_kernels`` — row for row with ``tensors``: step i64?, producer_idx u32 (the producer's
+    last kernel, a trace ``idx``), consumer_idx u32 (the consumer's first kernel): where the timeline
+    draws each round trip.
+
 ``bytes_per_step`` — every ProfilerStep (and a null step when kernels fall outside all steps):
     step i64?, round_trip_bytes i64, tensor_count u32, unknown_kernels u32 (kernels of the step
     with no model: a step with unknown kernels may hide round trips)
@@ -86,6 +90,7 @@ TENSORS_SCHEMA = {
 PER_STEP_SCHEMA = {"step": pl.Int64, "round_trip_bytes": pl.Int64, "tensor_count": pl.UInt32,
                    "unknown_kernels": pl.UInt32}
 UNKNOWN_SCHEMA = {"op": pl.String, "count": pl.UInt32}
+TENSOR_KERNELS_SCHEMA = {"step": pl.Int64, "producer_idx": pl.UInt32, "consumer_idx": pl.UInt32}
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,8 @@ class RoundTripReport:
     method: str
     unknown_ops: pl.DataFrame
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: Row for row with ``tensors``: the kernels each round trip goes between (module docstring).
+    tensor_kernels: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=TENSOR_KERNELS_SCHEMA))
 
 
 @dataclass(slots=True)
@@ -138,6 +145,8 @@ def analyze(trace: Trace, attributed: Attribution, *,
     last_code = calls.get_column("last_code").to_list()
     rf_col = calls.get_column("record_function_id").to_list() if et is not None else None
     kernel_call = calls.get_column("kernel_call").to_list()
+    first_pos = calls.get_column("first").to_list()
+    last_pos = calls.get_column("last").to_list()
 
     # Per call: the index of its (resolved) model in ``figures``, or None (unknown).
     figures: list[OpTraffic] = []
@@ -165,7 +174,7 @@ def analyze(trace: Trace, attributed: Attribution, *,
             if earlier is not None:
                 for j, f in zip(active, earlier[0]):
                     call_figure[j] = f
-                links.extend(step, earlier[1])
+                links.extend(step, earlier[1], dict(zip(earlier[2], active)))
                 continue
             step_calls = [(j, _OpCall(op_names[j], kineto_models[tokens[j]], None)) for j in active]
         else:
@@ -194,8 +203,8 @@ def analyze(trace: Trace, attributed: Attribution, *,
             for access in (t.reads if kernel_call[j] else ()):  # a copy reading a value is no round trip
                 for prod, tensor, nbytes in linker.read(call, access):
                     if prod[2]:  # written by a kernel, not by a copy or memset
-                        step_links.add(prod, consumer, call.op_name, tensor, nbytes)
-            producer = (names[last_code[j]], call.op_name, kernel_call[j])
+                        step_links.add(prod, consumer, call.op_name, tensor, nbytes, j)
+            producer = (names[last_code[j]], call.op_name, kernel_call[j], j)
             to_host = not kernel_call[j] and "DtoH" in names[first_code[j]]
             for access in (() if to_host else t.writes):
                 linker.write(call, access, producer)
@@ -204,11 +213,18 @@ def analyze(trace: Trace, attributed: Attribution, *,
             call_figure[j] = f
         links.extend(step, step_links)
         if signature is not None:
-            seen[signature] = (ids, step_links)
+            seen[signature] = (ids, step_links, [j for j, _ in step_calls])
 
     traffic_frame = _traffic_frame(work, calls, call_figure, figures)
     tensors = links.frame()
+    work_idx = work.get_column("idx")
+    tensor_kernels = pl.DataFrame({
+        "step": links.steps,
+        "producer_idx": work_idx.gather([last_pos[j] for j in links.producer_calls]),
+        "consumer_idx": work_idx.gather([first_pos[j] for j in links.consumer_calls]),
+    }, schema=TENSOR_KERNELS_SCHEMA)
     return RoundTripReport(
+        tensor_kernels=tensor_kernels,
         traffic=traffic_frame, tensors=tensors,
         bytes_per_step=_per_step(trace, traffic_frame, tensors), method=method,
         unknown_ops=_unknown_ops(traffic_frame), notes=tuple(notes),
@@ -244,19 +260,28 @@ class _Links:
     def __init__(self) -> None:
         self.steps: list = []
         self.columns: tuple[list, ...] = tuple([] for _ in self.COLUMNS)
+        # The op calls (rows of ``calls``) each link goes from and to.
+        self.producer_calls: list[int] = []
+        self.consumer_calls: list[int] = []
 
-    def add(self, prod: tuple[str, str, bool], consumer: str, consumer_op: str, tensor: TensorSpec,
-            nbytes: int) -> None:
+    def add(self, prod: tuple[str, str, bool, int], consumer: str, consumer_op: str, tensor: TensorSpec,
+            nbytes: int, consumer_call: int) -> None:
         values = (prod[0], prod[1], consumer, consumer_op, _shape_text(tensor.shape),
                   tensor.short_dtype, nbytes)
         for column, value in zip(self.columns, values):
             column.append(value)
+        self.producer_calls.append(prod[3])
+        self.consumer_calls.append(consumer_call)
 
-    def extend(self, step, other: _Links) -> None:
-        """Append ``other``'s rows, all of ``step``."""
+    def extend(self, step, other: _Links, calls: dict[int, int] | None = None) -> None:
+        """Append ``other``'s rows, all of ``step``; ``calls`` maps ``other``'s op calls to this
+        step's (when ``other`` is an earlier step whose links are repeated)."""
         self.steps.extend([step] * len(other.columns[0]))
         for column, more in zip(self.columns, other.columns):
             column.extend(more)
+        move = (lambda j: j) if calls is None else calls.__getitem__
+        self.producer_calls.extend(move(j) for j in other.producer_calls)
+        self.consumer_calls.extend(move(j) for j in other.consumer_calls)
 
     def frame(self) -> pl.DataFrame:
         data = {"step": self.steps, **dict(zip(self.COLUMNS, self.columns))}
@@ -293,7 +318,7 @@ def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl
     ).with_columns(last_code=pl.col("code").gather(pl.col("last").fill_null(0)))
     calls = work.filter(pl.col("primary") & (pl.col("pos") == pl.col("first"))).select(
         "op_idx", "step", "first", pl.col("code").alias("first_code"), "last_code",
-        "first_cpu_op", kernel_call=pl.col("rank") == 0).sort(["step", "first"], nulls_last=True)
+        "last", "first_cpu_op", kernel_call=pl.col("rank") == 0).sort(["step", "first"], nulls_last=True)
     calls = calls.join(
         ops.select(pl.col("idx").alias("op_idx"), "name",
                    "record_function_id", "input_dims", "input_types"),
@@ -407,7 +432,7 @@ class _ExactLinker:
         return [(prod, spec, min(e, end) - max(s, start))
                 for s, e, prod, spec in self.live.get(tensor.storage_id, ()) if s < end and start < e]
 
-    def write(self, call: _OpCall, access: Access, producer: tuple[str, str, bool]) -> None:
+    def write(self, call: _OpCall, access: Access, producer: tuple[str, str, bool, int]) -> None:
         tensor = self._tensor(call, access)
         if tensor is None:
             return
@@ -467,7 +492,7 @@ class _ShapeLinker:
         used.add(best[0])
         return [(best[3], best[2], spec.nbytes)]
 
-    def write(self, call: _OpCall, access: Access, producer: tuple[str, str, bool]) -> None:
+    def write(self, call: _OpCall, access: Access, producer: tuple[str, str, bool, int]) -> None:
         spec = access.tensor
         key = (spec.numel, spec.dtype)
         value = [self.count, spec.shape, spec, producer, False]

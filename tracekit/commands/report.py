@@ -59,7 +59,7 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     session = Session(trace_path, execution_trace=options.execution_trace_choice(et_path, no_et),
                       workers=None, show_progress=True)
     refuse_inputs(output, [trace_path, session.execution_trace_path])
-    result = session.report(step=step, ceilings=overrides, hta=hta, unit=unit)
+    result = session.report(step=step, ceilings=overrides, hta=hta, unit=unit, timelines=renderer.needs_timelines)
     with open_output(output) as out:
         renderer.report(result, out, color=options.colour(output))
     hits = sorted({f.rule for f in result.findings} & set(gated))

@@ -34,6 +34,9 @@ class Renderer(abc.ABC):
     name: ClassVar[str]
     #: Lower-case file extensions (with the dot) that select this format for ``-o FILE``.
     extensions: ClassVar[tuple[str, ...]]
+    #: Whether :meth:`report` draws step timelines (``Report.timelines``): the command computes them
+    #: only for a renderer that says so (they cost time on a big trace).
+    needs_timelines: ClassVar[bool] = False
 
     @abc.abstractmethod
     def report(self, report: Report, out: TextIO, *, color: bool = False, width: int | None = None) -> None:

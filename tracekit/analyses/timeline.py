@@ -1,0 +1,284 @@
+"""The step timeline as data: what each unit's picture shows, gathered from the other analyses.
+
+Contract: :func:`analyze` takes a trace and its :class:`~tracekit.report.TraceAnalyses` and returns
+:class:`Timelines`, one :class:`StepTimeline` per unit (ProfilerStep, or unit of a trace without
+steps) in the order of the per-step summary. It computes nothing the other analyses know: nesting
+depth is the op tree's (:mod:`tracekit.analyses.op_tree`), kernel classes and launch links are the
+attribution's, idle gaps and their causes are :mod:`tracekit.analyses.launch_gaps`', round trips
+:mod:`tracekit.analyses.round_trips`' and compile spans :mod:`tracekit.analyses.compilations`'.
+Vectorised over all units at once, so it stays cheap on a trace of millions of events.
+
+Per unit:
+
+* **window** ``start_ns``–``end_ns``: the unit's CPU span ∪ the GPU window of the work it launched;
+* ``cpu`` — ops and launch calls that start in the unit's CPU span, any thread (op tree rows):
+  ``lane str`` (``cpu:<tid>``), ``depth u16`` (nesting depth, 0 = the outermost mark drawn on that
+  lane in this unit), ``name str``, ``ts i64``, ``end i64``, ``kind str`` (``op`` | ``launch``),
+  ``correlation i64?`` (launch calls only), ``idx u32`` (the event's trace idx);
+* ``gpu`` — the kernels, memcpys and memsets the unit launched (attribution's ``step``):
+  ``lane str`` (``gpu:<device>:<stream>``), ``name``, ``short`` (the shortened kernel name),
+  ``klass`` (kernel class), ``library``, ``kind``, ``ts``, ``end``, ``correlation``, ``id u32`` (the
+  trace idx: what ``links`` and ``round_trips`` point at);
+* ``gaps`` — the device's idle gaps ended by the unit's work, clipped to the window: ``ts``, ``end``,
+  ``cause`` (:data:`tracekit.analyses.launch_gaps.CAUSES`), ``device i64``;
+* ``links`` — one per launch call drawn whose work is drawn, to its first activity:
+  ``correlation``, ``launch_ts``, ``launch_lane``, ``launch_depth u16``, ``kernel_id u32``;
+* ``round_trips`` — tensors written by one kernel and read back by another of the unit:
+  ``producer_id u32``, ``consumer_id u32``, ``bytes i64``, ``label str`` (``"[8192, 3072] bf16"``);
+* ``compile_spans`` — compile work that started in the unit: ``ts``, ``end``, ``kind`` (``compile``,
+  ``recompile``, ``autotune``, ``graph_record``, ``runtime``), ``label`` (span name and compile id);
+* ``left_out`` — marks not kept because of the caps, by kind (``op``, ``launch``, ``kernel``,
+  ``memcpy``, ``memset``, ``gap``, ``link``, ``round_trip``, ``compile``); ``{}`` when none.
+
+Caps (:data:`CAPS`): a unit keeps its longest marks (ties: trace order) up to the cap of its kind, so
+an op's ancestors are kept before it. The default unit gets the full caps; the others share
+:data:`TOTAL_MARKS` so that all units of a long trace stay a bounded picture. A link or a round
+trip is kept only when both its ends are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from tracekit.analyses import steps as steps_analysis
+from tracekit.trace import Trace
+
+if TYPE_CHECKING:
+    from tracekit.report import TraceAnalyses
+
+#: Marks kept per unit at most, by group (the default unit's budget).
+CAPS: dict[str, int] = {"cpu": 4000, "gpu": 4000, "gaps": 2000, "round_trips": 500, "compile": 200}
+#: The marks (CPU + GPU) kept over all units but the default one; each then gets an equal share
+#: (at least :data:`MIN_MARKS_PER_UNIT` per group), so that every step of a 1 GB trace stays drawable.
+TOTAL_MARKS = 200_000
+MIN_MARKS_PER_UNIT = 200
+
+CPU_SCHEMA: dict[str, pl.DataType] = {
+    "lane": pl.String, "depth": pl.UInt16, "name": pl.String, "ts": pl.Int64, "end": pl.Int64,
+    "kind": pl.String, "correlation": pl.Int64, "idx": pl.UInt32,
+}
+GPU_SCHEMA: dict[str, pl.DataType] = {
+    "lane": pl.String, "name": pl.String, "short": pl.String, "klass": pl.String, "library": pl.String,
+    "kind": pl.String, "ts": pl.Int64, "end": pl.Int64, "correlation": pl.Int64, "id": pl.UInt32,
+}
+GAPS_SCHEMA: dict[str, pl.DataType] = {"ts": pl.Int64, "end": pl.Int64, "cause": pl.String, "device": pl.Int64}
+LINKS_SCHEMA: dict[str, pl.DataType] = {
+    "correlation": pl.Int64, "launch_ts": pl.Int64, "launch_lane": pl.String, "launch_depth": pl.UInt16,
+    "kernel_id": pl.UInt32,
+}
+ROUND_TRIPS_SCHEMA: dict[str, pl.DataType] = {
+    "producer_id": pl.UInt32, "consumer_id": pl.UInt32, "bytes": pl.Int64, "label": pl.String,
+}
+COMPILE_SCHEMA: dict[str, pl.DataType] = {"ts": pl.Int64, "end": pl.Int64, "kind": pl.String, "label": pl.String}
+
+
+def _empty(schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    return pl.DataFrame(schema=schema)
+
+
+@dataclass(frozen=True)
+class StepTimeline:
+    """One unit's timeline (module docstring). Times are Int64 ns on the trace's clock."""
+
+    number: int
+    name: str
+    start_ns: int
+    end_ns: int
+    cpu: pl.DataFrame = field(default_factory=lambda: _empty(CPU_SCHEMA))
+    gpu: pl.DataFrame = field(default_factory=lambda: _empty(GPU_SCHEMA))
+    gaps: pl.DataFrame = field(default_factory=lambda: _empty(GAPS_SCHEMA))
+    links: pl.DataFrame = field(default_factory=lambda: _empty(LINKS_SCHEMA))
+    round_trips: pl.DataFrame = field(default_factory=lambda: _empty(ROUND_TRIPS_SCHEMA))
+    compile_spans: pl.DataFrame = field(default_factory=lambda: _empty(COMPILE_SCHEMA))
+    left_out: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Timelines:
+    """Every unit's timeline and the one shown first."""
+
+    steps: tuple[StepTimeline, ...] = ()
+    #: The unit shown first: the report's selected step, else the one its path table shows.
+    default_step: int | None = None
+
+    def step(self, number: int) -> StepTimeline | None:
+        """The timeline of unit ``number`` (None if the trace has no such unit)."""
+        return next((s for s in self.steps if s.number == number), None)
+
+
+def analyze(trace: Trace, whole: TraceAnalyses, *, default_step: int | None = None) -> Timelines:
+    """Every unit's :class:`StepTimeline` of ``trace`` from its analyses ``whole``
+    (:func:`tracekit.report.analyse`); ``default_step`` is the unit shown first (None: the last)."""
+    summary = whole.steps
+    if summary.height == 0:
+        return Timelines()
+    trace = whole.units.apply(trace)
+    numbers = summary["step"].to_list()
+    if default_step not in numbers:
+        default_step = numbers[-1]
+    windows = summary.select(
+        "step", "name",
+        start=pl.min_horizontal("cpu_start_ns", pl.col("gpu_start_ns").fill_null(pl.col("cpu_start_ns"))),
+        end=pl.max_horizontal(pl.col("cpu_start_ns") + pl.col("cpu_span_ns"),
+                              pl.col("gpu_start_ns").fill_null(pl.col("cpu_start_ns")) + pl.col("gpu_window_ns")),
+    )
+    share = max(MIN_MARKS_PER_UNIT, TOTAL_MARKS // (2 * max(1, len(numbers) - 1)))
+    caps = pl.DataFrame({"step": numbers}, schema={"step": pl.Int64}).with_columns(
+        **{f"cap_{k}": pl.when(pl.col("step") == default_step).then(v).otherwise(min(v, share)).cast(pl.Int64)
+           for k, v in CAPS.items()})
+
+    cpu, cpu_out = _capped(_cpu(trace, whole), caps, "cpu", "dur")
+    gpu, gpu_out = _capped(_gpu(whole), caps, "gpu", "dur")
+    gaps, gaps_out = _capped(_gaps(whole, windows), caps, "gaps", "dur", kind="gap")
+    cpu = _relative_depth(cpu)
+    links, links_out = _links(gpu, cpu)
+    trips, trips_out = _round_trips(whole, gpu, caps)
+    spans, spans_out = _capped(_compile_spans(whole), caps, "compile", "dur", kind="compile")
+    gpu = _short_names(gpu)
+
+    parts = {
+        "cpu": _by_step(cpu, CPU_SCHEMA), "gpu": _by_step(gpu, GPU_SCHEMA), "gaps": _by_step(gaps, GAPS_SCHEMA),
+        "links": _by_step(links, LINKS_SCHEMA), "round_trips": _by_step(trips, ROUND_TRIPS_SCHEMA),
+        "compile_spans": _by_step(spans, COMPILE_SCHEMA),
+    }
+    left_out: dict[int, dict[str, int]] = {}
+    for frame in (cpu_out, gpu_out, gaps_out, links_out, trips_out, spans_out):
+        for step, kind, n in frame.iter_rows():
+            left_out.setdefault(step, {})[kind] = n
+    steps = []
+    for number, name, start, end in windows.iter_rows():
+        got = {key: frames.get(number) for key, frames in parts.items()}
+        steps.append(StepTimeline(
+            number=number, name=name, start_ns=start, end_ns=end,
+            **{key: frame for key, frame in got.items() if frame is not None},
+            left_out=dict(sorted(left_out.get(number, {}).items()))))
+    return Timelines(steps=tuple(steps), default_step=default_step)
+
+
+# ---- the marks of every unit, with ``step`` and a ``dur`` to rank them by -------------------------
+
+def _cpu(trace: Trace, whole: TraceAnalyses) -> pl.DataFrame:
+    tree = whole.attribution.tree
+    ops = tree.ops.select("tid", "depth", "name", "ts", "end", kind=pl.lit("op"),
+                          correlation=pl.lit(None, pl.Int64), idx="idx")
+    launches = tree.launches.select("tid", "depth", "name", "ts", "end", kind=pl.lit("launch"),
+                                    correlation="correlation", idx="idx")
+    marks = pl.concat([ops, launches], how="vertical_relaxed")
+    marks = steps_analysis.tag_steps(marks, trace.steps).filter(pl.col("step").is_not_null())
+    return marks.select(
+        "step", lane=pl.lit("cpu:") + pl.col("tid").fill_null("?"), depth=pl.col("depth").cast(pl.Int64),
+        name=pl.col("name").fill_null(""), ts="ts", end="end", kind="kind", correlation="correlation",
+        idx="idx", dur=pl.col("end") - pl.col("ts"))
+
+
+def _gpu(whole: TraceAnalyses) -> pl.DataFrame:
+    gpu = whole.attribution.gpu.filter(pl.col("step").is_not_null())
+    return gpu.select(
+        "step", lane=pl.format("gpu:{}:{}", pl.col("device").fill_null(0), pl.col("stream").fill_null(0)),
+        name=pl.col("name").fill_null(""), decoded="decoded", klass="kernel_class", library="library",
+        kind="kind", ts="ts", end="end", correlation="correlation", id="idx", dur="dur",
+        launch_idx="launch_idx", launch_ts="launch_ts", launch_tid="launch_tid")
+
+
+def _gaps(whole: TraceAnalyses, windows: pl.DataFrame) -> pl.DataFrame:
+    gaps = whole.launch_gaps.gaps.filter(pl.col("step").is_not_null()).join(
+        windows.select("step", "start", "end"), on="step", how="inner", maintain_order="left")
+    return gaps.select(
+        "step", ts=pl.max_horizontal("start_ns", "start"), end=pl.min_horizontal("end_ns", "end"),
+        cause="cause", device="device").filter(pl.col("end") > pl.col("ts")).with_columns(
+        dur=pl.col("end") - pl.col("ts"))
+
+
+def _compile_spans(whole: TraceAnalyses) -> pl.DataFrame:
+    compiled = whole.compilation
+    work = compiled.work.filter(pl.col("step").is_not_null())
+    recompiles = compiled.compilations.filter(pl.col("trigger") != "first")["compile_id"].drop_nulls()
+    kind = pl.when((pl.col("kind") == "compile") & pl.col("compile_id").is_in(recompiles.to_list())).then(
+        pl.lit("recompile")).otherwise(pl.col("kind"))
+    label = pl.when(pl.col("compile_id").is_not_null()).then(
+        pl.format("{} [{}]", pl.col("name"), pl.col("compile_id"))).otherwise(pl.col("name"))
+    return work.select("step", "ts", "end", kind=kind, label=label.fill_null(""), dur=pl.col("end") - pl.col("ts"))
+
+
+# ---- caps ------------------------------------------------------------------------------------------
+
+_LEFT_OUT_SCHEMA = {"step": pl.Int64, "kind": pl.String, "count": pl.Int64}
+
+
+def _capped(marks: pl.DataFrame, caps: pl.DataFrame, group: str, by: str, *,
+             kind: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(kept, left out by step and kind)``: per step the ``cap_<group>`` marks with the largest
+    ``by`` (ties: earliest, then trace order), in time order."""
+    ranked = marks.sort(["step", by, "ts"], descending=[False, True, False], maintain_order=True).with_columns(
+        _rank=pl.int_range(pl.len()).over("step")).join(caps.select("step", f"cap_{group}"), on="step", how="left")
+    keep = pl.col("_rank") < pl.col(f"cap_{group}")
+    kind_col = pl.lit(kind) if kind else pl.col("kind")
+    out = (ranked.filter(~keep).group_by("step", kind_col.alias("kind")).agg(count=pl.len().cast(pl.Int64))
+           .select(list(_LEFT_OUT_SCHEMA)).cast(_LEFT_OUT_SCHEMA))  # type: ignore[arg-type]
+    kept = ranked.filter(keep).drop("_rank", f"cap_{group}").sort(["step", "ts", by], descending=[False, False, True],
+                                                                  maintain_order=True)
+    return kept, out
+
+
+def _links(gpu: pl.DataFrame, cpu: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One link per launch call to its first activity (a graph launch replays many), kept when the
+    launch call is drawn too."""
+    firsts = (gpu.filter(pl.col("launch_idx").is_not_null()).sort(["step", "ts", "id"])
+              .unique(subset=["step", "launch_idx"], keep="first", maintain_order=True))
+    drawn = cpu.filter(pl.col("kind") == "launch").select(
+        "step", launch_idx="idx", launch_lane="lane", launch_depth="depth", launch_call_ts="ts")
+    found = firsts.join(drawn, on=["step", "launch_idx"], how="left", maintain_order="left")
+    kept = found.filter(pl.col("launch_lane").is_not_null())
+    left = (found.filter(pl.col("launch_lane").is_null()).group_by("step").agg(count=pl.len().cast(pl.Int64))
+            .select("step", kind=pl.lit("link"), count="count"))
+    return kept.select("step", "correlation", launch_ts="launch_call_ts", launch_lane="launch_lane",
+                       launch_depth="launch_depth", kernel_id="id"), left
+
+
+def _round_trips(whole: TraceAnalyses, gpu: pl.DataFrame, caps: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    trips = whole.round_trips
+    pairs = trips.tensor_kernels.select("producer_idx", "consumer_idx").hstack(
+        trips.tensors.select("step", "bytes", "shape", "dtype"))
+    ids = gpu.select("step", "id")
+    pairs = pairs.filter(pl.col("step").is_not_null())
+    drawn = (pairs.join(ids, left_on=["step", "producer_idx"], right_on=["step", "id"], how="semi", maintain_order="left")
+             .join(ids, left_on=["step", "consumer_idx"], right_on=["step", "id"], how="semi", maintain_order="left"))
+    left_ends = (pairs.group_by("step").agg(count=pl.len().cast(pl.Int64))
+                 .join(drawn.group_by("step").agg(drawn=pl.len().cast(pl.Int64)), on="step", how="left")
+                 .select("step", kind=pl.lit("round_trip"), count=pl.col("count") - pl.col("drawn").fill_null(0))
+                 .filter(pl.col("count") > 0))
+    kept, left_cap = _capped(
+        drawn.with_columns(ts=pl.lit(0, pl.Int64)), caps, "round_trips", "bytes",
+        kind="round_trip")
+    left = (pl.concat([left_ends, left_cap]).group_by("step", "kind").agg(pl.col("count").sum())
+            .select(list(_LEFT_OUT_SCHEMA)))
+    return kept.select(
+        "step", producer_id="producer_idx", consumer_id="consumer_idx", bytes="bytes",
+        label=pl.format("{} {}", pl.col("shape").fill_null("?"), pl.col("dtype").fill_null("?"))), left
+
+
+# ---- finishing -------------------------------------------------------------------------------------
+
+def _relative_depth(cpu: pl.DataFrame) -> pl.DataFrame:
+    """Depth counted from the outermost mark drawn on the lane in the unit (a loop's enclosing
+    spans would otherwise push every unit's ops down)."""
+    return cpu.with_columns(depth=(pl.col("depth") - pl.col("depth").min().over("step", "lane")).cast(pl.UInt16))
+
+
+def _short_names(gpu: pl.DataFrame) -> pl.DataFrame:
+    from tracekit.classify.names import short_kernel_name
+
+    distinct = gpu.select("name", "decoded").unique(maintain_order=True)
+    shorts = distinct.with_columns(short=pl.Series(
+        [short_kernel_name(n, d) for n, d in distinct.iter_rows()], dtype=pl.String))
+    return gpu.join(shorts, on=["name", "decoded"], how="left", nulls_equal=True, maintain_order="left")
+
+
+def _by_step(frame: pl.DataFrame, schema: dict[str, pl.DataType]) -> dict[int, pl.DataFrame]:
+    if frame.height == 0:
+        return {}
+    parts = frame.select("step", *schema).cast(schema).partition_by("step", as_dict=True, maintain_order=True)  # type: ignore[arg-type]
+    return {key[0]: part.drop("step") for key, part in parts.items()}
