@@ -4,8 +4,10 @@ the real H200 traces (computed data asserted apart from rendered text), gates, J
 from __future__ import annotations
 
 import dataclasses
+import html
 import io
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -364,6 +366,9 @@ def test_every_renderer_on_empty_cpu_only_and_hostile_names(tmp_path, fmt):
             assert [s["name"] for f in data["findings"] for s in f["subjects"]] == ([HOSTILE] if HOSTILE in verdict else [])
         elif fmt == "md":
             assert f"**Verdict:** {md_escape(verdict)}" in text
+        elif fmt == "html":  # the page's text: tags dropped, entities decoded (names are never tags)
+            assert "<b>" not in text
+            assert f"Verdict: {verdict}" in html.unescape(re.sub(r"<[^>]*>", "", text))
         else:
             assert f"Verdict: {verdict}" in text
 

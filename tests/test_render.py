@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from html import escape as html_escape
 
 import pytest
 
@@ -67,6 +68,10 @@ def test_every_renderer_on_every_shape(tmp_path, make, fmt):
         assert json_check(data)
     elif fmt == "md":
         assert text.startswith("# " + md_escape(title)) and md_text in text
+    elif fmt == "html":  # tests/test_html_report.py reads pages in a browser
+        shown = {"_empty": '<h3>Steps</h3><p class="tk-none">none</p>', "_cpu_only": "<td>aten::add</td><td>1</td>",
+                 "_gpu": "<td>vectorized_elementwise_kernel&lt;4, MulFunctor&gt;</td>"}[make.__name__]
+        assert text.startswith("<!DOCTYPE html>") and f"<title>{html_escape(title)}</title>" in text and shown in text
     else:
         assert text.startswith(title) and term_text in text
 
@@ -77,14 +82,14 @@ def test_formats_come_from_the_registry():
     from tracekit.render import RENDERERS
     from tracekit.render.base import Renderer
 
-    assert FORMATS == tuple(RENDERERS) == ("term", "md", "json")
+    assert FORMATS[:4] == tuple(RENDERERS)[:4] == ("term", "md", "json", "html")
     for name, renderer in RENDERERS.items():
         assert isinstance(renderer, Renderer) and renderer.name == name and renderer_for(name) is renderer
 
 
 @pytest.mark.parametrize("path, explicit, fmt", [
     ("r.md", None, "md"), ("R.MARKDOWN", None, "md"), ("out/r.json", None, "json"), ("r.txt", None, "term"),
-    ("r.html", None, "term"), (None, None, "term"), ("r.md", "json", "json"), (None, "md", "md"),
+    ("r.html", None, "html"), ("R.HTM", None, "html"), ("r.pdf", None, "term"), (None, None, "term"), ("r.md", "json", "json"), (None, "md", "md"),
 ])
 def test_format_for_path(path, explicit, fmt):
     from tracekit.render import format_for_path
@@ -95,21 +100,21 @@ def test_format_for_path(path, explicit, fmt):
 def test_unknown_format_is_a_usage_error():
     from tracekit.errors import UsageError
 
-    with pytest.raises(UsageError, match="unknown format 'html' \\(choose from term, md, json\\)"):
-        renderer_for("html")
+    with pytest.raises(UsageError, match="unknown format 'pdf' \\(choose from term, md, json, html"):
+        renderer_for("pdf")
 
 
 def test_a_new_format_plugs_in_with_one_registry_entry(monkeypatch):
     from tracekit import render
     from tracekit.render.markdown import MarkdownRenderer
 
-    class Html(MarkdownRenderer):  # a stand-in: any Renderer with a name and extensions
-        name = "html"
-        extensions = (".html", ".htm")
+    class Rst(MarkdownRenderer):  # a stand-in: any Renderer with a name and extensions
+        name = "rst"
+        extensions = (".rst", ".rest")
 
-    monkeypatch.setitem(render.RENDERERS, "html", Html())
-    assert render.format_for_path("page.HTM", None) == "html"
-    assert render.renderer_for("html").name == "html"
+    monkeypatch.setitem(render.RENDERERS, "rst", Rst())
+    assert render.format_for_path("page.REST", None) == "rst"
+    assert render.renderer_for("rst").name == "rst"
 
 
 def test_a_renderer_must_cover_every_result_kind():

@@ -2,7 +2,8 @@
 
 One registry: :data:`RENDERERS` maps a format name to its :class:`~tracekit.render.base.Renderer`
 (one module per format: :mod:`~tracekit.render.term`, :mod:`~tracekit.render.markdown`,
-:mod:`~tracekit.render.json`). :data:`FORMATS` lists the names (``--format`` choices),
+:mod:`~tracekit.render.json`, :mod:`~tracekit.render.html`). :data:`FORMATS` lists the names
+(``--format`` choices),
 :func:`renderer_for` returns a format's renderer and :func:`format_for_path` picks the format of an
 ``-o`` file from the registry's extensions. A renderer module imports its heavy libraries (rich,
 Polars, msgspec) only when it renders, so importing this registry stays cheap for ``--help``.
@@ -12,12 +13,14 @@ from __future__ import annotations
 
 from tracekit.errors import UsageError
 from tracekit.render.base import Renderer
+from tracekit.render.html import HtmlRenderer
 from tracekit.render.json import JsonRenderer
 from tracekit.render.markdown import MarkdownRenderer
 from tracekit.render.term import TermRenderer
 
 #: Every format by name; the first is the default.
-RENDERERS: dict[str, Renderer] = {r.name: r for r in (TermRenderer(), MarkdownRenderer(), JsonRenderer())}
+RENDERERS: dict[str, Renderer] = {r.name: r for r in (TermRenderer(), MarkdownRenderer(), JsonRenderer(),
+                                                      HtmlRenderer())}
 #: The format names, in registry order.
 FORMATS: tuple[str, ...] = tuple(RENDERERS)
 _DEFAULT = FORMATS[0]
