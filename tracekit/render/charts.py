@@ -1,0 +1,352 @@
+"""Charts as standalone SVG: GPU time by kernel class per step, the roofline, the memory timeline, and
+a diff's per-class time A vs B.
+
+Contract (read by the ``svg`` and ``html`` formats): each public chart function takes a report (or a
+diff) and returns one standalone ``<svg>`` document as text — XML-valid, every name (kernel class,
+step, kernel, device, trace label) escaped, no script, no external reference, nothing fetched — or
+``None`` when the report lacks the data:
+
+* :func:`gpu_time_by_class` — stacked bars, one bar per unit (step) and one segment per kernel class
+  (the report's breakdown per unit: ``breakdown.shares``, scope ``unit``, group ``class``); the whole
+  trace's row when the trace has no units. At most :data:`MAX_BARS` bars (the first ones; the
+  title says how many were left out).
+* :func:`roofline` — arithmetic intensity (FLOP/byte) against achieved FLOP/s, log-log, one point per
+  row of ``throughput.kernels`` that has both figures above zero (a kernel without FLOPs, such as a
+  copy, has no place on a log axis: the subtitle counts those left out); the HBM ceiling
+  (``intensity × hbm_bytes_per_s``) and the compute ceiling of each dtype the points use drawn as
+  lines. None without any such point.
+* :func:`memory_timeline` — allocated and reserved bytes over time per GPU device (the report's
+  ``memory.timeline``: each span's highest values); None without memory events on a GPU.
+* :func:`class_time_a_vs_b` — per kernel class, the median GPU time per step of A and of B side by
+  side (``Diff.classes``); None when neither has kernel time.
+
+Rendering: Vega-Lite specifications compiled to SVG by ``vl-convert-python`` (Vega's own SVG
+renderer in an embedded JavaScript runtime: one wheel, no dependency, no browser, nothing fetched at
+run time). ``bench/charts.py`` chose it over matplotlib's SVG backend and plotly + kaleido by output
+size and time (figures in ``bench/RESULTS.md``). The same data gives the same bytes: the data rows
+are sorted with tiebreakers, and Vega writes no date or random id. Text goes into the specification
+as data (never as markup), and Vega's SVG writer escapes it; :func:`label` additionally makes it
+visible (control and bidi characters as escapes) and cuts it to a readable length.
+
+The chart data (:func:`class_time_rows`, :func:`roofline_data`, :func:`memory_rows`,
+:func:`class_ab_rows`) is plain lists of dicts, so ``bench/charts.py`` draws the very same figures
+with other libraries.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tracekit.render.text import for_display
+
+if TYPE_CHECKING:
+    from tracekit.diff.compare import Diff
+    from tracekit.report import Report
+
+#: Bars drawn in :func:`gpu_time_by_class` (one per unit; the first ones).
+MAX_BARS = 64
+#: Longest name shown in a chart (tooltips and legends); the full name stays in the report.
+LABEL_LIMIT = 80
+#: One colour per kernel class (:data:`tracekit.classify.CLASSES` order; Tableau 10/20 hues), so a
+#: class has the same colour in every chart and every report.
+CLASS_COLOURS: dict[str, str] = {
+    "gemm": "#4e79a7", "triton_fused": "#f28e2b", "triton_custom": "#ffbe7d", "elementwise": "#59a14f",
+    "reduction": "#8cd17d", "copy": "#b6992d", "memcpy": "#f1ce63", "memset": "#86bcb6",
+    "attention": "#e15759", "normalization": "#ff9d9a", "communication": "#b07aa1", "other": "#bab0ac",
+}
+_OTHER_COLOUR = "#79706e"
+#: Colours of A and B in :func:`class_time_a_vs_b`.
+SIDE_COLOURS = ("#9c9c9c", "#4e79a7")
+
+
+def label(value: object, limit: int = LABEL_LIMIT) -> str:
+    """A name as a chart shows it: visible (:func:`~tracekit.render.text.for_display`) and at most
+    ``limit`` characters (cut with ``…``)."""
+    text = for_display(value, limit=1000)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------------------------------- data
+
+
+def class_time_rows(report: Report) -> tuple[list[dict[str, Any]], int]:
+    """GPU time per unit and kernel class: rows ``{"unit": label, "order": i, "class": str, "us":
+    float}`` (units in trace order, classes by the trace's GPU time, most first), and how many units
+    were left out (past :data:`MAX_BARS`)."""
+    import polars as pl
+
+    found = report.breakdown
+    if found is None:
+        return [], 0
+    shares = found.shares.filter(pl.col("group") == "class")
+    names = dict(zip(report.steps["number"].to_list(), report.steps["name"].to_list()))
+    units = shares.filter(pl.col("scope") == "unit")
+    if report.selected_step is not None:
+        units = units.filter(pl.col("unit") == report.selected_step)
+    if units.height:
+        numbers = sorted(set(units["unit"].to_list()))
+    else:  # no units: the whole trace as one bar
+        units = shares.filter(pl.col("scope") == "trace").with_columns(unit=pl.lit(-1, pl.Int64))
+        numbers, names = [-1], {-1: "whole trace"}
+    kept, left_out = numbers[:MAX_BARS], max(0, len(numbers) - MAX_BARS)
+    order = {n: i for i, n in enumerate(kept)}
+    totals = (units.group_by("key").agg(pl.col("gpu_ns").sum()).sort(["gpu_ns", "key"], descending=[True, False]))
+    rank = {k: i for i, k in enumerate(totals["key"].to_list())}
+    rows = [{"unit": label(names.get(r["unit"]) or f"unit {r['unit']}"), "order": order[r["unit"]],
+             "class": label(r["key"]), "rank": rank[r["key"]], "us": r["gpu_ns"] / 1e3}
+            for r in units.filter(pl.col("unit").is_in(kept)).iter_rows(named=True) if r["gpu_ns"] > 0]
+    rows.sort(key=lambda r: (r["order"], r["rank"], r["class"]))
+    return rows, left_out
+
+
+def roofline_data(report: Report) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
+    """The roofline's points, ceilings and the count of kernels left out.
+
+    Points: one per ``throughput.kernels`` row with intensity and achieved FLOP/s above zero:
+    ``{"kernel": short name, "class", "dtype", "intensity" (FLOP/B), "flops" (FLOP/s), "tflops",
+    "gbps", "count"}``, most total time first. Ceilings: ``{"device", "hbm" (B/s or None), "compute":
+    [(dtype, FLOP/s)…]}`` for the dtypes the points use (the device's headline dtype when none
+    names one). Left out: the other rows (no FLOPs, no traffic model)."""
+    from tracekit.classify.names import short_kernel_name
+
+    rates = report.throughput
+    if rates is None or rates.kernels.height == 0:
+        return [], {}, 0
+    decoded = dict(zip(report.kernels["name"].to_list(), report.kernels["decoded"].to_list()))
+    points = []
+    for r in rates.kernels.iter_rows(named=True):
+        intensity, flops = r["intensity"], r["achieved_flops_per_s"]
+        if intensity is None or flops is None or intensity <= 0 or flops <= 0:
+            continue
+        points.append({"kernel": label(short_kernel_name(r["name"], decoded.get(r["name"]))),
+                       "class": label(r["kernel_class"]), "dtype": label(r["dtype"] or "?"),
+                       "intensity": float(intensity), "flops": float(flops), "tflops": float(flops) / 1e12,
+                       "gbps": float(r["achieved_bytes_per_s"] or 0.0) / 1e9, "count": int(r["count"])})
+    ceil = rates.ceilings or {}
+    rates_by_dtype = ceil.get("flops") or {}
+    from tracekit import devices
+
+    dtypes = sorted({p["dtype"] for p in points} or {ceil.get("dtype") or ""})
+    compute = []
+    for dtype in dtypes:
+        peak = rates_by_dtype.get(devices.DTYPE_RATE.get(dtype, dtype))
+        if peak:
+            compute.append((dtype, float(peak)))
+    ceilings = {"device": label(ceil.get("device") or rates.device or "unknown device"),
+                "hbm": float(ceil["hbm_bytes_per_s"]) if ceil.get("hbm_bytes_per_s") else None,
+                "compute": sorted(set(compute), key=lambda c: (-c[1], c[0]))}
+    return points, ceilings, rates.kernels.height - len(points)
+
+
+def memory_rows(report: Report) -> list[dict[str, Any]]:
+    """Allocated and reserved memory per GPU device over time: rows ``{"device", "ms"`` (from the
+    trace's first memory point), ``"series"`` (allocated | reserved), ``"gb"}``, in time order.
+    CPU allocations are left out (another scale, and no reserve)."""
+    import polars as pl
+
+    mem = report.memory
+    if mem is None or mem.timeline.height == 0:
+        return []
+    gpu = mem.timeline.filter(pl.col("device") != "cpu").sort(["device", "ts"])
+    if gpu.height == 0:
+        return []
+    start = int(gpu["ts"].min())
+    rows = []
+    for r in gpu.iter_rows(named=True):
+        ms = (r["ts"] - start) / 1e6
+        rows.append({"device": label(r["device"]), "ms": ms, "series": "allocated", "gb": r["allocated"] / 1e9})
+        rows.append({"device": label(r["device"]), "ms": ms, "series": "reserved", "gb": r["reserved"] / 1e9})
+    return rows
+
+
+def class_ab_rows(diff: Diff) -> tuple[list[dict[str, Any]], tuple[str, str]]:
+    """Median GPU time per step of each kernel class in A and B: rows ``{"class", "side"`` (A's or
+    B's label), ``"order"`` (0 for A), ``"us"}``, classes by the larger of the two, most first; and
+    the two side labels."""
+    sides = (label(f"A: {diff.a.label}", 60), label(f"B: {diff.b.label}", 60))
+    classes = [q for q in diff.classes if q.a > 0 or q.b > 0]
+    classes.sort(key=lambda q: (-max(q.a, q.b), q.label))
+    rows = []
+    for rank, q in enumerate(classes):
+        for order, value in enumerate((q.a, q.b)):
+            rows.append({"class": label(q.label), "rank": rank, "side": sides[order], "order": order,
+                         "us": float(value) / 1e3})
+    return rows, sides
+
+
+def class_colour(klass: str) -> str:
+    """The colour of kernel class ``klass`` (:data:`CLASS_COLOURS`)."""
+    return CLASS_COLOURS.get(klass, _OTHER_COLOUR)
+
+
+# ------------------------------------------------------------------------------ Vega-Lite specs
+
+#: Vega-Lite version the specifications are written for (one of vl-convert's bundled versions).
+VEGA_LITE = "6.4"
+_CONFIG: dict[str, Any] = {
+    "font": "DejaVu Sans, Verdana, Helvetica, Arial, sans-serif",
+    "background": "white", "view": {"stroke": "#dddddd"},
+    "title": {"anchor": "start", "fontSize": 14, "subtitleColor": "#555555"},
+    "axis": {"labelFontSize": 11, "titleFontSize": 12, "labelLimit": 240},
+    "legend": {"labelFontSize": 11, "titleFontSize": 12, "labelLimit": 320},
+}
+
+
+def _class_scale(classes: list[str]) -> dict[str, Any]:
+    return {"domain": classes, "range": [class_colour(k) for k in classes]}
+
+
+def _title(text: str, subtitle: str | None = None) -> dict[str, Any]:
+    return {"text": text, **({"subtitle": subtitle} if subtitle else {})}
+
+
+def gpu_time_by_class_spec(rows: list[dict[str, Any]], left_out: int) -> dict[str, Any]:
+    """The Vega-Lite specification of :func:`gpu_time_by_class`."""
+    units = sorted({(r["order"], r["unit"]) for r in rows})
+    classes = [k for _, k in sorted({(r["rank"], r["class"]) for r in rows})]
+    note = f"{len(units)} steps shown, {left_out} more left out" if left_out else None
+    return {
+        "title": _title("GPU time by kernel class per step", note),
+        "data": {"values": rows},
+        "width": min(1000, max(240, 36 * len(units))), "height": 280,
+        "mark": {"type": "bar"},
+        "encoding": {
+            "x": {"field": "unit", "type": "nominal", "title": None, "sort": [u for _, u in units],
+                  "axis": {"labelAngle": -40 if len(units) > 6 else 0}},
+            "y": {"field": "us", "type": "quantitative", "title": "GPU time (µs)", "stack": "zero"},
+            "color": {"field": "class", "type": "nominal", "title": "kernel class", "scale": _class_scale(classes),
+                      "sort": classes},
+            "order": {"field": "rank", "type": "quantitative", "sort": "ascending"},
+            "description": {"field": "class"},
+        },
+    }
+
+
+def roofline_spec(points: list[dict[str, Any]], ceilings: dict[str, Any], left_out: int) -> dict[str, Any]:
+    """The Vega-Lite specification of :func:`roofline` (intensity in FLOP/B, rate in TFLOP/s)."""
+    hbm, compute = ceilings.get("hbm"), ceilings.get("compute") or []
+    xs = [p["intensity"] for p in points] + [peak / hbm for _, peak in compute if hbm]
+    ys = [p["flops"] for p in points] + [peak for _, peak in compute]
+    x_lo, x_hi = min(xs) / 4, max(xs) * 4
+    y_lo, y_hi = min(ys) / 4, max(ys) * 2
+    lines: list[dict[str, Any]] = []
+    for dtype, peak in compute:
+        name = f"{dtype} compute {peak / 1e12:,.0f} TFLOP/s"
+        lines += [{"ceiling": name, "i": 0, "intensity": x_lo, "tflops": peak / 1e12},
+                  {"ceiling": name, "i": 1, "intensity": x_hi, "tflops": peak / 1e12}]
+    if hbm:
+        name = f"HBM {hbm / 1e12:,.2f} TB/s"
+        top = max([peak for _, peak in compute] or [y_hi])
+        lines += [{"ceiling": name, "i": 0, "intensity": x_lo, "tflops": x_lo * hbm / 1e12},
+                  {"ceiling": name, "i": 1, "intensity": top / hbm, "tflops": top / 1e12}]
+    classes = sorted({p["class"] for p in points}, key=lambda k: (list(CLASS_COLOURS).index(k)
+                                                                   if k in CLASS_COLOURS else 99, k))
+    subtitle = f"{ceilings.get('device')}: one point per kernel and problem"
+    if left_out:
+        subtitle += f"; {left_out} without FLOPs or a traffic model not drawn"
+    x = {"field": "intensity", "type": "quantitative", "title": "arithmetic intensity (FLOP/byte)",
+         "scale": {"type": "log", "domain": [x_lo, x_hi], "nice": False},
+         "axis": {"values": _decades(x_lo, x_hi), "format": "~g"}}
+    y = {"field": "tflops", "type": "quantitative", "title": "achieved TFLOP/s",
+         "scale": {"type": "log", "domain": [y_lo / 1e12, y_hi / 1e12], "nice": False},
+         "axis": {"values": _decades(y_lo / 1e12, y_hi / 1e12), "format": "~g"}}
+    return {
+        "title": _title("Achieved throughput against the device's ceilings (roofline)", subtitle),
+        "width": 560, "height": 360,
+        "resolve": {"scale": {"color": "independent"}},
+        "layer": [
+            {"name": "ceilings", "data": {"values": lines}, "mark": {"type": "line", "strokeDash": [6, 3]},
+             "encoding": {"x": x, "y": y, "order": {"field": "i"},
+                          "color": {"field": "ceiling", "type": "nominal", "title": "ceiling",
+                                    "scale": {"range": ["#333333", "#8c564b", "#7f7f7f", "#17becf"]},
+                                    "legend": {"orient": "bottom", "direction": "vertical"}}}},
+            {"name": "kernels", "data": {"values": points},
+             "mark": {"type": "point", "filled": True, "size": 70, "opacity": 0.85},
+             "encoding": {"x": x, "y": y,
+                          "color": {"field": "class", "type": "nominal", "title": "kernel class",
+                                    "scale": _class_scale(classes)},
+                          "description": {"field": "kernel"}}},
+        ],
+    }
+
+
+def _decades(lo: float, hi: float) -> list[float]:
+    """The powers of ten within ``[lo, hi]``: a log axis' ticks and grid lines."""
+    import math
+
+    return [10.0 ** e for e in range(math.ceil(math.log10(lo)), math.floor(math.log10(hi)) + 1)]
+
+
+def memory_spec(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Vega-Lite specification of :func:`memory_timeline`."""
+    devices = sorted({r["device"] for r in rows})
+    colour: dict[str, Any] = ({"field": "series", "type": "nominal", "title": None,
+                               "scale": {"domain": ["allocated", "reserved"], "range": ["#4e79a7", "#f28e2b"]}}
+                              if len(devices) == 1 else {"field": "device", "type": "nominal", "title": "device"})
+    return {
+        "title": _title("Memory over time", f"{', '.join(devices)}: allocated and reserved (highest per span)"),
+        "data": {"values": rows}, "width": 640, "height": 260,
+        "mark": {"type": "line", "interpolate": "step-after"},
+        "encoding": {
+            "x": {"field": "ms", "type": "quantitative", "title": "time since the first memory event (ms)"},
+            "y": {"field": "gb", "type": "quantitative", "title": "GB"},
+            "color": colour,
+            "strokeDash": {"field": "series", "type": "nominal", "title": None,
+                           "scale": {"domain": ["allocated", "reserved"], "range": [[1, 0], [6, 3]]}},
+            "detail": {"field": "device"},
+        },
+    }
+
+
+def class_ab_spec(rows: list[dict[str, Any]], sides: tuple[str, str]) -> dict[str, Any]:
+    """The Vega-Lite specification of :func:`class_time_a_vs_b`."""
+    classes = [k for _, k in sorted({(r["rank"], r["class"]) for r in rows})]
+    return {
+        "title": _title("GPU time per kernel class, A vs B", "median per step"),
+        "data": {"values": rows}, "width": 480, "height": {"step": 14},
+        "mark": {"type": "bar"},
+        "encoding": {
+            "y": {"field": "class", "type": "nominal", "title": None, "sort": classes},
+            "yOffset": {"field": "side", "type": "nominal", "sort": list(sides)},
+            "x": {"field": "us", "type": "quantitative", "title": "GPU time per step (µs)"},
+            "color": {"field": "side", "type": "nominal", "title": None,
+                      "scale": {"domain": list(sides), "range": list(SIDE_COLOURS)},
+                      "legend": {"orient": "bottom"}},
+            "description": {"field": "class"},
+        },
+    }
+
+
+def to_svg(spec: dict[str, Any]) -> str:
+    """``spec`` (Vega-Lite) as standalone SVG text, offline: no URL may be fetched."""
+    import vl_convert
+
+    full = {"$schema": "https://vega.github.io/schema/vega-lite/v6.json", "config": _CONFIG, **spec}
+    return vl_convert.vegalite_to_svg(full, vl_version=VEGA_LITE, allowed_base_urls=[])
+
+
+# ----------------------------------------------------------------------------------- charts
+
+
+def gpu_time_by_class(report: Report) -> str | None:
+    """Stacked bars: GPU time per kernel class in each step (module docstring)."""
+    rows, left_out = class_time_rows(report)
+    return to_svg(gpu_time_by_class_spec(rows, left_out)) if rows else None
+
+
+def roofline(report: Report) -> str | None:
+    """Intensity vs achieved FLOP/s per kernel, with the device's ceilings (module docstring)."""
+    points, ceilings, left_out = roofline_data(report)
+    return to_svg(roofline_spec(points, ceilings, left_out)) if points else None
+
+
+def memory_timeline(report: Report) -> str | None:
+    """Allocated and reserved memory over time per GPU device (module docstring)."""
+    rows = memory_rows(report)
+    return to_svg(memory_spec(rows)) if rows else None
+
+
+def class_time_a_vs_b(diff: Diff) -> str | None:
+    """Per kernel class, the median GPU time per step of A and B (module docstring)."""
+    rows, sides = class_ab_rows(diff)
+    return to_svg(class_ab_spec(rows, sides)) if rows else None
