@@ -30,8 +30,9 @@ Per unit:
 * ``left_out`` — marks not kept because of the caps, by kind (``op``, ``launch``, ``kernel``,
   ``memcpy``, ``memset``, ``gap``, ``link``, ``round_trip``, ``compile``); ``{}`` when none.
 
-Caps (:data:`CAPS`): a unit keeps its longest marks (ties: trace order) up to the cap of its kind, so
-an op's ancestors are kept before it. The default unit gets the full caps; the others share
+Caps (:data:`CAPS`): a unit keeps its longest marks (ties: the earliest) up to the cap of its kind, so
+an op's ancestors are kept before it; a launch call ranks with the op that made it (it is kept with
+that op, before shorter ops), round trips rank by bytes. The default unit gets the full caps; the others share
 :data:`TOTAL_MARKS` so that all units of a long trace stay a bounded picture. A link or a round
 trip is kept only when both its ends are.
 """
@@ -161,17 +162,22 @@ def analyze(trace: Trace, whole: TraceAnalyses, *, default_step: int | None = No
 # ---- the marks of every unit, with ``step`` and a ``dur`` to rank them by -------------------------
 
 def _cpu(trace: Trace, whole: TraceAnalyses) -> pl.DataFrame:
+    """Ops and launch calls; ``dur`` ranks them for the cap: an op's own duration, a launch call's
+    that of the op that made it (so a launch is kept with its op, before shorter ops)."""
     tree = whole.attribution.tree
     ops = tree.ops.select("tid", "depth", "name", "ts", "end", kind=pl.lit("op"),
-                          correlation=pl.lit(None, pl.Int64), idx="idx")
-    launches = tree.launches.select("tid", "depth", "name", "ts", "end", kind=pl.lit("launch"),
-                                    correlation="correlation", idx="idx")
+                          correlation=pl.lit(None, pl.Int64), idx="idx", dur=pl.col("end") - pl.col("ts"))
+    op_dur = ops.select(op_idx="idx", op_dur="dur")
+    launches = tree.launches.select(
+        "tid", "depth", "name", "ts", "end", kind=pl.lit("launch"), correlation="correlation", idx="idx",
+        op_idx="op_idx").join(op_dur, on="op_idx", how="left", maintain_order="left").select(
+        pl.exclude("op_idx", "op_dur"), dur=pl.col("op_dur").fill_null(pl.col("end") - pl.col("ts")))
     marks = pl.concat([ops, launches], how="vertical_relaxed")
     marks = steps_analysis.tag_steps(marks, trace.steps).filter(pl.col("step").is_not_null())
     return marks.select(
         "step", lane=pl.lit("cpu:") + pl.col("tid").fill_null("?"), depth=pl.col("depth").cast(pl.Int64),
         name=pl.col("name").fill_null(""), ts="ts", end="end", kind="kind", correlation="correlation",
-        idx="idx", dur=pl.col("end") - pl.col("ts"))
+        idx="idx", dur="dur")
 
 
 def _gpu(whole: TraceAnalyses) -> pl.DataFrame:

@@ -1,0 +1,445 @@
+"""One step's timeline as a standalone SVG: the picture engineers look at in Perfetto, with the
+analysis drawn on it. The one module that draws timelines (HTML pages inline it, ``--format svg``
+writes it to a file).
+
+Contract: :func:`draw` takes a :class:`~tracekit.analyses.timeline.StepTimeline` and returns one
+``<svg>`` document, XML-valid, readable on its own (title, time axis in µs/ms, lane labels, a legend of
+the kernel classes and idle causes shown) and the same bytes for the same step. It words and lays
+out what the analysis kept; it decides nothing (the caps are the analysis', and what they left out
+is stated in a ``g.tk-left-out`` note).
+
+DOM (read by the HTML page's script and by tests):
+
+* root ``<svg class="tk-timeline" data-step="N" data-start-ns=".." data-end-ns=".." viewBox="0 0 W H">``;
+* ``<g class="tk-lane" data-lane="cpu:123">`` / ``data-lane="gpu:0:7"`` / ``data-lane="compile"``,
+  each with its label (``text.tk-lane-label``) and its marks;
+* marks, each with a ``<title>`` child (the hover text) and ``data-ts``/``data-dur`` in ns:
+  ``rect.tk-op`` (``data-depth``), ``rect.tk-launch`` (``data-depth``), ``rect.tk-kernel``
+  (``data-class``, ``data-id``), ``rect.tk-memcpy``/``rect.tk-memset`` (``data-id``), ``rect.tk-gap``
+  (``data-cause``, shaded over its device's stream lanes), ``rect.tk-compile`` (``data-kind``),
+  ``path.tk-link`` (launch call → the first activity it launched; ``data-id`` of that activity),
+  ``path.tk-roundtrip`` (producer kernel's end → consumer kernel's start, ``data-bytes``);
+* ``g.tk-legend``, ``g.tk-axis``, and ``g.tk-left-out`` when the caps left marks out.
+
+Time is x, in one user-space coordinate system for the whole drawing (no per-lane transforms on x),
+so the page zooms by rewriting the root ``viewBox``'s x and width. Colours are presentation
+attributes, not a stylesheet: an SVG inlined in a page cannot restyle the page.
+
+Escaping: every name passes through :func:`~tracekit.render.text.for_display` (control and bidi
+characters made visible, long names cut) and then XML's five entities (:func:`_xml`); characters XML
+cannot hold at all (U+FFFE, U+FFFF) become escapes too.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from tracekit.render.text import for_display
+
+if TYPE_CHECKING:
+    from tracekit.analyses.timeline import StepTimeline
+
+#: Width of the lane-label column and right margin (user units = CSS px at zoom 1).
+LABEL_WIDTH = 150
+RIGHT_MARGIN = 14
+ROW = 13          # one nesting level of a CPU lane
+GPU_LANE = 20     # one GPU stream
+COMPILE_LANE = 14
+ROUND_TRIP_BAND = 34  # under the GPU lanes, where round-trip arcs hang
+LANE_GAP = 6
+FONT = "font-family=\"ui-sans-serif,system-ui,sans-serif\""
+#: Narrowest a mark is drawn (a 2 µs kernel in a 100 ms step would otherwise be invisible); its
+#: ``data-dur`` keeps the true duration.
+MIN_MARK = 0.6
+#: Marks wide enough to carry their name as text, at most this many per drawing.
+MIN_TEXT_WIDTH = 36
+MAX_TEXTS = 400
+#: Round trips that get a byte label beside their arc (the largest ones).
+LABELLED_ROUND_TRIPS = 8
+
+#: Kernel class colours (the classes of :data:`tracekit.classify.rules.CLASSES`); an unknown class
+#: gets :data:`OTHER_COLOUR`.
+CLASS_COLOURS: dict[str, str] = {
+    "gemm": "#4e79a7", "triton_fused": "#f28e2b", "triton_custom": "#e15759", "elementwise": "#76b7b2",
+    "reduction": "#59a14f", "copy": "#edc948", "memcpy": "#b07aa1", "memset": "#ff9da7",
+    "attention": "#9c755f", "normalization": "#8cd17d", "communication": "#d37295", "other": "#bab0ac",
+}
+OTHER_COLOUR = "#bab0ac"
+#: Idle-gap causes (:data:`tracekit.analyses.launch_gaps.CAUSES`): colour and the words of the legend.
+CAUSE_STYLE: dict[str, tuple[str, str]] = {
+    "sync": ("#d62728", "waiting on a synchronisation"),
+    "profiler_overhead": ("#8c564b", "profiler overhead"),
+    "cpu_bound": ("#ff7f0e", "waiting for the CPU"),
+    "back_to_back": ("#c7c7c7", "between queued kernels (< 5 µs)"),
+    "other": ("#7f7f7f", "other (e.g. a cross-stream wait)"),
+}
+COMPILE_COLOURS: dict[str, str] = {
+    "compile": "#6a3d9a", "recompile": "#e31a1c", "autotune": "#cab2d6", "graph_record": "#1f78b4",
+    "runtime": "#b2abd2",
+}
+OP_COLOURS = ("#c9d3df", "#a9bcd0", "#8fa9c4", "#d8cfc0", "#c4b9a5")
+LAUNCH_COLOUR = "#2ca02c"
+LINK_COLOUR = "#5b8def"
+ROUND_TRIP_COLOUR = "#c2185b"
+
+_NOT_XML = re.compile("[\ufffe\uffff]")
+
+
+def _xml(value: object, limit: int = 1000) -> str:
+    """Text or attribute value showing exactly ``value`` (module docstring)."""
+    shown = _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", for_display(value, limit))
+    return html.escape(shown, quote=True)
+
+
+def _num(x: float) -> str:
+    """A coordinate with at most 3 decimals, no trailing zeros (deterministic text)."""
+    text = f"{x:.3f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def duration(ns: int | float) -> str:
+    """A duration for people: ``850 ns``, ``12.3 µs``, ``4.56 ms``, ``1.23 s``."""
+    ns = float(ns)
+    if abs(ns) < 1_000:
+        return f"{ns:,.0f} ns"
+    if abs(ns) < 1_000_000:
+        return f"{ns / 1e3:,.1f} µs"
+    if abs(ns) < 1_000_000_000:
+        return f"{ns / 1e6:,.2f} ms"
+    return f"{ns / 1e9:,.2f} s"
+
+
+def _tick_step(span_ns: float, room_px: float) -> float:
+    """A round tick interval (1, 2, 5 × 10^k ns) giving about one tick per 100 px."""
+    target = span_ns / max(1.0, room_px / 100)
+    power = 10 ** math.floor(math.log10(max(target, 1)))
+    for m in (1, 2, 5, 10):
+        if m * power >= target:
+            return m * power
+    return 10 * power
+
+
+def _tick_label(ns: float, step: float) -> str:
+    if step >= 1_000_000:
+        decimals = 0 if step % 1_000_000 == 0 else 1
+        return f"{ns / 1e6:,.{decimals}f} ms"
+    if step >= 1_000:
+        decimals = 0 if step % 1_000 == 0 else 1
+        return f"{ns / 1e3:,.{decimals}f} µs"
+    return f"{ns:,.0f} ns"
+
+
+def _lane_label(lane: str) -> str:
+    parts = lane.split(":")
+    if parts[0] == "cpu":
+        return f"CPU thread {':'.join(parts[1:])}"
+    if parts[0] == "gpu" and len(parts) == 3:
+        return f"GPU {parts[1]} stream {parts[2]}"
+    return lane
+
+
+def _gpu_lane_key(lane: str) -> tuple:
+    parts = lane.split(":")
+    return tuple(int(p) if p.lstrip("-").isdigit() else 0 for p in parts[1:]) + (lane,)
+
+
+def _text_fit(text: str, width: float, char_px: float = 5.6) -> str | None:
+    """``text`` cut to fit ``width`` px (None when not even a few characters fit)."""
+    room = int((width - 4) / char_px)
+    if room < 3:
+        return None
+    return text if len(text) <= room else text[: room - 1] + "…"
+
+
+def _size(n: int) -> str:
+    from tracekit.render.memory_sections import size
+
+    return size(n)
+
+
+class _Canvas:
+    """Maps ns to x for one step and collects the SVG pieces."""
+
+    def __init__(self, start: int, end: int, width: int) -> None:
+        self.start, self.end = start, max(end, start + 1)
+        self.x0, self.x1 = float(LABEL_WIDTH), float(max(width, LABEL_WIDTH + 100) - RIGHT_MARGIN)
+        self.scale = (self.x1 - self.x0) / (self.end - self.start)
+        self.texts = 0
+
+    def x(self, ns: int) -> float:
+        return self.x0 + (ns - self.start) * self.scale
+
+    def span(self, ts: int, end: int) -> tuple[float, float]:
+        """x and width of ``[ts, end)`` clipped to the window, at least :data:`MIN_MARK` wide."""
+        a, b = self.x(max(ts, self.start)), self.x(min(end, self.end))
+        return a, max(b - a, MIN_MARK)
+
+    def label(self, text: str, x: float, width: float, y: float) -> str:
+        """A name inside a mark when it fits (at most :data:`MAX_TEXTS` per drawing)."""
+        if width < MIN_TEXT_WIDTH or self.texts >= MAX_TEXTS:
+            return ""
+        fitted = _text_fit(text, width)
+        if fitted is None:
+            return ""
+        self.texts += 1
+        return (f'<text class="tk-mark-label" x="{_num(x + 2)}" y="{_num(y)}" font-size="9" fill="#1a1a1a" '
+                f'pointer-events="none">{_xml(fitted)}</text>')
+
+
+def _rect(cls: str, x: float, y: float, w: float, h: float, fill: str, title: str, ts: int, dur: int,
+          extra: str = "", more: str = "") -> str:
+    return (f'<rect class="{cls}" x="{_num(x)}" y="{_num(y)}" width="{_num(w)}" height="{_num(h)}" '
+            f'fill="{fill}" data-ts="{ts}" data-dur="{dur}"{extra}{more}><title>{_xml(title, 4000)}</title></rect>')
+
+
+def draw(step: StepTimeline, *, width: int = 1200) -> str:
+    """The SVG document of ``step``'s timeline, ``width`` user units (CSS px) wide; see the module
+    docstring for its DOM."""
+    c = _Canvas(step.start_ns, step.end_ns, width)
+    window = step.end_ns - step.start_ns
+    body: list[str] = []
+    background: list[str] = []
+    y = 8.0
+    title = (f"{step.name} — window {duration(window)} · {step.gpu.height:,} GPU activities · "
+             f"{step.cpu.height:,} CPU marks")
+    body.append(f'<text class="tk-title" x="4" y="{_num(y + 10)}" font-size="13" font-weight="600" '
+                f'fill="#1a1a1a">{_xml(title)}</text>')
+    y += 18
+    axis_y = y
+    y += 22
+
+    # Compile / graph-record spans: a lane of their own above the CPU lanes.
+    if step.compile_spans.height:
+        marks = []
+        for ts, end, kind, label in step.compile_spans.select("ts", "end", "kind", "label").iter_rows():
+            x, w = c.span(ts, end)
+            marks.append(_rect("tk-compile", x, y + 1, w, COMPILE_LANE - 2, COMPILE_COLOURS.get(kind, OTHER_COLOUR),
+                               f"{kind}: {label}\n{duration(end - ts)}", ts, end - ts, f' data-kind="{_xml(kind)}"'))
+            marks.append(c.label(label, x, w, y + COMPILE_LANE - 4))
+        body.append(_lane("compile", "compile / graph record", y, COMPILE_LANE, marks, c.x1 + RIGHT_MARGIN))
+        y += COMPILE_LANE + LANE_GAP
+
+    # CPU lanes: one per thread, a row per nesting depth.
+    launch_at: dict[tuple[str, int], float] = {}  # (lane, launch ts) -> y of the launch row's bottom
+    lane_top: dict[str, float] = {}
+    cpu = step.cpu.sort(["lane", "ts", "depth"])
+    lanes = _cpu_lane_order(cpu)
+    for lane in lanes:
+        rows = cpu.filter(cpu["lane"] == lane)
+        depth_max = int(rows["depth"].max() or 0)
+        height = (depth_max + 1) * ROW
+        lane_top[lane] = y
+        marks = []
+        for depth, name, ts, end, kind, corr in rows.select(
+                "depth", "name", "ts", "end", "kind", "correlation").iter_rows():
+            x, w = c.span(ts, end)
+            top = y + depth * ROW
+            if kind == "launch":
+                marks.append(_rect("tk-launch", x, top + 3, w, ROW - 5, LAUNCH_COLOUR,
+                                   f"{name}\n{duration(end - ts)} · correlation {corr}", ts, end - ts,
+                                   f' data-depth="{depth}"'))
+                launch_at[(lane, ts)] = top + ROW - 2
+            else:
+                marks.append(_rect("tk-op", x, top + 0.5, w, ROW - 1, OP_COLOURS[depth % len(OP_COLOURS)],
+                                   f"{name}\n{duration(end - ts)} · depth {depth} · {_lane_label(lane)}", ts,
+                                   end - ts, f' data-depth="{depth}"', ' stroke="#ffffff" stroke-width="0.3"'))
+                marks.append(c.label(name, x, w, top + ROW - 3.5))
+        body.append(_lane(lane, _lane_label(lane), y, height, marks, c.x1 + RIGHT_MARGIN))
+        y += height + LANE_GAP
+
+    # GPU lanes: one per (device, stream); idle gaps shaded over the device's lanes.
+    gpu = step.gpu
+    gpu_lanes = sorted(set(gpu["lane"].to_list()), key=_gpu_lane_key)
+    gpu_top: dict[str, float] = {}
+    kernel_at: dict[int, tuple[float, float, float, int, int, str]] = {}  # id -> (x, x end, top, ts, end, name)
+    y += 4
+    for lane in gpu_lanes:
+        gpu_top[lane] = y
+        y += GPU_LANE + 2
+    device_rows: dict[int, tuple[float, float]] = {}
+    for lane, top in gpu_top.items():
+        device = _gpu_lane_key(lane)[0]
+        lo, hi = device_rows.get(device, (top, top + GPU_LANE))
+        device_rows[device] = (min(lo, top), max(hi, top + GPU_LANE))
+    gap_marks = []
+    for ts, end, cause, device in step.gaps.select("ts", "end", "cause", "device").iter_rows():
+        lo, hi = device_rows.get(device if device is not None else 0, (y, y + GPU_LANE))
+        colour, words = CAUSE_STYLE.get(cause, (OTHER_COLOUR, cause))
+        x, w = c.span(ts, end)
+        gap_marks.append(_rect("tk-gap", x, lo - 1, w, hi - lo + 2, colour,
+                               f"GPU {device} idle {duration(end - ts)}: {words} ({cause})", ts, end - ts,
+                               f' data-cause="{_xml(cause)}"', ' fill-opacity="0.28"'))
+    if gap_marks:
+        background.append('<g class="tk-gaps">' + "".join(gap_marks) + "</g>")
+    for lane in gpu_lanes:
+        top = gpu_top[lane]
+        rows = gpu.filter(gpu["lane"] == lane).sort(["ts", "id"])
+        marks = []
+        for name, short, klass, library, kind, ts, end, corr, ident in rows.select(
+                "name", "short", "klass", "library", "kind", "ts", "end", "correlation", "id").iter_rows():
+            x, w = c.span(ts, end)
+            cls = {"memcpy": "tk-memcpy", "memset": "tk-memset"}.get(kind, "tk-kernel")
+            extra = f' data-class="{_xml(klass)}" data-id="{ident}"' if cls == "tk-kernel" else f' data-id="{ident}"'
+            hover = (f"{name}\n{kind} · class {klass} · library {library}\n{duration(end - ts)} · "
+                     f"{_lane_label(lane)} · correlation {corr}")
+            marks.append(_rect(cls, x, top + 1, w, GPU_LANE - 2, CLASS_COLOURS.get(klass, OTHER_COLOUR), hover,
+                               ts, end - ts, extra))
+            marks.append(c.label(short or name, x, w, top + GPU_LANE - 6))
+            kernel_at[ident] = (x, x + w, top, ts, end, short or name)
+        body.append(_lane(lane, _lane_label(lane), top, GPU_LANE, marks, c.x1 + RIGHT_MARGIN))
+    gpu_bottom = y
+    if step.round_trips.height and gpu_lanes:
+        y += ROUND_TRIP_BAND
+    if gpu_lanes:
+        y += LANE_GAP
+
+    # Launch → work links, over the lanes.
+    links = []
+    link_opacity = _num(min(0.7, max(0.12, 40 / max(1, step.links.height))))
+    for corr, launch_ts, launch_lane, _depth, kernel_id in step.links.select(
+            "correlation", "launch_ts", "launch_lane", "launch_depth", "kernel_id").iter_rows():
+        start = launch_at.get((launch_lane, launch_ts))
+        target = kernel_at.get(kernel_id)
+        if start is None or target is None:
+            continue  # the analysis keeps a link only with both ends; a renderer never fails on one
+        hover = (f"launch call (correlation {corr}) → {target[5]}\n"
+                 f"the work started {duration(target[3] - launch_ts)} after the call began")
+        x1, y1 = c.x(launch_ts), start
+        x2, y2 = target[0], target[2] + 1
+        mid = (y1 + y2) / 2
+        links.append(f'<path class="tk-link" d="M{_num(x1)} {_num(y1)} C{_num(x1)} {_num(mid)} {_num(x2)} '
+                     f'{_num(mid)} {_num(x2)} {_num(y2)}" fill="none" stroke="{LINK_COLOUR}" stroke-width="0.7" '
+                     f'stroke-opacity="{link_opacity}" data-ts="{launch_ts}" data-dur="0" data-id="{kernel_id}">'
+                     f"<title>{_xml(hover, 4000)}</title></path>")
+    # Round trips: arcs in a band under the GPU lanes, from the producer's end to the consumer's start.
+    trips = []
+    trip_opacity = _num(min(0.85, max(0.25, 30 / max(1, step.round_trips.height))))
+    if step.round_trips.height:
+        ordered = step.round_trips.sort(["bytes", "producer_id", "consumer_id"], descending=[True, False, False])
+        biggest = max(1, int(ordered["bytes"].max() or 1))
+        for n, (prod, cons, nbytes, label) in enumerate(ordered.select(
+                "producer_id", "consumer_id", "bytes", "label").iter_rows()):
+            a, b = kernel_at.get(prod), kernel_at.get(cons)
+            if a is None or b is None:
+                continue
+            x1, x2 = a[1], b[0]
+            y1 = y2 = gpu_bottom
+            top_y = gpu_bottom + 6 + (ROUND_TRIP_BAND - 14) * math.sqrt(nbytes / biggest)
+            stroke = 0.8 + 1.6 * (nbytes / biggest)
+            hover = f"round trip {_size(nbytes)}: {label}\nwritten by {a[5]}\nread back by {b[5]}"
+            trips.append(f'<path class="tk-roundtrip" d="M{_num(x1)} {_num(y1)} C{_num(x1)} {_num(top_y)} '
+                         f'{_num(x2)} {_num(top_y)} {_num(x2)} {_num(y2)}" fill="none" stroke="{ROUND_TRIP_COLOUR}" '
+                         f'stroke-width="{_num(stroke)}" stroke-opacity="{trip_opacity}" data-ts="{a[4]}" '
+                         f'data-dur="0" data-bytes="{nbytes}" data-producer="{prod}" data-consumer="{cons}">'
+                         f"<title>{_xml(hover, 4000)}</title></path>")
+            if n < LABELLED_ROUND_TRIPS and x2 - x1 > 30:
+                trips.append(f'<text class="tk-roundtrip-label" x="{_num((x1 + x2) / 2)}" y="{_num(top_y + 2)}" '
+                             f'font-size="9" fill="{ROUND_TRIP_COLOUR}" text-anchor="middle">{_xml(_size(nbytes))}</text>')
+    overlay = []
+    if links:
+        overlay.append('<g class="tk-links">' + "".join(links) + "</g>")
+    if trips:
+        overlay.append('<g class="tk-roundtrips">' + "".join(trips) + "</g>")
+
+    # Axis (ticks over the whole drawing height), legend, left-out note.
+    legend, y = _legend(step, y + 6, width)
+    note, y = _left_out(step, y, width)
+    height = y + 8
+    axis = _axis(c, axis_y, height - 4, window)
+    svg_open = (f'<svg xmlns="http://www.w3.org/2000/svg" class="tk-timeline" data-step="{step.number}" '
+                f'data-start-ns="{step.start_ns}" data-end-ns="{step.end_ns}" width="{width}" '
+                f'height="{_num(height)}" viewBox="0 0 {width} {_num(height)}" {FONT} font-size="10" '
+                f'role="img" aria-label="{_xml(f"timeline of {step.name}")}">')
+    return "".join([
+        '<?xml version="1.0" encoding="UTF-8"?>\n', svg_open,
+        f"<title>{_xml(f'{step.name}: step timeline')}</title>",
+        f'<rect x="0" y="0" width="{width}" height="{_num(height)}" fill="#ffffff"/>',
+        axis, *background, *body, *overlay, legend, note, "</svg>\n",
+    ])
+
+
+def _cpu_lane_order(cpu) -> list[str]:
+    """CPU lanes, the busiest (longest outermost marks) first, then by name."""
+    if cpu.height == 0:
+        return []
+    import polars as pl
+
+    busy = (cpu.filter(pl.col("depth") == 0).group_by("lane").agg(busy=(pl.col("end") - pl.col("ts")).sum())
+            .join(cpu.select("lane").unique(), on="lane", how="right").with_columns(pl.col("busy").fill_null(0)))
+    return busy.sort(["busy", "lane"], descending=[True, False])["lane"].to_list()
+
+
+def _lane(lane: str, label: str, y: float, height: float, marks: Iterable[str], width: float) -> str:
+    return (f'<g class="tk-lane" data-lane="{_xml(lane)}">'
+            f'<rect class="tk-lane-bg" x="0" y="{_num(y)}" width="{_num(width)}" height="{_num(height)}" fill="#f6f7f9" '
+            f'fill-opacity="0.6"/>'
+            f'<text class="tk-lane-label" x="4" y="{_num(y + min(height, ROW) - 3)}" font-size="10" '
+            f'fill="#333333">{_xml(label, 40)}</text>'
+            + "".join(marks) + "</g>")
+
+
+def _axis(c: _Canvas, y: float, bottom: float, window: int) -> str:
+    step = _tick_step(window, c.x1 - c.x0)
+    parts = [f'<g class="tk-axis"><line x1="{_num(c.x0)}" y1="{_num(y + 16)}" x2="{_num(c.x1)}" '
+             f'y2="{_num(y + 16)}" stroke="#888888" stroke-width="0.6"/>']
+    t = 0.0
+    while t <= window + 1e-9:
+        x = c.x(int(c.start + t))
+        parts.append(f'<line x1="{_num(x)}" y1="{_num(y + 12)}" x2="{_num(x)}" y2="{_num(bottom)}" '
+                     f'stroke="#dddddd" stroke-width="0.5"/>')
+        parts.append(f'<text x="{_num(x)}" y="{_num(y + 9)}" font-size="9" fill="#555555" '
+                     f'text-anchor="middle">{_xml(_tick_label(t, step))}</text>')
+        t += step
+    parts.append(f'<text x="4" y="{_num(y + 9)}" font-size="9" fill="#555555">time from step start</text></g>')
+    return "".join(parts)
+
+
+def _legend(step: StepTimeline, y: float, width: int) -> tuple[str, float]:
+    """Swatches for the kernel classes and gap causes present, and for the mark kinds."""
+    from tracekit.analyses.launch_gaps import CAUSES
+    from tracekit.classify.rules import CLASSES
+
+    present = set(step.gpu["klass"].to_list())
+    classes = [k for k in CLASSES if k in present] + sorted(present - set(CLASSES))
+    causes_present = set(step.gaps["cause"].to_list())
+    causes = [k for k in CAUSES if k in causes_present] + sorted(causes_present - set(CAUSES))
+    entries: list[tuple[str, str, str]] = []  # (kind of swatch, colour, words)
+    entries += [("rect", CLASS_COLOURS.get(k, OTHER_COLOUR), k) for k in classes]
+    entries += [("gap", CAUSE_STYLE.get(k, (OTHER_COLOUR, k))[0], f"idle: {CAUSE_STYLE.get(k, ('', k))[1]}")
+                for k in causes]
+    entries += [("rect", OP_COLOURS[1], "CPU op (nested by depth)"), ("rect", LAUNCH_COLOUR, "launch call")]
+    if step.links.height:
+        entries.append(("line", LINK_COLOUR, "launch → GPU work"))
+    if step.round_trips.height:
+        entries.append(("line", ROUND_TRIP_COLOUR, "memory round trip (producer → consumer, bytes)"))
+    kinds = sorted(set(step.compile_spans["kind"].to_list()))
+    entries += [("rect", COMPILE_COLOURS.get(k, OTHER_COLOUR), k.replace("_", " ")) for k in kinds]
+    parts = ['<g class="tk-legend">']
+    x, row_y = 4.0, y + 10
+    for kind, colour, words in entries:
+        text_w = 12 + 5.6 * len(words) + 14
+        if x + text_w > width - 4 and x > 4:
+            x, row_y = 4.0, row_y + 15
+        if kind == "line":
+            parts.append(f'<line x1="{_num(x)}" y1="{_num(row_y - 3)}" x2="{_num(x + 10)}" y2="{_num(row_y - 3)}" '
+                         f'stroke="{colour}" stroke-width="2"/>')
+        else:
+            opacity = ' fill-opacity="0.45"' if kind == "gap" else ""
+            parts.append(f'<rect x="{_num(x)}" y="{_num(row_y - 8)}" width="10" height="10" fill="{colour}"{opacity}/>')
+        parts.append(f'<text x="{_num(x + 13)}" y="{_num(row_y)}" font-size="10" fill="#333333">{_xml(words)}</text>')
+        x += text_w
+    parts.append("</g>")
+    return "".join(parts), row_y + 8
+
+
+def _left_out(step: StepTimeline, y: float, width: int) -> tuple[str, float]:
+    if not step.left_out:
+        return "", y
+    words = ", ".join(f"{n:,} {kind.replace('_', ' ')}" for kind, n in sorted(step.left_out.items()))
+    text = f"Not drawn (this step has more marks than a picture can hold; the longest are kept): {words}"
+    return (f'<g class="tk-left-out"><text x="4" y="{_num(y + 12)}" font-size="10" fill="#a33">{_xml(text)}</text></g>',
+            y + 18)
