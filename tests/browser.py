@@ -228,3 +228,47 @@ class Page:
         data = base64.b64decode(self.browser.send("Page.captureScreenshot", params, session=self.session)["data"])
         Path(path).write_bytes(data)
         return data
+
+
+def png_colours(data: bytes, *, limit: int = 64) -> tuple[int, int, int]:
+    """``(width, height, distinct colours, counted up to limit)`` of an 8-bit RGB(A) PNG, decoded
+    here (zlib and the five scanline filters), so a blank screenshot is told from a drawn one."""
+    import struct
+    import zlib
+
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG")
+    pos, chunks, header = 8, [], None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            chunks.append(body)
+        pos += 12 + length
+    width, height, depth, colour, _, _, interlace = header
+    if depth != 8 or colour not in (2, 6) or interlace:
+        raise ValueError(f"unsupported PNG (depth {depth}, colour type {colour}, interlace {interlace})")
+    bpp = 3 if colour == 2 else 4
+    raw, stride = zlib.decompress(b"".join(chunks)), width * bpp
+    previous, seen = bytearray(stride), set()
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - bpp] if i >= bpp else 0
+            up, corner = previous[i], previous[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + ((left + up) >> 1)) & 0xFF
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                line[i] = (line[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 0xFF
+        if len(seen) < limit:
+            seen.update(bytes(line[i:i + bpp]) for i in range(0, stride, bpp * 7))
+        previous = line
+    return width, height, min(len(seen), limit)

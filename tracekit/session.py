@@ -206,13 +206,22 @@ class Session:
                     self.trace, step=step, analyses=self.analyses(unit), ceilings_override=ceilings, hta=hta)
         return self._reports[key]
 
-    def profile(self, unit: str | None = None) -> Profile:
-        """Per-unit figures (the trace's units, or spans named ``unit``) that diff and check compare."""
+    def profile(self, unit: str | None = None, *, timelines: bool = False) -> Profile:
+        """Per-unit figures (the trace's units, or spans named ``unit``) that diff and check compare;
+        ``timelines`` adds every unit's timeline (``Profile.timelines``, for a diff drawn as a page)."""
         from tracekit.diff import profile
 
-        return profile.build(self.trace, self.analyses(unit), unit=unit)
+        built = profile.build(self.trace, self.analyses(unit), unit=unit)
+        if not timelines:
+            return built
+        from dataclasses import replace
 
-    def diff(self, other: Session | str | os.PathLike[str], *, unit: str | None = None) -> Diff:
+        from tracekit.analyses import timeline
+
+        return replace(built, timelines=timeline.analyze(self.trace, self.analyses(unit)))
+
+    def diff(self, other: Session | str | os.PathLike[str], *, unit: str | None = None,
+             timelines: bool = False) -> Diff:
         """Compare this trace (A, before) with ``other`` (B, after): fusions, kernels, per-step deltas.
 
         Returns
@@ -225,7 +234,7 @@ class Session:
 
         if not isinstance(other, Session):
             other = Session(other, workers=self.workers)
-        return compare.compare(self.profile(unit), other.profile(unit))
+        return compare.compare(self.profile(unit, timelines=timelines), other.profile(unit, timelines=timelines))
 
     def check(self, expectations: Expectations | str | os.PathLike[str], *,
               unit: str | None = None) -> CheckResult:
@@ -242,9 +251,9 @@ class Session:
 
 
 def profile_of(path: str, unit: str | None, execution_trace: ExecutionTraceChoice = "auto",
-               workers: int | None = None) -> Profile:
+               workers: int | None = None, timelines: bool = False) -> Profile:
     """``Session(path).profile(unit)`` as one picklable call (``diff`` profiles A and B in two processes)."""
-    return Session(path, execution_trace=execution_trace, workers=workers).profile(unit)
+    return Session(path, execution_trace=execution_trace, workers=workers).profile(unit, timelines=timelines)
 
 
 __all__ = ["ExecutionTraceChoice", "Session", "open", "profile_of"]

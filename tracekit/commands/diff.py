@@ -17,19 +17,20 @@ from tracekit.output import refuse_inputs
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 
 
-def profiles(a_path: str, b_path: str, unit: str | None, execution_trace: str | None):
-    """Profiles of A and B; big inputs in two spawned processes (each trace's load and analyses are
-    independent, and a machine with two cores then takes about the time of one report)."""
+def profiles(a_path: str, b_path: str, unit: str | None, execution_trace: str | None, timelines: bool = False):
+    """Profiles of A and B (with every unit's timeline when ``timelines``); big inputs in two spawned
+    processes (each trace's load and analyses are independent, and a machine with two cores then
+    takes about the time of one report)."""
     from tracekit import parallel
     from tracekit.session import profile_of
 
     sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in (a_path, b_path)]
     if sum(sizes) < PARALLEL_MIN_BYTES or parallel.cores() < 2:
-        return (profile_of(a_path, unit, execution_trace, None),
-                profile_of(b_path, unit, execution_trace, None))
+        return (profile_of(a_path, unit, execution_trace, None, timelines),
+                profile_of(b_path, unit, execution_trace, None, timelines))
     with parallel.spawn_pool(2) as pool:  # one process per trace, each loading with one
-        a = pool.submit(profile_of, a_path, unit, execution_trace, 1)
-        b = pool.submit(profile_of, b_path, unit, execution_trace, 1)
+        a = pool.submit(profile_of, a_path, unit, execution_trace, 1, timelines)
+        b = pool.submit(profile_of, b_path, unit, execution_trace, 1, timelines)
         return a.result(), b.result()
 
 
@@ -54,8 +55,8 @@ def diff(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], n
     et_choice = options.execution_trace_choice(None, no_et)
     refuse_inputs(output, [a_path, b_path, *(Session(p, execution_trace=et_choice).execution_trace_path
                                              for p in (a_path, b_path))])
-    result = compare.compare(*profiles(a_path, b_path, unit, et_choice))
-    results = gates.evaluate(parsed, result)
     renderer = options.renderer(fmt, output)
+    result = compare.compare(*profiles(a_path, b_path, unit, et_choice, renderer.needs_timelines))
+    results = gates.evaluate(parsed, result)
     options.write_then_gate(output, lambda out: renderer.diff(result, out, results, color=options.colour(output)),
                             results)

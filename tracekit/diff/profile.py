@@ -118,6 +118,9 @@ class Profile:
     #: B" / "resolved in B" and ``check``'s ``no_finding``; empty when the trace's analyses lack
     #: round trips (``complete=False``).
     findings: tuple[Any, ...] = ()
+    #: Every unit's timeline (:class:`tracekit.analyses.timeline.Timelines`) when the diff is drawn
+    #: (``Session.profile(timelines=True)``: the renderer's ``needs_timelines``); None otherwise.
+    timelines: Any = None
 
 
 def kernel_identity(name: str, kernel_class: str, decoded: dict[str, Any]) -> str:

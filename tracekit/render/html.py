@@ -252,8 +252,9 @@ def charts_html(names: Sequence[tuple[str, str]], subject: Any) -> str:
         draw = getattr(charts, name, None)
         svg = draw(subject) if draw is not None else None
         if svg:
-            figures.append(f'<figure class="tk-chart" data-chart="{esc(name)}">{inline_svg(svg, f"ch{n}")}'
-                           f"<figcaption>{esc(caption)}</figcaption></figure>")
+            # The chart's own title names it; the label is for screen readers.
+            figures.append(f'<figure class="tk-chart" data-chart="{esc(name)}" aria-label="{esc(caption)}">'
+                           f'{inline_svg(svg, f"ch{n}")}</figure>')
     return f'<div class="tk-charts">{"".join(figures)}</div>' if figures else '<p class="tk-none">no charts</p>'
 
 
