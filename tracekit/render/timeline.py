@@ -11,6 +11,8 @@ is stated in a ``g.tk-left-out`` note).
 DOM (read by the HTML page's script and by tests):
 
 * root ``<svg class="tk-timeline" data-step="N" data-start-ns=".." data-end-ns=".." viewBox="0 0 W H">``;
+  ``data-x0``/``data-x1``: the user-space x of ``data-start-ns``/``data-end-ns`` (the page's script
+  redraws the time axis for the zoomed window from them);
 * ``<g class="tk-lane" data-lane="cpu:123">`` / ``data-lane="gpu:0:7"`` / ``data-lane="compile"``,
   each with its label (``text.tk-lane-label``) and its marks;
 * marks, each with a ``<title>`` child (the hover text) and ``data-ts``/``data-dur`` in ns:
@@ -351,7 +353,8 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
     height = y + 8
     axis = _axis(c, axis_y, height - 4, window)
     svg_open = (f'<svg xmlns="http://www.w3.org/2000/svg" class="tk-timeline" data-step="{step.number}" '
-                f'data-start-ns="{step.start_ns}" data-end-ns="{step.end_ns}" width="{width}" '
+                f'data-start-ns="{step.start_ns}" data-end-ns="{step.end_ns}" data-x0="{_num(c.x0)}" '
+                f'data-x1="{_num(c.x1)}" width="{width}" '
                 f'height="{_num(height)}" viewBox="0 0 {width} {_num(height)}" {FONT} font-size="10" '
                 f'role="img" aria-label="{_xml(f"timeline of {step.name}")}">')
     return "".join([
