@@ -132,10 +132,11 @@ def analyze(trace: Trace, whole: TraceAnalyses, *, default_step: int | None = No
            for k, v in CAPS.items()})
 
     cpu, cpu_out = _capped(_cpu(trace, whole), caps, "cpu", "dur")
-    gpu, gpu_out = _capped(_gpu(whole), caps, "gpu", "dur")
+    gpu_all = _gpu(whole)
+    gpu, gpu_out = _capped(gpu_all, caps, "gpu", "dur")
     gaps, gaps_out = _capped(_gaps(whole, windows), caps, "gaps", "dur", kind="gap")
     cpu = _relative_depth(cpu)
-    links, links_out = _links(gpu, cpu)
+    links, links_out = _links(gpu_all, gpu, cpu)
     trips, trips_out = _round_trips(whole, gpu, caps)
     spans, spans_out = _capped(_compile_spans(whole), caps, "compile", "dur", kind="compile")
     gpu = _short_names(gpu)
@@ -229,17 +230,19 @@ def _capped(marks: pl.DataFrame, caps: pl.DataFrame, group: str, by: str, *,
     return kept, out
 
 
-def _links(gpu: pl.DataFrame, cpu: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One link per launch call to its first activity (a graph launch replays many), kept when the
-    launch call is drawn too."""
+def _links(gpu_all: pl.DataFrame, gpu: pl.DataFrame, cpu: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One link per launch call with work in the unit, to its first drawn activity (a graph launch
+    replays many), kept when the launch call is drawn too; the others are left out."""
+    launched = gpu_all.filter(pl.col("launch_idx").is_not_null()).group_by("step").agg(
+        count=pl.col("launch_idx").n_unique().cast(pl.Int64))
     firsts = (gpu.filter(pl.col("launch_idx").is_not_null()).sort(["step", "ts", "id"])
               .unique(subset=["step", "launch_idx"], keep="first", maintain_order=True))
     drawn = cpu.filter(pl.col("kind") == "launch").select(
         "step", launch_idx="idx", launch_lane="lane", launch_depth="depth", launch_call_ts="ts")
-    found = firsts.join(drawn, on=["step", "launch_idx"], how="left", maintain_order="left")
-    kept = found.filter(pl.col("launch_lane").is_not_null())
-    left = (found.filter(pl.col("launch_lane").is_null()).group_by("step").agg(count=pl.len().cast(pl.Int64))
-            .select("step", kind=pl.lit("link"), count="count"))
+    kept = firsts.join(drawn, on=["step", "launch_idx"], how="inner", maintain_order="left")
+    left = (launched.join(kept.group_by("step").agg(drawn=pl.len().cast(pl.Int64)), on="step", how="left")
+            .select("step", kind=pl.lit("link"), count=pl.col("count") - pl.col("drawn").fill_null(0))
+            .filter(pl.col("count") > 0))
     return kept.select("step", "correlation", launch_ts="launch_call_ts", launch_lane="launch_lane",
                        launch_depth="launch_depth", kernel_id="id"), left
 

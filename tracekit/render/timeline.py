@@ -192,10 +192,15 @@ class _Canvas:
                 f'pointer-events="none">{_xml(fitted)}</text>')
 
 
-def _rect(cls: str, x: float, y: float, w: float, h: float, fill: str, title: str, ts: int, dur: int,
+def _hover(*lines: object) -> str:
+    """Hover text: each line escaped on its own (a newline in a name stays visible as ``\\x0a``)."""
+    return "\n".join(_xml(line) for line in lines)
+
+
+def _rect(cls: str, x: float, y: float, w: float, h: float, fill: str, hover: tuple, ts: int, dur: int,
           extra: str = "", more: str = "") -> str:
     return (f'<rect class="{cls}" x="{_num(x)}" y="{_num(y)}" width="{_num(w)}" height="{_num(h)}" '
-            f'fill="{fill}" data-ts="{ts}" data-dur="{dur}"{extra}{more}><title>{_xml(title, 4000)}</title></rect>')
+            f'fill="{fill}" data-ts="{ts}" data-dur="{dur}"{extra}{more}><title>{_hover(*hover)}</title></rect>')
 
 
 def draw(step: StepTimeline, *, width: int = 1200) -> str:
@@ -220,7 +225,7 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
         for ts, end, kind, label in step.compile_spans.select("ts", "end", "kind", "label").iter_rows():
             x, w = c.span(ts, end)
             marks.append(_rect("tk-compile", x, y + 1, w, COMPILE_LANE - 2, COMPILE_COLOURS.get(kind, OTHER_COLOUR),
-                               f"{kind}: {label}\n{duration(end - ts)}", ts, end - ts, f' data-kind="{_xml(kind)}"'))
+                               (f"{kind}: {label}", duration(end - ts)), ts, end - ts, f' data-kind="{_xml(kind)}"'))
             marks.append(c.label(label, x, w, y + COMPILE_LANE - 4))
         body.append(_lane("compile", "compile / graph record", y, COMPILE_LANE, marks, c.x1 + RIGHT_MARGIN))
         y += COMPILE_LANE + LANE_GAP
@@ -242,12 +247,12 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
             top = y + depth * ROW
             if kind == "launch":
                 marks.append(_rect("tk-launch", x, top + 3, w, ROW - 5, LAUNCH_COLOUR,
-                                   f"{name}\n{duration(end - ts)} · correlation {corr}", ts, end - ts,
+                                   (name, f"{duration(end - ts)} · correlation {corr}"), ts, end - ts,
                                    f' data-depth="{depth}"'))
                 launch_at[(lane, ts)] = top + ROW - 2
             else:
                 marks.append(_rect("tk-op", x, top + 0.5, w, ROW - 1, OP_COLOURS[depth % len(OP_COLOURS)],
-                                   f"{name}\n{duration(end - ts)} · depth {depth} · {_lane_label(lane)}", ts,
+                                   (name, f"{duration(end - ts)} · depth {depth} · {_lane_label(lane)}"), ts,
                                    end - ts, f' data-depth="{depth}"', ' stroke="#ffffff" stroke-width="0.3"'))
                 marks.append(c.label(name, x, w, top + ROW - 3.5))
         body.append(_lane(lane, _lane_label(lane), y, height, marks, c.x1 + RIGHT_MARGIN))
@@ -273,7 +278,7 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
         colour, words = CAUSE_STYLE.get(cause, (OTHER_COLOUR, cause))
         x, w = c.span(ts, end)
         gap_marks.append(_rect("tk-gap", x, lo - 1, w, hi - lo + 2, colour,
-                               f"GPU {device} idle {duration(end - ts)}: {words} ({cause})", ts, end - ts,
+                               (f"GPU {device} idle {duration(end - ts)}: {words} ({cause})",), ts, end - ts,
                                f' data-cause="{_xml(cause)}"', ' fill-opacity="0.28"'))
     if gap_marks:
         background.append('<g class="tk-gaps">' + "".join(gap_marks) + "</g>")
@@ -286,8 +291,8 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
             x, w = c.span(ts, end)
             cls = {"memcpy": "tk-memcpy", "memset": "tk-memset"}.get(kind, "tk-kernel")
             extra = f' data-class="{_xml(klass)}" data-id="{ident}"' if cls == "tk-kernel" else f' data-id="{ident}"'
-            hover = (f"{name}\n{kind} · class {klass} · library {library}\n{duration(end - ts)} · "
-                     f"{_lane_label(lane)} · correlation {corr}")
+            hover = (name, f"{kind} · class {klass} · library {library}",
+                     f"{duration(end - ts)} · {_lane_label(lane)} · correlation {corr}")
             marks.append(_rect(cls, x, top + 1, w, GPU_LANE - 2, CLASS_COLOURS.get(klass, OTHER_COLOUR), hover,
                                ts, end - ts, extra))
             marks.append(c.label(short or name, x, w, top + GPU_LANE - 6))
@@ -308,7 +313,7 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
         target = kernel_at.get(kernel_id)
         if start is None or target is None:
             continue  # the analysis keeps a link only with both ends; a renderer never fails on one
-        hover = (f"launch call (correlation {corr}) → {target[5]}\n"
+        hover = (f"launch call (correlation {corr}) → {target[5]}",
                  f"the work started {duration(target[3] - launch_ts)} after the call began")
         x1, y1 = c.x(launch_ts), start
         x2, y2 = target[0], target[2] + 1
@@ -316,7 +321,7 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
         links.append(f'<path class="tk-link" d="M{_num(x1)} {_num(y1)} C{_num(x1)} {_num(mid)} {_num(x2)} '
                      f'{_num(mid)} {_num(x2)} {_num(y2)}" fill="none" stroke="{LINK_COLOUR}" stroke-width="0.7" '
                      f'stroke-opacity="{link_opacity}" data-ts="{launch_ts}" data-dur="0" data-id="{kernel_id}">'
-                     f"<title>{_xml(hover, 4000)}</title></path>")
+                     f"<title>{_hover(*hover)}</title></path>")
     # Round trips: arcs in a band under the GPU lanes, from the producer's end to the consumer's start.
     trips = []
     trip_opacity = _num(min(0.85, max(0.25, 30 / max(1, step.round_trips.height))))
@@ -332,12 +337,12 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
             y1 = y2 = gpu_bottom
             top_y = gpu_bottom + 6 + (ROUND_TRIP_BAND - 14) * math.sqrt(nbytes / biggest)
             stroke = 0.8 + 1.6 * (nbytes / biggest)
-            hover = f"round trip {_size(nbytes)}: {label}\nwritten by {a[5]}\nread back by {b[5]}"
+            hover = (f"round trip {_size(nbytes)}: {label}", f"written by {a[5]}", f"read back by {b[5]}")
             trips.append(f'<path class="tk-roundtrip" d="M{_num(x1)} {_num(y1)} C{_num(x1)} {_num(top_y)} '
                          f'{_num(x2)} {_num(top_y)} {_num(x2)} {_num(y2)}" fill="none" stroke="{ROUND_TRIP_COLOUR}" '
                          f'stroke-width="{_num(stroke)}" stroke-opacity="{trip_opacity}" data-ts="{a[4]}" '
                          f'data-dur="0" data-bytes="{nbytes}" data-producer="{prod}" data-consumer="{cons}">'
-                         f"<title>{_xml(hover, 4000)}</title></path>")
+                         f"<title>{_hover(*hover)}</title></path>")
             if n < LABELLED_ROUND_TRIPS and x2 - x1 > 30:
                 trips.append(f'<text class="tk-roundtrip-label" x="{_num((x1 + x2) / 2)}" y="{_num(top_y + 2)}" '
                              f'font-size="9" fill="{ROUND_TRIP_COLOUR}" text-anchor="middle">{_xml(_size(nbytes))}</text>')
