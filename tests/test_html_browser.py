@@ -151,11 +151,20 @@ def test_step_selection_switches_the_shown_step(chromium, pages):
 def test_zoom_rewrites_the_view_box_x_range(chromium, pages):
     page = _open(chromium, pages["report"])
     x0, y0, w0, h0 = _view_box(page)
+    labels = ("[...document.querySelectorAll('#timeline .tk-view text.tk-lane-label')]"
+              ".map(t => Math.round(t.getBoundingClientRect().left))")
+    before = page.evaluate(labels)
+    assert len(before) >= 2
     x, y = _centre(page, "button[data-zoom='in']")  # a real click on the + button
     page.mouse("mousePressed", x, y, button="left", clickCount=1)
     page.mouse("mouseReleased", x, y, button="left", clickCount=1)
     x1, y1, w1, h1 = _view_box(page)
     assert (y1, h1) == (y0, h0) and w1 == pytest.approx(w0 / 2) and x0 < x1 < x0 + w0 / 2 + 1e-6
+    # The lane labels stay where they were; the time axis is redrawn for the window shown.
+    assert page.evaluate(labels) == before
+    ticks = page.evaluate("[...document.querySelectorAll('#timeline .tk-view g.tk-zoom-axis text')]"
+                          ".map(t => t.textContent)")
+    assert len(ticks) >= 2 and all(t.endswith(("ms", "µs", "ns")) for t in ticks)
     # The wheel over the drawing zooms in further, around the pointer.
     cx, cy = _centre(page, "#timeline .tk-view svg.tk-timeline")
     page.mouse("mouseWheel", cx, cy, deltaX=0, deltaY=-120)

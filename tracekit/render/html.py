@@ -267,9 +267,14 @@ def _status(value: str) -> bool:
 # -- the diff's timelines ------------------------------------------------------------------------
 
 def _diff_step_width(dur: int, longest: int) -> int:
+    """The width to draw a step of ``dur`` ns at, so that its time axis has the scale of the
+    ``longest`` step's drawn at :data:`TIMELINE_WIDTH` (the lane labels' column is not time)."""
+    from tracekit.render import timeline
+
     if longest <= 0:
         return TIMELINE_WIDTH
-    return max(MIN_TIMELINE_WIDTH, round(TIMELINE_WIDTH * dur / longest))
+    fixed = timeline.LABEL_WIDTH + timeline.RIGHT_MARGIN
+    return max(MIN_TIMELINE_WIDTH, round(fixed + (TIMELINE_WIDTH - fixed) * dur / longest))
 
 
 def diff_timelines(diff: Diff) -> str:

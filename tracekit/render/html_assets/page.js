@@ -1,7 +1,9 @@
 /* tracekit HTML pages: step selection, zoom and hover details of the step timelines.
- * Contract (tracekit/render/timeline.py): svg.tk-timeline with a viewBox whose x range is time;
- * marks carry a <title> (hover text). Zoom rewrites the viewBox x/width only (y stays), with
- * preserveAspectRatio="none"; text is counter-scaled so labels keep their shape. */
+ * Contract (tracekit/render/timeline.py): svg.tk-timeline with a viewBox whose x range is time
+ * (data-x0/data-x1: the x of data-start-ns/data-end-ns); marks carry a <title> (hover text).
+ * Zoom rewrites the viewBox x/width only (y stays), with preserveAspectRatio="none"; text is
+ * counter-scaled so it keeps its shape, the labels and legend stay in place, and the time axis is
+ * redrawn for the window shown. */
 (function () {
   "use strict";
   var MIN_SPAN = 1 / 2000;  // deepest zoom: 1/2000 of the window
@@ -11,30 +13,110 @@
     return vb.length === 4 && vb.every(isFinite) ? vb : null;
   }
 
+  var SVG_NS = "http://www.w3.org/2000/svg";
+
+  function make(tag, attrs) {
+    var el = document.createElementNS(SVG_NS, tag);
+    for (var k in attrs) el.setAttribute(k, String(attrs[k]));
+    return el;
+  }
+
+  // Set up a drawing for zooming, once: fix its drawn size (a narrower viewBox then stretches x
+  // instead of changing the aspect ratio), and gather what labels the drawing rather than a time
+  // (its title, lane labels, legend, left-out note, axis caption) into one group kept in place.
   function prepare(svg) {
-    if (svg.getAttribute("data-vb0")) return parseBox(svg);
+    if (svg.tkZoom) return svg.tkZoom;
     var vb = parseBox(svg);
     if (!vb) return null;
     svg.setAttribute("data-vb0", vb.join(" "));
-    // Fix the drawn size so a narrower viewBox stretches x instead of changing the aspect ratio.
     if (!svg.getAttribute("width")) svg.setAttribute("width", String(vb[2]));
     if (!svg.getAttribute("height")) svg.setAttribute("height", String(vb[3]));
     svg.setAttribute("preserveAspectRatio", "none");
-    return vb;
+    var z = {vb: vb, x0: parseFloat(svg.getAttribute("data-x0")), x1: parseFloat(svg.getAttribute("data-x1")),
+             axis: svg.querySelector("g.tk-axis"), zoomAxis: null};
+    z.plot = isFinite(z.x0) && isFinite(z.x1) && z.x1 > z.x0;
+    var start = svg.getAttribute("data-start-ns"), end = svg.getAttribute("data-end-ns");
+    try { z.span = Number(BigInt(end) - BigInt(start)); } catch (e) { z.span = Number(end) - Number(start); }
+    z.pinned = make("g", {"class": "tk-pinned"});
+    z.cover = make("rect", {x: vb[0], y: vb[1], width: z.plot ? Math.max(0, z.x0 - vb[0]) : 0, height: vb[3],
+                            fill: "#ffffff", display: "none"});
+    z.pinned.appendChild(z.cover);
+    z.coverRight = make("rect", {x: z.plot ? z.x1 : vb[0] + vb[2], y: vb[1], height: vb[3], fill: "#ffffff",
+                                 width: z.plot ? Math.max(0, vb[0] + vb[2] - z.x1) : 0, display: "none"});
+    z.pinned.appendChild(z.coverRight);
+    var fixed = svg.querySelectorAll("text.tk-title, text.tk-lane-label, g.tk-legend, g.tk-left-out");
+    for (var i = 0; i < fixed.length; i++) z.pinned.appendChild(fixed[i]);
+    if (z.axis && z.plot) {
+      var texts = z.axis.querySelectorAll("text");
+      for (var j = 0; j < texts.length; j++) {
+        if (parseFloat(texts[j].getAttribute("x")) < z.x0 && texts[j].getAttribute("text-anchor") !== "middle") {
+          z.pinned.appendChild(texts[j]);
+        }
+      }
+      z.zoomAxis = make("g", {"class": "tk-zoom-axis", display: "none"});
+      z.axis.parentNode.insertBefore(z.zoomAxis, z.axis.nextSibling);
+    }
+    svg.appendChild(z.pinned);
+    svg.tkZoom = z;
+    return z;
+  }
+
+  function niceStep(span, ticks) {
+    var raw = span / ticks, p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+  }
+
+  function tickLabel(ns, step) {
+    var unit = step >= 1e6 ? [1e6, "ms"] : step >= 1e3 ? [1e3, "µs"] : [1, "ns"];
+    var digits = Math.max(0, -Math.floor(Math.log10(step / unit[0]) + 1e-9));
+    return (ns / unit[0]).toLocaleString("en-US", {minimumFractionDigits: digits, maximumFractionDigits: digits}) +
+      " " + unit[1];
+  }
+
+  // The time axis of the zoomed window: ticks at round times over the part of the plot shown.
+  function drawZoomAxis(z, vx, w) {
+    var g = z.zoomAxis, base = z.axis.querySelector("line"), tick = z.axis.querySelectorAll("line")[1];
+    var label = z.axis.querySelector("text[text-anchor='middle']");
+    while (g.firstChild) g.removeChild(g.firstChild);
+    var lo = Math.max(vx, z.x0), hi = Math.min(vx + w, z.x1);
+    if (!(hi > lo) || !(z.span > 0)) return;
+    var perX = z.span / (z.x1 - z.x0), t0 = (lo - z.x0) * perX, t1 = (hi - z.x0) * perX;
+    var step = niceStep(t1 - t0, 8);
+    if (base) g.appendChild(make("line", {x1: lo, x2: hi, y1: base.getAttribute("y1"), y2: base.getAttribute("y2"),
+                                          stroke: "#888888", "stroke-width": 0.6}));
+    for (var t = Math.ceil(t0 / step) * step; t <= t1 + step * 1e-9; t += step) {
+      var x = z.x0 + t / perX;
+      if (x > vx + 0.97 * w) break;  // a label at the right edge would be cut
+      if (tick) g.appendChild(make("line", {x1: x, x2: x, y1: tick.getAttribute("y1"), y2: tick.getAttribute("y2"),
+                                            stroke: "#dddddd", "stroke-width": 0.5}));
+      var text = make("text", {x: x, y: label ? label.getAttribute("y") : 12, "font-size": 9, fill: "#555555",
+                               "text-anchor": "middle"});
+      text.textContent = tickLabel(t, step);
+      g.appendChild(text);
+    }
   }
 
   function applyWindow(svg, f0, f1) {
-    var vb = prepare(svg);
-    if (!vb) return;
-    var x = vb[0] + f0 * vb[2], w = (f1 - f0) * vb[2];
+    var z = prepare(svg);
+    if (!z) return;
+    var vb = z.vb, x = vb[0] + f0 * vb[2], w = (f1 - f0) * vb[2], s = w / vb[2], zoomed = s < 1 - 1e-9;
     svg.setAttribute("viewBox", [x, vb[1], w, vb[3]].join(" "));
-    var s = w / vb[2];  // text would be stretched by 1/s: scale it back around its anchor
+    z.pinned.setAttribute("transform", "translate(" + (x - vb[0] * s) + " 0) scale(" + s + " 1)");
+    z.cover.setAttribute("display", zoomed ? "inline" : "none");
+    z.coverRight.setAttribute("display", zoomed ? "inline" : "none");
+    if (z.zoomAxis) {
+      z.axis.setAttribute("display", zoomed ? "none" : "inline");
+      z.zoomAxis.setAttribute("display", zoomed ? "inline" : "none");
+      if (zoomed) drawZoomAxis(z, x, w);
+    }
+    // Text would be stretched by 1/s: scale it back around its anchor (the pinned group is whole).
     var texts = svg.querySelectorAll("text");
     for (var i = 0; i < texts.length; i++) {
       var t = texts[i];
+      if (z.pinned.contains(t)) continue;
       if (!t.hasAttribute("data-tf0")) t.setAttribute("data-tf0", t.getAttribute("transform") || "");
       var ax = parseFloat(t.getAttribute("x")) || 0, base = t.getAttribute("data-tf0");
-      if (s === 1) {
+      if (!zoomed) {
         if (base) t.setAttribute("transform", base); else t.removeAttribute("transform");
       } else {
         t.setAttribute("transform", "translate(" + ax + " 0) scale(" + s + " 1) translate(" + (-ax) + " 0)" +
