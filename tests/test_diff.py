@@ -366,6 +366,9 @@ def test_every_renderer_on_empty_cpu_only_and_hostile_names(tmp_path, fmt):
             assert [s["name"] for f in data["findings"] for s in f["subjects"]] == ([HOSTILE] if HOSTILE in verdict else [])
         elif fmt == "md":
             assert f"**Verdict:** {md_escape(verdict)}" in text
+        elif fmt == "svg":  # the per-class bars A vs B (tests/test_svg.py), or a sentence when no kernel ran
+            assert text.startswith("<svg") and text.rstrip().endswith("</svg>")
+            assert ("Nothing to draw" in text) == (HOSTILE not in verdict)
         elif fmt == "html":  # the page's text: tags dropped, entities decoded (names are never tags)
             assert "<b>" not in text
             assert f"Verdict: {verdict}" in html.unescape(re.sub(r"<[^>]*>", "", text))

@@ -68,6 +68,13 @@ def test_every_renderer_on_every_shape(tmp_path, make, fmt):
         assert json_check(data)
     elif fmt == "md":
         assert text.startswith("# " + md_escape(title)) and md_text in text
+    elif fmt == "svg":  # one picture, XML-valid; tests/test_svg.py checks the pictures themselves
+        import xml.etree.ElementTree as ET
+
+        root = ET.fromstring(text)
+        assert root.tag == "{http://www.w3.org/2000/svg}svg"
+        # built without timelines: the class chart for the GPU trace, else a sentence saying nothing was drawn
+        assert ("GPU time by kernel class per step" in text) if make is _gpu else ("Nothing to draw" in text)
     elif fmt == "html":  # tests/test_html_report.py reads pages in a browser
         shown = {"_empty": '<h3>Steps</h3><p class="tk-none">none</p>', "_cpu_only": "<td>aten::add</td><td>1</td>",
                  "_gpu": "<td>vectorized_elementwise_kernel&lt;4, MulFunctor&gt;</td>"}[make.__name__]

@@ -1,5 +1,5 @@
 """Writing output files safely: a regular file is replaced atomically, anything else written through,
-and no input is ever an output.
+and no input is ever an output; a format writing several files writes each so (:func:`write_files`).
 
 Contract: :func:`atomic_path` yields the path a writer writes to. For a regular file (or a new
 one) it is a temp file beside the target, renamed into place on success: a run that fails half-way
@@ -133,3 +133,24 @@ def refuse_inputs(output: str | os.PathLike[str] | None,
         if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
             raise UsageError(f"-o {os.fspath(output)} is the input {os.fspath(item)}: "
                              "refusing to overwrite an input (write the output elsewhere)")
+
+
+def write_files(directory: str | os.PathLike[str], files: dict[str, str],
+                inputs: Iterable[str | os.PathLike[str] | None]) -> None:
+    """Write each ``{file name: text}`` of ``files`` into ``directory`` (made, with its parents, when
+    missing), each file as :func:`atomic_text` writes one: a failure leaves every file already there
+    untouched or wholly replaced. Before anything is written, :class:`UsageError` when ``directory``
+    is not a directory or one of the files would be one of ``inputs`` (:func:`refuse_inputs`)."""
+    root = Path(directory)
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"{os.fspath(directory)}: not a directory (the output of this format is a directory)")
+    inputs = list(inputs)
+    for name in files:
+        refuse_inputs(root / name, inputs)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"{os.fspath(directory)}: cannot create the directory ({err.strerror or err})") from None
+    for name, text in files.items():
+        with atomic_text(root / name) as out:
+            out.write(text)

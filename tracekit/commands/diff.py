@@ -53,10 +53,13 @@ def diff(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], n
 
     parsed = [gates.parse(text) for text in fail_if]  # a typo fails before the slow part
     et_choice = options.execution_trace_choice(None, no_et)
-    refuse_inputs(output, [a_path, b_path, *(Session(p, execution_trace=et_choice).execution_trace_path
-                                             for p in (a_path, b_path))])
     renderer = options.renderer(fmt, output)
+    target = renderer.files_target(output)  # a format writing files: where, checked before the slow part
+    inputs = [a_path, b_path, *(Session(p, execution_trace=et_choice).execution_trace_path for p in (a_path, b_path))]
+    if target is None:
+        refuse_inputs(output, inputs)
     result = compare.compare(*profiles(a_path, b_path, unit, et_choice, renderer.needs_timelines))
     results = gates.evaluate(parsed, result)
     options.write_then_gate(output, lambda out: renderer.diff(result, out, results, color=options.colour(output)),
-                            results)
+                            results, target=target, inputs=inputs,
+                            files=lambda index: renderer.diff_files(result, results, index=index))

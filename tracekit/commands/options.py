@@ -15,8 +15,9 @@ from tracekit.render.base import Renderer
 
 output_format = click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
                              help="Output format (default: from -o's extension, else term).")
-output = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), default=None,
-                      help="Write to this file instead of stdout.")
+output = click.option("-o", "--output", type=click.Path(path_type=str), default=None,
+                      help="Write to this file instead of stdout (--format svg: a directory, DIR/NAME.md or "
+                           "FILE.svg).")
 unit = click.option("--unit", default=None, metavar="NAME",
                     help="Use each span of this name (e.g. mlp_fwd) as a step, instead of the ProfilerSteps "
                          "or, without them, the iteration units found automatically.")
@@ -36,14 +37,30 @@ def renderer(fmt: str | None, path: str | None) -> Renderer:
     return renderer_for(format_for_path(path, fmt))
 
 
-def write_then_gate(output: str | None, write: Callable[[TextIO], None], results: Sequence[Any],
-                    name: Callable[[Any], str] = lambda r: r.gate.text) -> None:
-    """Write the whole output (``write(out)``), then raise :class:`GateFailed` (exit 1) naming each
-    ``--fail-if`` result that failed (``name``)."""
-    from tracekit.output import open_output
+def write_result(output: str | None, stream: Callable[[TextIO], None], *,
+                 target: tuple[str, str | None] | None = None, inputs: Sequence[str | None] = (),
+                 files: Callable[[str | None], dict[str, str]] | None = None) -> None:
+    """Write a result: ``stream(out)`` to ``output`` (stdout when None) or, for a format that writes
+    files, ``files(index)`` into ``target``'s directory (``target``: the renderer's
+    :meth:`~tracekit.render.base.Renderer.files_target`, asked before the slow part; no file that
+    is one of ``inputs`` is written)."""
+    from tracekit.output import open_output, write_files
 
+    if target is not None and files is not None:
+        directory, index = target
+        write_files(directory, files(index), inputs)
+        return
     with open_output(output) as out:
-        write(out)
+        stream(out)
+
+
+def write_then_gate(output: str | None, write: Callable[[TextIO], None], results: Sequence[Any],
+                    name: Callable[[Any], str] = lambda r: r.gate.text, *,
+                    target: tuple[str, str | None] | None = None, inputs: Sequence[str | None] = (),
+                    files: Callable[[str | None], dict[str, str]] | None = None) -> None:
+    """Write the whole output (``write(out)``, or ``files`` into ``target``: :func:`write_result`), then
+    raise :class:`GateFailed` (exit 1) naming each ``--fail-if`` result that failed (``name``)."""
+    write_result(output, write, target=target, inputs=inputs, files=files)
     failed = [r for r in results if r.failed]
     if failed:
         raise GateFailed(f"{len(failed)} of {len(results)} gates failed: " + ", ".join(name(r) for r in failed))

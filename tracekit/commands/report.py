@@ -44,6 +44,7 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     from tracekit.findings import parse_gate
 
     renderer = options.renderer(fmt, output)
+    target = renderer.files_target(output)  # a format writing files: where, checked before the slow part
     gated = [parse_gate(text) for text in fail_if]  # a typo fails before the slow part
     if os.path.isdir(trace_path):
         from tracekit import ranks
@@ -58,10 +59,12 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     overrides = options.parse_ceilings(ceilings)
     session = Session(trace_path, execution_trace=options.execution_trace_choice(et_path, no_et),
                       workers=None, show_progress=True)
-    refuse_inputs(output, [trace_path, session.execution_trace_path])
+    inputs = [trace_path, session.execution_trace_path]
+    if target is None:
+        refuse_inputs(output, inputs)
     result = session.report(step=step, ceilings=overrides, hta=hta, unit=unit, timelines=renderer.needs_timelines)
-    with open_output(output) as out:
-        renderer.report(result, out, color=options.colour(output))
+    options.write_result(output, lambda out: renderer.report(result, out, color=options.colour(output)),
+                         target=target, inputs=inputs, files=lambda index: renderer.report_files(result, index=index))
     hits = sorted({f.rule for f in result.findings} & set(gated))
     if hits:
         from tracekit.errors import GateFailed

@@ -16,11 +16,12 @@ from tracekit.render.base import Renderer
 from tracekit.render.html import HtmlRenderer
 from tracekit.render.json import JsonRenderer
 from tracekit.render.markdown import MarkdownRenderer
+from tracekit.render.svg import SvgRenderer
 from tracekit.render.term import TermRenderer
 
 #: Every format by name; the first is the default.
 RENDERERS: dict[str, Renderer] = {r.name: r for r in (TermRenderer(), MarkdownRenderer(), JsonRenderer(),
-                                                      HtmlRenderer())}
+                                                      HtmlRenderer(), SvgRenderer())}
 #: The format names, in registry order.
 FORMATS: tuple[str, ...] = tuple(RENDERERS)
 _DEFAULT = FORMATS[0]

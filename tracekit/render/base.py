@@ -9,6 +9,12 @@ Adding a format (HTML, SVG, …) is one module defining a :class:`Renderer` subc
 in :data:`tracekit.render.RENDERERS`; ``--format`` and the ``-o`` extension mapping follow from the
 registry. A subclass that leaves a method out cannot be instantiated (``abc``), so a format covers
 every result kind or fails at import.
+
+A format whose output is several files (``svg``: pictures plus the Markdown showing them) sets
+``writes_files``; :meth:`Renderer.files_target` reads ``-o`` (a directory, or one file) before any
+work is done, and the result comes as ``{file name: text}`` (:meth:`Renderer.report_files`,
+:meth:`Renderer.diff_files`), written by :func:`tracekit.output.write_files`. Its stream methods
+still write the one document ``-o FILE`` asks for.
 """
 
 from __future__ import annotations
@@ -37,6 +43,25 @@ class Renderer(abc.ABC):
     #: Whether :meth:`report` draws step timelines (``Report.timelines``): the command computes them
     #: only for a renderer that says so (they cost time on a big trace).
     needs_timelines: ClassVar[bool] = False
+    #: Whether the format writes several files into a directory (``svg``: the pictures and the Markdown
+    #: that shows them) rather than one document to a stream. Such a format also implements
+    #: :meth:`files_target`, :meth:`report_files` and :meth:`diff_files` (module docstring).
+    writes_files: ClassVar[bool] = False
+
+    def files_target(self, output: str | None) -> tuple[str, str | None] | None:
+        """For a ``writes_files`` format: ``(directory, index file name or None)`` that ``-o output``
+        asks for, or None when ``output`` names one document the stream methods write; raise
+        :class:`~tracekit.errors.UsageError` when ``output`` cannot be written by this format."""
+        return None
+
+    def report_files(self, report: Report, *, index: str | None = None) -> dict[str, str]:
+        """For a ``writes_files`` format: ``tracekit report`` as ``{file name: text}``."""
+        raise NotImplementedError(f"{self.name} writes one document")
+
+    def diff_files(self, diff: Diff, gate_results: Sequence[GateResult] = (), *,
+                   index: str | None = None) -> dict[str, str]:
+        """For a ``writes_files`` format: ``tracekit diff`` as ``{file name: text}``."""
+        raise NotImplementedError(f"{self.name} writes one document")
 
     @abc.abstractmethod
     def report(self, report: Report, out: TextIO, *, color: bool = False, width: int | None = None) -> None:

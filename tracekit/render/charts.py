@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tracekit.render.text import for_display
+from tracekit.render.timeline import CLASS_COLOURS, OTHER_COLOUR
 
 if TYPE_CHECKING:
     from tracekit.diff.compare import Diff
@@ -47,14 +48,6 @@ if TYPE_CHECKING:
 MAX_BARS = 64
 #: Longest name shown in a chart (tooltips and legends); the full name stays in the report.
 LABEL_LIMIT = 80
-#: One colour per kernel class (:data:`tracekit.classify.CLASSES` order; Tableau 10/20 hues), so a
-#: class has the same colour in every chart and every report.
-CLASS_COLOURS: dict[str, str] = {
-    "gemm": "#4e79a7", "triton_fused": "#f28e2b", "triton_custom": "#ffbe7d", "elementwise": "#59a14f",
-    "reduction": "#8cd17d", "copy": "#b6992d", "memcpy": "#f1ce63", "memset": "#86bcb6",
-    "attention": "#e15759", "normalization": "#ff9d9a", "communication": "#b07aa1", "other": "#bab0ac",
-}
-_OTHER_COLOUR = "#79706e"
 #: Colours of A and B in :func:`class_time_a_vs_b`.
 SIDE_COLOURS = ("#9c9c9c", "#4e79a7")
 
@@ -175,8 +168,9 @@ def class_ab_rows(diff: Diff) -> tuple[list[dict[str, Any]], tuple[str, str]]:
 
 
 def class_colour(klass: str) -> str:
-    """The colour of kernel class ``klass`` (:data:`CLASS_COLOURS`)."""
-    return CLASS_COLOURS.get(klass, _OTHER_COLOUR)
+    """The colour of kernel class ``klass``: the timeline's (:data:`tracekit.render.timeline.CLASS_COLOURS`),
+    so a class has one colour in every picture."""
+    return CLASS_COLOURS.get(klass, OTHER_COLOUR)
 
 
 # ------------------------------------------------------------------------------ Vega-Lite specs

@@ -105,13 +105,26 @@ def _details(title: str, body: str) -> list[str]:
     return ["", f"<details><summary>{md_escape(title, html=True)}</summary>", "", body, "", "</details>"]
 
 
+def _pictures(pictures: Sequence[tuple[str, str]], heading: str = "## Pictures") -> list[str]:
+    """Image lines for ``(alt text, relative path)`` pairs; paths are file names this package chose
+    (``timeline.svg``), alt text is escaped; a pair without a path is a sentence (nothing drawn)."""
+    if not pictures:
+        return []
+    lines = ["", heading]
+    for alt, path in pictures:
+        lines += ["", f"![{md_escape(alt)}]({path})" if path else f"_{md_escape(alt)}_"]
+    return lines
+
+
 class MarkdownRenderer(Renderer):
     """GitHub Markdown (``.md``, ``.markdown``)."""
 
     name = "md"
     extensions = (".md", ".markdown")
 
-    def report(self, report: Report, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
+    def report(self, report: Report, out: TextIO, *, color: bool = False, width: int | None = None,
+               pictures: Sequence[tuple[str, str]] = ()) -> None:
+        """``pictures``: ``(alt text, relative path)`` of images shown after the facts (the ``svg`` format)."""
         from tracekit.render import finding_sections, sections
 
         facts = sections.facts_lines(report)
@@ -119,6 +132,7 @@ class MarkdownRenderer(Renderer):
         title, headers, rows = finding_sections.findings_table(report.findings)
         parts += [f"## {md_escape(title)}", "", table(headers, rows) if rows else "_none_", ""]
         parts += [f"- **{md_escape(label)}**: {md_escape(value)}" for label, value in facts[1:]]
+        parts += _pictures(pictures)
         for title, headers, rows in sections.all_tables(report):
             parts += ["", f"## {md_escape(title)}", ""]
             parts.append(table(headers, rows) if rows else "_none_")
@@ -132,7 +146,8 @@ class MarkdownRenderer(Renderer):
         out.write("\n".join(parts) + "\n")
 
     def diff(self, diff: Diff, out: TextIO, gate_results: Sequence[GateResult] = (), *, color: bool = False,
-             width: int | None = None) -> None:
+             width: int | None = None, pictures: Sequence[tuple[str, str]] = ()) -> None:
+        """``pictures``: ``(alt text, relative path)`` of images shown before the details (``svg``)."""
         from tracekit.render import diff_sections as S
 
         verdict = "".join(cell(p, in_table=False) for p in S.verdict_parts(diff))
@@ -148,6 +163,7 @@ class MarkdownRenderer(Renderer):
             failed = sum(1 for r in gate_results if r.failed)
             parts += ["", f"**{md_escape(title)}:** " + (f"{failed} failed" if failed else "all pass"), "",
                       table(headers, rows)]
+        parts += _pictures(pictures, "**Pictures**")
         for title, headers, rows in S.detail_tables(diff):
             parts += _details(title, table(headers, rows) if rows else "_none_")
         parts += _details("How this was measured",
