@@ -47,6 +47,8 @@ class Facts:
     unanalysed_families: dict[str, int] = field(default_factory=dict)
     dropped_events: dict[str, int] = field(default_factory=dict)
     partial: str | None = None
+    #: Events ``tracekit annotate`` added to the file, set aside by the load (0 for a profiler's trace).
+    annotations: int = 0
 
 
 @dataclass(frozen=True)
@@ -263,7 +265,7 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         step_numbers=numbers, graph_hashes=dispatch.graph_hashes(preops),
         unanalysed_activity=dict(meta.unanalysed_activity),
         unanalysed_families=_families(meta.unanalysed_activity), dropped_events=dict(meta.dropped_events),
-        partial=meta.partial,
+        partial=meta.partial, annotations=meta.annotations,
     )
     held = _memory(trace, attributed)
     found = findings_rules.analyze(trace, whole, compile_preops=preops, ceilings=rates.ceilings, step=step,

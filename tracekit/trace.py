@@ -131,6 +131,17 @@ UNANALYSED: dict[str, tuple[str, str]] = {
 }
 
 
+#: Category of the events ``tracekit annotate`` adds to a trace (``tracekit`` and ``tracekit.<track>``):
+#: the loader counts them (``TraceMeta.annotations``) and sets them aside, so that an annotated trace
+#: reports what its original did.
+ANNOTATION_CATEGORY = "tracekit"
+
+
+def is_annotation(cat: str) -> bool:
+    """Whether an event of category ``cat`` is one of tracekit's own annotations."""
+    return cat == ANNOTATION_CATEGORY or cat.startswith(ANNOTATION_CATEGORY + ".")
+
+
 def empty_frame(schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """An empty frame with ``schema`` (used for traces without such events)."""
     return pl.DataFrame(schema=schema)
@@ -165,7 +176,9 @@ class TraceMeta:
     tracekit reads (the frames above) left out, by reason (``unusable_time``: a ``ts``/``dur``
     missing, not a number, NaN/Infinity, negative or out of range; ``not_an_event``: an entry of
     ``traceEvents`` that is not an object with a ``ph``); ``partial`` is None for a whole trace,
-    else why only the events before a cut were read (``--partial`` on a truncated or corrupt input).
+    else why only the events before a cut were read (``--partial`` on a truncated or corrupt input);
+    ``annotations`` counts the events ``tracekit annotate`` added (:data:`ANNOTATION_CATEGORY`), set
+    aside unread.
     """
 
     path: str
@@ -181,6 +194,7 @@ class TraceMeta:
     unanalysed_activity: dict[str, int] = field(default_factory=dict)
     dropped_events: dict[str, int] = field(default_factory=dict)
     partial: str | None = None
+    annotations: int = 0
 
 
 @dataclass(frozen=True)

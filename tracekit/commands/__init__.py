@@ -15,7 +15,7 @@ import os
 import click
 
 from tracekit import __version__, boundary
-from tracekit.commands import check, compare, convert, diff, report
+from tracekit.commands import annotate, check, compare, convert, diff, report
 
 #: Commands imported only when run: name -> (module, attribute, the help line ``--help`` lists).
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -62,7 +62,7 @@ def cli() -> None:
     """Turn PyTorch profiler (Kineto) traces into answers."""
 
 
-for _command in (report.report, convert.convert, diff.diff, check.check, compare.compare):
+for _command in (report.report, convert.convert, diff.diff, check.check, compare.compare, annotate.annotate):
     cli.add_command(_command)
 
 

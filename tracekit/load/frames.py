@@ -32,6 +32,7 @@ from tracekit.trace import (
     STEPS_SCHEMA,
     UNANALYSED,
     DeviceInfo,
+    is_annotation,
     TraceMeta,
     empty_frame,
 )
@@ -42,7 +43,7 @@ _ABSOLUTE_US = 1e14
 
 # --- category routing ---------------------------------------------------------------------------
 
-_OPS, _LAUNCHES, _GPU, _OVERHEAD, _FLOWS, _MEMORY, _OTHER, _UNANALYSED = range(8)
+_OPS, _LAUNCHES, _GPU, _OVERHEAD, _FLOWS, _MEMORY, _OTHER, _UNANALYSED, _ANNOTATION = range(9)
 
 #: Known categories (every era) -> (frame, normalised label).
 _ROUTES: dict[str, tuple[int, str]] = {
@@ -73,6 +74,8 @@ def _route(cat: object) -> tuple[int, str]:
     text = cat if isinstance(cat, str) else str(cat)
     if text in UNANALYSED:
         return _UNANALYSED, text
+    if is_annotation(text):  # tracekit annotate's own tracks: counted, never read as the trace's
+        return _ANNOTATION, text
     if text.endswith("_runtime") or text.endswith("_driver"):
         return _LAUNCHES, text
     return _OTHER, text  # Trace spans, counters, ""...: only flows, memory and metadata are kept
@@ -81,16 +84,18 @@ def _route(cat: object) -> tuple[int, str]:
 @dataclass
 class LoadCounts:
     """What a load left out or could not analyse (it crosses process boundaries from the shares):
-    rows dropped for an unusable time, ``traceEvents`` entries that are not events, and device
-    activity of :data:`UNANALYSED` categories by category."""
+    rows dropped for an unusable time, ``traceEvents`` entries that are not events, device
+    activity of :data:`UNANALYSED` categories by category, and tracekit's own annotations."""
 
     unusable_time: int = 0
     not_an_event: int = 0
     unanalysed: dict[str, int] = field(default_factory=dict)
+    annotations: int = 0
 
     def add(self, other: LoadCounts) -> None:
         self.unusable_time += other.unusable_time
         self.not_an_event += other.not_an_event
+        self.annotations += other.annotations
         for cat, n in other.unanalysed.items():
             self.unanalysed[cat] = self.unanalysed.get(cat, 0) + n
 
@@ -387,6 +392,9 @@ class FrameBuilder:
         unanalysed = self.counts.unanalysed
         for i, frame, e in other:
             ph = e.ph
+            if frame == _ANNOTATION:
+                self.counts.annotations += 1
+                continue
             if frame == _UNANALYSED:
                 if ph not in ("s", "f", "t", "M"):
                     unanalysed[e.cat] = unanalysed.get(e.cat, 0) + 1
@@ -538,7 +546,7 @@ def trace_meta(path: Path | str, size: int, top: TopLevel, frames: dict[str, pl.
         versions=versions, distributed=distributed, vendor=_vendor(top, frames, counts.unanalysed),
         time_format=time_format, event_count=event_count, trace_name=_meta_text(top.traceName),
         unanalysed_activity=dict(sorted(counts.unanalysed.items())), dropped_events=counts.dropped(),
-        partial=partial,
+        partial=partial, annotations=counts.annotations,
     )
 
 

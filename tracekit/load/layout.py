@@ -284,6 +284,15 @@ def _array_bounds(data: Buffer, first: bytes) -> tuple[TopLevel, int, int] | Non
             return top, key.end() - 1, end
     if len(data) < EXACT_BOUNDS_MIN_BYTES:
         return None
+    bounds = _exact_bounds(data)
+    if bounds is None:
+        return None
+    top = _metadata(data, *bounds)
+    return None if top is None else (top, *bounds)
+
+
+def _exact_bounds(data: Buffer) -> tuple[int, int] | None:
+    """(first byte, last byte) of the event array found by one validating decode, or None."""
     try:
         raw = _ARRAY_DECODER.decode(data).traceEvents
     except (msgspec.MsgspecError, RecursionError):
@@ -296,8 +305,27 @@ def _array_bounds(data: Buffer, first: bytes) -> tuple[TopLevel, int, int] | Non
     end = start + length - 1
     if not (0 <= start < end < size) or data[start] != 0x5B or data[end] != 0x5D:  # [ ]
         return None
-    top = _metadata(data, start, end)
-    return None if top is None else (top, start, end)
+    return start, end
+
+
+def event_array_bounds(data: Buffer) -> tuple[int, int] | None:
+    """(first byte, last byte) — its ``[`` and ``]`` — of the event array in a trace's text (a
+    ``traceEvents`` object or a bare array), or None when the text is not that. Found by one
+    validating decode, never by :func:`plan_spans`' guess: a guess is only checked there by
+    decoding the events, and another array of objects after ``traceEvents`` (a ``deviceProperties``
+    written last) would pass it. For writers that copy a trace's text and add events to it
+    (``tracekit annotate``)."""
+    found = _NON_SPACE.search(data)
+    if found is None:
+        return None
+    if data[found.start()] == 0x5B:  # [: a bare array is the whole text
+        try:
+            msgspec.json.decode(data, type=msgspec.Raw)
+        except (msgspec.MsgspecError, RecursionError):
+            return None
+        return found.start(), data.rfind(b"]")
+    bounds = _exact_bounds(data)
+    return bounds if bounds is not None and _metadata(data, *bounds) is not None else None
 
 
 def _closes_objects(data: Buffer, end: int) -> bool:

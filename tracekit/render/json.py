@@ -18,7 +18,8 @@ nanoseconds.
   compute_capability, num_sms, total_global_mem}], versions: {key: text}, distributed, step_numbers,
   graph_hashes, unanalysed_activity: {category: events} (device activity tracekit does not analyse),
   dropped_events: {reason: events} (reasons ``unusable_time``, ``not_an_event``; empty when none),
-  partial: null | why only the events before a cut were read (``--partial``)}``
+  partial: null | why only the events before a cut were read (``--partial``), annotations (added in
+  /1): events ``tracekit annotate`` added to the file, set aside unread (0 for a profiler's trace)}``
 * ``selected_step`` — the ``--step`` number or null
 * ``units`` — what the steps are (:mod:`tracekit.analyses.units`): ``{kind ("ProfilerStep" | "span"
   | "period" | "trace" | "none"), name, source ("profiler" | "auto" | "user"), rule (why, in words),
@@ -237,7 +238,7 @@ def report_data(report: Report) -> dict[str, Any]:
             "versions": facts.versions, "distributed": facts.distributed,
             "step_numbers": facts.step_numbers, "graph_hashes": facts.graph_hashes,
             "unanalysed_activity": facts.unanalysed_activity, "dropped_events": facts.dropped_events,
-            "partial": facts.partial,
+            "partial": facts.partial, "annotations": facts.annotations,
         },
         "selected_step": report.selected_step,
         "units": _units(report.units),

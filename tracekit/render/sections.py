@@ -61,7 +61,7 @@ def facts_lines(report: Report) -> list[tuple[str, str]]:
 
 def input_lines(f) -> list[tuple[str, str]]:
     """What the load left out or could not analyse, one line each: the input read in part, events
-    dropped, device activity tracekit does not analyse (by family)."""
+    dropped, events tracekit annotate added, device activity tracekit does not analyse (by family)."""
     lines = []
     if f.partial:
         lines.append(("PARTIAL", f.partial))
@@ -72,6 +72,9 @@ def input_lines(f) -> list[tuple[str, str]]:
         parts.append(f"{n:,} {'entries' if n != 1 else 'entry'} of traceEvents that are not events skipped")
     if parts:
         lines.append(("dropped", "; ".join(parts)))
+    if n := f.annotations:
+        lines.append(("annotations", f"{n:,} event{'s' if n != 1 else ''} added by tracekit annotate: "
+                                     "set aside, not analysed"))
     if f.unanalysed_families:
         lines.append(("device activity", "; ".join(
             f"{n:,} {family} device activit{'ies' if n != 1 else 'y'}: not analysed"

@@ -1,0 +1,353 @@
+"""The trace with its analysis drawn on it, for Perfetto and ``chrome://tracing``: ``tracekit annotate``.
+
+Contract: :func:`annotations` turns a :class:`~tracekit.report.Report` (and its trace, for where
+each kernel sits) into Chrome trace events on tracekit's own tracks — it computes nothing, every
+figure is the report's — and :func:`write` copies the original file's text through unchanged,
+adding those events at the end of its ``traceEvents``. Every original byte is kept, the other
+top-level keys (``deviceProperties``, ``distributedInfo``, …) included, and the original events keep
+their positions (so a report's ``idx`` still points at them). The text is streamed in pieces: a
+mapped file's pages are given back as they are copied, so writing needs little memory beyond the
+analysis that came before it.
+
+What is added, all of category ``tracekit.<track>``
+(:data:`tracekit.trace.ANNOTATION_CATEGORY`, which the loader sets aside and counts as
+``annotations``, so reloading the output gives the same report), on one process named
+``tracekit`` sorted just above the first GPU (Kineto sorts devices from 5,000,000):
+
+- ``verdict`` — one span per unit over its CPU span (its ``ProfilerStep#N``), named by the
+  launch-gap verdict (``overhead-bound``, ``compute-bound``, ``mixed``, ``no-gpu``), the unit's
+  per-step figures in ``args``;
+- ``idle gaps (GPU d)`` — one span per idle gap of device ``d``, named by its cause (``cpu_bound``,
+  ``sync``, ``profiler_overhead``, ``back_to_back``, ``other``);
+- ``round trips`` — one flow arrow per round-trip tensor from the producer kernel to the consumer
+  kernel: a ``ph: "s"`` event at the producer's start on its stream and a ``ph: "f"``, ``bp: "e"``
+  event at the consumer's start on its stream, with one ``id`` and the same category and name (its
+  bytes: ``round trip 48.00 MiB``); the start's ``args`` hold the tensor (bytes, shape, dtype,
+  producer and consumer). These are version-1 flow events, which Perfetto binds to the enclosing
+  slices by ``id`` + category + name, as it binds Kineto's own ``ac2g`` arrows; the version-2 form
+  (``bind_id`` with ``flow_out``/``flow_in``) sits on the bound slices themselves, and the kernels'
+  own events are never edited;
+- ``findings`` — one thread-scoped instant (``ph: "i"``, ``s: "t"``) per finding at its first
+  evidence (else the start of its first unit), the finding as ``tracekit.report/1`` words it in
+  ``args``;
+- ``compilation`` — one span per compile-work span (frame compilation or recompile, autotuning,
+  CUDA-graph record, other run-time compile work), its compilation's figures in ``args``.
+
+Spans that overlap on a track are spread over lanes (``verdict``, ``verdict (2)``, …): Chrome trace
+viewers need a thread's complete events to nest. Times are written in the file's own unit
+(µs with three decimals, on the trace's clock), exact to the ns.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import msgspec
+import polars as pl
+
+from tracekit.errors import TraceError, UsageError
+from tracekit.trace import ANNOTATION_CATEGORY, Trace
+
+#: The process tracekit's tracks live on (another free pid is taken if the trace uses this one).
+PID = 0x7AC0
+#: Kineto sorts CPU processes by pid and devices at 5,000,000 + device (libkineto's kExceedMaxPid):
+#: one less puts tracekit's tracks just above the first GPU.
+SORT_INDEX = 4_999_999
+PROCESS_NAME = "tracekit"
+#: Bytes copied (and, for a mapped input, pages given back) at a time.
+COPY_BYTES = 64 << 20
+#: gzip level of a ``.gz`` output (ISA-L's levels are 0-3; its 1 is faster than zlib's 1).
+GZIP_LEVEL = 1
+#: What ``-o`` may end with, and whether it is compressed.
+SUFFIXES = ((".json.gz", True), (".json", False))
+
+_ENCODE = msgspec.json.Encoder().encode
+_NON_SPACE = re.compile(rb"[^ \t\r\n]")
+
+
+@dataclass(frozen=True)
+class Annotations:
+    """The events :func:`annotations` made, ready to write, and how many of each kind."""
+
+    events: tuple[bytes, ...]
+    #: Added events by kind: ``verdicts``, ``idle_gaps``, ``round_trips`` (flow arrows: two events
+    #: each), ``findings``, ``compile_spans``, ``metadata`` (track names and sort indexes).
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def annotations(report: Any, trace: Trace) -> Annotations:
+    """The events that carry ``report`` (a whole-trace :class:`~tracekit.report.Report` of
+    ``trace``) on tracekit's tracks; see the module docstring."""
+    tracks = _Tracks(_free_pid(trace))
+    counts = {"verdicts": 0, "idle_gaps": 0, "round_trips": 0, "findings": 0, "compile_spans": 0}
+    body: list[bytes] = []
+    gaps, trips = report.launch_gaps, report.round_trips
+    per_step = gaps.per_step.join(report.steps.select(pl.col("number").alias("step"), "name"), on="step",
+                                  how="left", maintain_order="left")
+    body += _verdicts(tracks, per_step)
+    counts["verdicts"] = len(body)
+    n = len(body)
+    body += _findings(tracks, report.findings, per_step)
+    counts["findings"] = len(body) - n
+    n = len(body)
+    body += _compile_spans(tracks, report.compilation)
+    counts["compile_spans"] = len(body) - n
+    n = len(body)
+    body += _idle_gaps(tracks, gaps.gaps)
+    counts["idle_gaps"] = len(body) - n
+    n = len(body)
+    body += _round_trips(trips, trace)
+    counts["round_trips"] = (len(body) - n) // 2
+    meta = tracks.metadata()
+    counts["metadata"] = len(meta)
+    return Annotations(events=tuple(meta + body), counts=counts)
+
+
+# -- time and ids as the file writes them ------------------------------------------------------------
+
+def micros(ns: int) -> msgspec.Raw:
+    """``ns`` as the µs number a trace writes (three decimals: exact, never through a float)."""
+    sign = "-" if ns < 0 else ""
+    whole, frac = divmod(abs(int(ns)), 1000)
+    return msgspec.Raw(f"{sign}{whole}.{frac:03d}".encode())
+
+
+def _file_id(text: str | None) -> int | str | None:
+    """A pid/tid as the file wrote it: the loader keeps them as text, Kineto writes integers (and
+    ``"Spans"``, ``"stream 7"``…), and a viewer tells ``0`` and ``"0"`` apart."""
+    if text is not None and re.fullmatch(r"-?\d+", text):
+        return int(text)
+    return text
+
+
+def _free_pid(trace: Trace) -> int:
+    used = set()
+    for frame in (trace.ops, trace.launches, trace.gpu, trace.overhead, trace.flows, trace.memory, trace.threads):
+        used.update(frame["pid"].unique().to_list())
+    pid = PID
+    while str(pid) in used:
+        pid += 1
+    return pid
+
+
+def _category(track: str) -> str:
+    return f"{ANNOTATION_CATEGORY}.{track.replace(' ', '_')}"
+
+
+class _Tracks:
+    """tracekit's process and threads: one thread per track and lane, named when first used."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.tids: dict[str, int] = {}
+
+    def tid(self, name: str) -> int:
+        if name not in self.tids:
+            self.tids[name] = len(self.tids) + 1
+        return self.tids[name]
+
+    def lanes(self, track: str, starts: list[int], ends: list[int]) -> list[int]:
+        """A tid per span: spans that overlap go to further lanes (``track (2)``, …), since a
+        thread's complete events must nest; spans are given in start order."""
+        free: list[int] = []  # per lane, the end of its last span
+        out = []
+        for ts, end in zip(starts, ends):
+            lane = next((k for k, last in enumerate(free) if last <= ts), len(free))
+            if lane == len(free):
+                free.append(end)
+            else:
+                free[lane] = end
+            out.append(self.tid(track if lane == 0 else f"{track} ({lane + 1})"))
+        return out
+
+    def metadata(self) -> list[bytes]:
+        cat = ANNOTATION_CATEGORY
+        out = [_ENCODE({"ph": "M", "cat": cat, "name": "process_name", "pid": self.pid, "tid": 0,
+                        "args": {"name": PROCESS_NAME}}),
+               _ENCODE({"ph": "M", "cat": cat, "name": "process_sort_index", "pid": self.pid, "tid": 0,
+                        "args": {"sort_index": SORT_INDEX}})]
+        for name, tid in self.tids.items():
+            out.append(_ENCODE({"ph": "M", "cat": cat, "name": "thread_name", "pid": self.pid, "tid": tid,
+                                "args": {"name": f"{PROCESS_NAME}: {name}"}}))
+            out.append(_ENCODE({"ph": "M", "cat": cat, "name": "thread_sort_index", "pid": self.pid,
+                                "tid": tid, "args": {"sort_index": tid}}))
+        return out
+
+
+def _span(pid: int, tid: int, track: str, name: str, ts: int, dur: int, args: dict[str, Any]) -> bytes:
+    return _ENCODE({"ph": "X", "cat": _category(track), "name": name, "pid": pid, "tid": tid,
+                    "ts": micros(ts), "dur": micros(max(int(dur), 0)), "args": args})
+
+
+# -- the tracks -------------------------------------------------------------------------------------
+
+def _verdicts(tracks: _Tracks, per_step: pl.DataFrame) -> list[bytes]:
+    rows = (per_step.with_columns(
+        _ts=pl.coalesce("cpu_start_ns", "gpu_start_ns"),
+        _dur=pl.when(pl.col("cpu_start_ns").is_not_null()).then("cpu_span_ns").otherwise("gpu_window_ns"))
+        .filter(pl.col("_ts").is_not_null()).sort(["_ts", "step"]))
+    tids = tracks.lanes("verdict", rows["_ts"].to_list(), (rows["_ts"] + rows["_dur"].fill_null(0)).to_list())
+    out = []
+    for tid, row in zip(tids, rows.iter_rows(named=True)):
+        ts, dur = row.pop("_ts"), row.pop("_dur") or 0
+        out.append(_span(tracks.pid, tid, "verdict", row["verdict"], ts, dur, {"unit": row.pop("name"), **row}))
+    return out
+
+
+def _idle_gaps(tracks: _Tracks, gaps: pl.DataFrame) -> list[bytes]:
+    out = []
+    for row in gaps.sort(["device", "start_ns"], nulls_last=True).iter_rows(named=True):
+        device = row["device"]
+        tid = tracks.tid(f"idle gaps (GPU {device})" if device is not None else "idle gaps")
+        out.append(_span(tracks.pid, tid, "idle gaps", row["cause"], row["start_ns"], row["dur_ns"], row))
+    return out
+
+
+def _findings(tracks: _Tracks, findings: tuple[Any, ...], per_step: pl.DataFrame) -> list[bytes]:
+    from tracekit.render.finding_sections import findings_data
+
+    starts = dict(zip(per_step["step"].to_list(),
+                      per_step.select(pl.coalesce("cpu_start_ns", "gpu_start_ns"))[:, 0].to_list()))
+    first_start = min((v for v in starts.values() if v is not None), default=0)
+    out = []
+    for finding, data in zip(findings, findings_data(findings)):
+        seen = [e.ts_ns for e in finding.evidence if e.ts_ns is not None]
+        unit_starts = [starts[s] for s in finding.steps if starts.get(s) is not None]
+        ts = min(seen) if seen else (unit_starts[0] if unit_starts else first_start)
+        out.append(_ENCODE({"ph": "i", "s": "t", "cat": _category("findings"), "name": finding.rule,
+                            "pid": tracks.pid, "tid": tracks.tid("findings"), "ts": micros(ts), "args": data}))
+    return out
+
+
+def _compile_spans(tracks: _Tracks, compilation: Any) -> list[bytes]:
+    if compilation is None or compilation.work.height == 0:
+        return []
+    facts = compilation.compilations.drop("ts").rename({"step": "compile_step"})
+    rows = compilation.work.join(facts, on="compile_id", how="left", nulls_equal=False,
+                                 maintain_order="left").sort(["ts", "end"], descending=[False, True])
+    tids = tracks.lanes("compilation", rows["ts"].to_list(), rows["end"].to_list())
+    out = []
+    for tid, row in zip(tids, rows.iter_rows(named=True)):
+        kind = row["kind"]
+        if kind == "compile":
+            kind = "compile" if row["trigger"] in (None, "first") else "recompile"
+        label = f"{kind} {row['compile_id']}" if row["compile_id"] else kind
+        args = {k: v for k, v in row.items() if v is not None and k not in ("pid", "tid", "end")}
+        args["thread"] = f"{row['pid']}/{row['tid']}"
+        out.append(_span(tracks.pid, tid, "compilation", label, row["ts"], row["dur"], args))
+    return out
+
+
+def _round_trips(trips: Any, trace: Trace) -> list[bytes]:
+    from tracekit.render.memory_sections import size
+
+    if trips is None or trips.tensors.height == 0:
+        return []
+    where = trace.gpu.select("idx", "pid", "tid", "ts")
+    links = pl.concat([trips.tensors, trips.tensor_kernels.drop("step")], how="horizontal").with_row_index("row")
+    links = (links.join(where.rename({"idx": "producer_idx", "pid": "p_pid", "tid": "p_tid", "ts": "p_ts"}),
+                        on="producer_idx", how="left", maintain_order="left")
+             .join(where.rename({"idx": "consumer_idx", "pid": "c_pid", "tid": "c_tid", "ts": "c_ts"}),
+                   on="consumer_idx", how="left", maintain_order="left").sort("row"))
+    base = int(trace.flows["id"].max() or 0) + 1 if trace.flows.height else 1
+    cat = _category("round trips")
+    out = []
+    for k, row in enumerate(links.iter_rows(named=True)):
+        args = {key: row[key] for key in ("step", "bytes", "shape", "dtype", "producer", "producer_op",
+                                          "consumer", "consumer_op", "producer_idx", "consumer_idx")}
+        name = f"round trip {size(row['bytes'])}"  # one name for both ends: viewers pair by id, category, name
+        out.append(_ENCODE({"ph": "s", "id": base + k, "cat": cat, "name": name, "pid": _file_id(row["p_pid"]),
+                            "tid": _file_id(row["p_tid"]), "ts": micros(row["p_ts"]), "args": args}))
+        out.append(_ENCODE({"ph": "f", "bp": "e", "id": base + k, "cat": cat, "name": name,
+                            "pid": _file_id(row["c_pid"]), "tid": _file_id(row["c_tid"]),
+                            "ts": micros(row["c_ts"]), "args": {"bytes": row["bytes"]}}))
+    return out
+
+
+# -- writing ----------------------------------------------------------------------------------------
+
+def compressed(output: str) -> bool:
+    """Whether ``-o output`` is written gzip-compressed (``.json.gz``) or plain (``.json``, ``-``);
+    :class:`UsageError` for any other name."""
+    if output == "-":
+        return False
+    lowered = output.lower()
+    for suffix, gz in SUFFIXES:
+        if lowered.endswith(suffix):
+            return gz
+    raise UsageError(f"-o {output}: an annotated trace is written as .json or .json.gz")
+
+
+def write(trace_path: str | os.PathLike[str], output: str, added: Annotations) -> None:
+    """Write ``trace_path``'s text with ``added``'s events at the end of its event array to
+    ``output`` (atomically, see :mod:`tracekit.output`; gzip for ``.json.gz``)."""
+    from tracekit.load import layout, source
+    from tracekit.output import atomic_path
+
+    gz = compressed(output)
+    src = source.read_input(trace_path, spill=True)
+    try:
+        data = src.data
+        bounds = layout.event_array_bounds(data)
+        if bounds is None:
+            raise TraceError(os.fspath(trace_path), "its traceEvents array cannot be found to add events to")
+        start, end = bounds
+        _give_back(data, 0, len(data))  # the validating pass read every page
+        last = end - 1  # insert after the last event, before the white space that closes the array
+        while last > start and data[last] in b" \t\r\n":
+            last -= 1
+        empty = last == start
+        with atomic_path(output) as tmp, open(tmp, "wb") as raw:
+            sink: IO[bytes] = _gzip(raw) if gz else raw
+            try:
+                _copy(data, 0, last + 1, sink)
+                sep = b"\n  " if empty else b",\n  "
+                for event in added.events:
+                    sink.write(sep)
+                    sink.write(event)
+                    sep = b",\n  "
+                _copy(data, last + 1, len(data), sink)
+            finally:
+                if sink is not raw:
+                    sink.close()
+    finally:
+        src.release()
+        if isinstance(src.data, mmap.mmap):
+            src.data.close()
+
+
+def _gzip(raw: IO[bytes]) -> IO[bytes]:
+    try:
+        from isal import igzip
+
+        return igzip.IGzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL)
+    except ImportError:  # pragma: no cover - isal is a dependency
+        import gzip
+
+        return gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL)
+
+
+def _copy(data: Any, lo: int, hi: int, sink: IO[bytes]) -> None:
+    """``data[lo:hi]`` to ``sink`` in pieces, each given back once copied (:func:`_give_back`)."""
+    with memoryview(data) as view:
+        for pos in range(lo, hi, COPY_BYTES):
+            stop = min(hi, pos + COPY_BYTES)
+            sink.write(view[pos:stop])
+            _give_back(data, pos, stop)
+
+
+def _give_back(data: Any, lo: int, hi: int) -> None:
+    """Drop the pages of ``data[lo:hi]`` from this process when ``data`` maps a file: they are only
+    read, so the file (or its inflated copy) still holds them, and a 1 GB trace is never resident
+    as a whole."""
+    if not (isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")) or hi <= lo:
+        return
+    page = lo - lo % mmap.PAGESIZE
+    try:
+        data.madvise(mmap.MADV_DONTNEED, page, hi - page)
+    except (OSError, ValueError):  # pragma: no cover - an odd mapping: it stays resident
+        pass
