@@ -55,7 +55,7 @@ class Browser:
         self._proc = subprocess.Popen(
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0",
              f"--user-data-dir={self._profile}", "--no-first-run", "--no-default-browser-check",
-             "--disable-extensions", "--disable-background-networking", "--disable-sync",
+             "--disable-extensions", "--disable-dev-shm-usage", "--disable-background-networking", "--disable-sync",
              "--disable-component-update", "--mute-audio", f"--window-size={width},{height}", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log)
         self._next_id = 0

@@ -22,7 +22,7 @@ diff: the verdict and per-step quantities, A's and B's timelines one above the o
 of aligned steps (drawn to one time scale), per-class bars A vs B, then the detail tables.
 
 What a big trace draws is capped by :mod:`tracekit.analyses.timeline` (each step's ``left_out``
-says what was not drawn, shown beside the step) and every table by
+says what was not drawn; the drawing states it in its ``g.tk-left-out`` note) and every table by
 :data:`tracekit.render.sections.MAX_TABLE_ROWS` rows.
 """
 
@@ -103,14 +103,16 @@ def bullets(lines: Iterable[str], cls: str = "tk-notes") -> str:
 
 
 _PROLOG = re.compile(r"\A\s*(?:<\?xml[^>]*\?>\s*|<!DOCTYPE[^>]*>\s*|<!--.*?-->\s*)*", re.S)
-_ID_REF = re.compile(r'(\bid=")([^"]+)(")|(url\(#)([^)\s]+)(\))|((?:xlink:)?href=")#([^"]+)(")')
+#: An id attribute (not ``data-id``) and the three ways SVG refers to one.
+_ID = re.compile(r'(?<=\s)id="([^"]+)"')
+_ID_REF = re.compile(r'((?<=\s)id=")([^"]+)(")|(url\(#)([^)\s]+)(\))|((?:xlink:)?href=")#([^"]+)(")')
 
 
 def inline_svg(svg: str, prefix: str) -> str:
     """A standalone SVG document as an element of a page: the XML declaration, doctype and leading
     comments dropped, every id (and every reference to one) prefixed with ``prefix-``."""
     body = _PROLOG.sub("", svg, count=1)
-    ids = set(re.findall(r'\bid="([^"]+)"', body))
+    ids = set(_ID.findall(body))
     if not ids:
         return body
 
@@ -182,23 +184,12 @@ def _draw_timeline(step: Any, width: int) -> str | None:
     return timeline.draw(step, width=width)
 
 
-def left_out_line(step: Any) -> str | None:
-    """What the caps left out of a step's drawing, in words (None when everything is drawn)."""
-    left = getattr(step, "left_out", None) or {}
-    if not left:
-        return None
-    parts = ", ".join(f"{n:,} {kind}" for kind, n in sorted(left.items()))
-    return f"Not drawn (a big step is capped): {parts}; the tables and --format json count everything."
-
-
 def _step_view(step: Any, width: int, prefix: str, side: str | None = None) -> str:
     svg = _draw_timeline(step, width)
     if svg is None:
         return '<p class="tk-none">no timeline drawing in this build</p>'
     out = f'<div class="tk-side">{esc(side)}</div>' if side else ""
-    out += inline_svg(svg, prefix)
-    note = left_out_line(step)
-    return out + (f'<p class="tk-left-out">{esc(note)}</p>' if note else "")
+    return out + inline_svg(svg, prefix)
 
 
 def timelines_html(choices: Sequence[tuple[str, str, Callable[[], str]]], *, default: str) -> str:
