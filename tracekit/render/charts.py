@@ -26,7 +26,11 @@ run time). ``bench/charts.py`` chose it over matplotlib's SVG backend and plotly
 size and time (figures in ``bench/RESULTS.md``). The same data gives the same bytes: the data rows
 are sorted with tiebreakers, and Vega writes no date or random id. Text goes into the specification
 as data (never as markup), and Vega's SVG writer escapes it; :func:`label` additionally makes it
-visible (control and bidi characters as escapes) and cuts it to a readable length.
+visible (control and bidi characters as escapes) and cuts it to a readable length. Each bar and point
+carries its figures in its ``aria-label`` (Vega's ``description``: step, class, µs; kernel, dtype,
+TFLOP/s, GB/s, FLOP/byte), for screen readers and for a page's hover. Kernel classes have the
+timeline's colours (:data:`tracekit.render.timeline.CLASS_COLOURS`). Marks are Vega's: bars are the
+paths of ``g.mark-rect.role-mark``, roofline points those of ``g.mark-symbol.role-mark.kernels_marks``.
 
 The chart data (:func:`class_time_rows`, :func:`roofline_data`, :func:`memory_rows`,
 :func:`class_ab_rows`) is plain lists of dicts, so ``bench/charts.py`` draws the very same figures
@@ -46,17 +50,21 @@ if TYPE_CHECKING:
 
 #: Bars drawn in :func:`gpu_time_by_class` (one per unit; the first ones).
 MAX_BARS = 64
-#: Longest name shown in a chart (tooltips and legends); the full name stays in the report.
+#: Longest name shown in a chart (legends, descriptions); the full name stays in the report.
 LABEL_LIMIT = 80
+#: Longest step name under a bar: cut in the middle, so ``…#12`` still tells the steps apart.
+UNIT_LIMIT = 28
 #: Colours of A and B in :func:`class_time_a_vs_b`.
 SIDE_COLOURS = ("#9c9c9c", "#4e79a7")
 
 
-def label(value: object, limit: int = LABEL_LIMIT) -> str:
+def label(value: object, limit: int = LABEL_LIMIT, *, keep_end: int = 0) -> str:
     """A name as a chart shows it: visible (:func:`~tracekit.render.text.for_display`) and at most
-    ``limit`` characters (cut with ``…``)."""
+    ``limit`` characters, cut with ``…`` before its last ``keep_end`` characters."""
     text = for_display(value, limit=1000)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1 - keep_end] + "…" + (text[-keep_end:] if keep_end else "")
 
 
 # ---------------------------------------------------------------------------------------- data
@@ -85,10 +93,13 @@ def class_time_rows(report: Report) -> tuple[list[dict[str, Any]], int]:
     order = {n: i for i, n in enumerate(kept)}
     totals = (units.group_by("key").agg(pl.col("gpu_ns").sum()).sort(["gpu_ns", "key"], descending=[True, False]))
     rank = {k: i for i, k in enumerate(totals["key"].to_list())}
-    rows = [{"unit": label(names.get(r["unit"]) or f"unit {r['unit']}"), "order": order[r["unit"]],
+    rows = [{"unit": label(names.get(r["unit"]) or f"unit {r['unit']}", UNIT_LIMIT, keep_end=8),
+             "order": order[r["unit"]],
              "class": label(r["key"]), "rank": rank[r["key"]], "us": r["gpu_ns"] / 1e3}
             for r in units.filter(pl.col("unit").is_in(kept)).iter_rows(named=True) if r["gpu_ns"] > 0]
     rows.sort(key=lambda r: (r["order"], r["rank"], r["class"]))
+    for r in rows:
+        r["what"] = f"{r['unit']}: {r['class']} {r['us']:,.1f} µs"
     return rows, left_out
 
 
@@ -115,6 +126,9 @@ def roofline_data(report: Report) -> tuple[list[dict[str, Any]], dict[str, Any],
                        "class": label(r["kernel_class"]), "dtype": label(r["dtype"] or "?"),
                        "intensity": float(intensity), "flops": float(flops), "tflops": float(flops) / 1e12,
                        "gbps": float(r["achieved_bytes_per_s"] or 0.0) / 1e9, "count": int(r["count"])})
+        p = points[-1]
+        p["what"] = (f"{p['kernel']} ({p['class']}, {p['dtype']}, {p['count']} calls): {p['tflops']:,.3g} TFLOP/s, "
+                     f"{p['gbps']:,.0f} GB/s at {p['intensity']:,.3g} FLOP/byte")
     ceil = rates.ceilings or {}
     rates_by_dtype = ceil.get("flops") or {}
     from tracekit import devices
@@ -163,7 +177,7 @@ def class_ab_rows(diff: Diff) -> tuple[list[dict[str, Any]], tuple[str, str]]:
     for rank, q in enumerate(classes):
         for order, value in enumerate((q.a, q.b)):
             rows.append({"class": label(q.label), "rank": rank, "side": sides[order], "order": order,
-                         "us": float(value) / 1e3})
+                         "us": float(value) / 1e3, "what": f"{sides[order]}: {label(q.label)} {value / 1e3:,.1f} µs"})
     return rows, sides
 
 
@@ -211,7 +225,7 @@ def gpu_time_by_class_spec(rows: list[dict[str, Any]], left_out: int) -> dict[st
             "color": {"field": "class", "type": "nominal", "title": "kernel class", "scale": _class_scale(classes),
                       "sort": classes},
             "order": {"field": "rank", "type": "quantitative", "sort": "ascending"},
-            "description": {"field": "class"},
+            "description": {"field": "what"},
         },
     }
 
@@ -259,7 +273,7 @@ def roofline_spec(points: list[dict[str, Any]], ceilings: dict[str, Any], left_o
              "encoding": {"x": x, "y": y,
                           "color": {"field": "class", "type": "nominal", "title": "kernel class",
                                     "scale": _class_scale(classes)},
-                          "description": {"field": "kernel"}}},
+                          "description": {"field": "what"}}},
         ],
     }
 
@@ -306,7 +320,7 @@ def class_ab_spec(rows: list[dict[str, Any]], sides: tuple[str, str]) -> dict[st
             "color": {"field": "side", "type": "nominal", "title": None,
                       "scale": {"domain": list(sides), "range": list(SIDE_COLOURS)},
                       "legend": {"orient": "bottom"}},
-            "description": {"field": "class"},
+            "description": {"field": "what"},
         },
     }
 
