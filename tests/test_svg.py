@@ -193,10 +193,18 @@ def test_one_svg_file_is_the_timeline(tmp_path):
 def test_diff_directory(tmp_path):
     out = tmp_path / "d"
     _cli(["diff", str(EAGER), str(COMPILE), "--format", "svg", "-o", f"{out}/"], 0)
-    assert sorted(p.name for p in out.iterdir()) == ["class_time_a_vs_b.svg", "diff.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["class_time_a_vs_b.svg", "diff.md", "timeline_a.svg",
+                                                     "timeline_b.svg"]
     md = (out / "diff.md").read_text(encoding="utf-8")
-    assert "![GPU time per kernel class, A vs B](class_time_a_vs_b.svg)" in md
+    assert re.findall(r"!\[([^\]]*)\]\(([^)]*)\)", md) == [
+        ("GPU time per kernel class, A vs B", "class_time_a_vs_b.svg"),
+        ("step timeline of A (mlp\\_eager.json.gz, ProfilerStep#4)", "timeline_a.svg"),
+        ("step timeline of B (mlp\\_compile.json.gz, ProfilerStep#4)", "timeline_b.svg")]
     assert md.index("**Verdict:**") < md.index("class_time_a_vs_b.svg") < md.index("<details>")
+    # one time scale: B's step is shorter, so its drawing is narrower
+    a, b = (ET.parse(out / f"timeline_{s}.svg").getroot() for s in "ab")
+    assert a.get("data-step") == b.get("data-step") == "4"
+    assert float(b.get("viewBox").split()[2]) < float(a.get("viewBox").split()[2])
 
 
 def test_svg_without_a_file_or_directory_is_exit_2(capsys):

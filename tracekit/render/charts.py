@@ -213,14 +213,18 @@ def gpu_time_by_class_spec(rows: list[dict[str, Any]], left_out: int) -> dict[st
     units = sorted({(r["order"], r["unit"]) for r in rows})
     classes = [k for _, k in sorted({(r["rank"], r["class"]) for r in rows})]
     note = f"{len(units)} steps shown, {left_out} more left out" if left_out else None
+    # Upright step names when each fits under its bar (about 7 px a character), else slanted.
+    longest = max((len(u) for _, u in units), default=0)
+    upright = 7 * longest + 8 <= 120 and len(units) <= 8
+    step = max(7 * longest + 8, 30) if upright else max(16, min(40, 900 // max(len(units), 1)))
     return {
         "title": _title("GPU time by kernel class per step", note),
         "data": {"values": rows},
-        "width": min(1000, max(240, 36 * len(units))), "height": 280,
+        "width": {"step": step}, "height": 280,
         "mark": {"type": "bar"},
         "encoding": {
             "x": {"field": "unit", "type": "nominal", "title": None, "sort": [u for _, u in units],
-                  "axis": {"labelAngle": -40 if len(units) > 6 else 0}},
+                  "axis": {"labelAngle": 0 if upright else -40, "labelAlign": "center" if upright else "right"}},
             "y": {"field": "us", "type": "quantitative", "title": "GPU time (µs)", "stack": "zero"},
             "color": {"field": "class", "type": "nominal", "title": "kernel class", "scale": _class_scale(classes),
                       "sort": classes},

@@ -16,7 +16,8 @@ The files of ``tracekit report`` (:data:`REPORT_FILES`; a picture the report has
 left out, and so is its link): ``timeline.svg`` (the default step, drawn by
 :func:`tracekit.render.timeline.draw`), ``gpu_time_by_class.svg``, ``roofline.svg``,
 ``memory.svg`` (only with memory events) — the charts of :mod:`tracekit.render.charts`. Of
-``tracekit diff``: ``class_time_a_vs_b.svg``. The Markdown is the ``md`` format's document with a
+``tracekit diff``: ``class_time_a_vs_b.svg``, ``timeline_a.svg`` and ``timeline_b.svg`` (A's and B's
+last aligned pair of steps, drawn to one time scale). The Markdown is the ``md`` format's document with a
 *Pictures* section after the findings and facts (saying so when there is nothing to draw). Same
 trace, same bytes.
 
@@ -50,7 +51,9 @@ REPORT_FILES: tuple[tuple[str, str], ...] = (
     ("roofline.svg", "achieved throughput against the device's ceilings (roofline)"),
     ("memory.svg", "memory over time"),
 )
-DIFF_FILES: tuple[tuple[str, str], ...] = (("class_time_a_vs_b.svg", "GPU time per kernel class, A vs B"),)
+DIFF_FILES: tuple[tuple[str, str], ...] = (("class_time_a_vs_b.svg", "GPU time per kernel class, A vs B"),
+                                           ("timeline_a.svg", "step timeline of A"),
+                                           ("timeline_b.svg", "step timeline of B"))
 REPORT_INDEX, DIFF_INDEX = "report.md", "diff.md"
 _NEEDS_FILES = ("--format svg writes files: give -o DIR/ (every picture and a Markdown page showing them) "
                 "or -o FILE.svg (one picture)")
@@ -91,11 +94,31 @@ def report_pictures(report: Report) -> dict[str, str]:
     return {name: svg for name, svg in drawn.items() if svg is not None}
 
 
+def diff_timelines(diff: Diff) -> tuple[Any, Any] | None:
+    """A's and B's step timelines of the last aligned pair of steps (the steadiest), or None."""
+    ta, tb = getattr(diff.a, "timelines", None), getattr(diff.b, "timelines", None)
+    if ta is None or tb is None:
+        return None
+    steps_a, steps_b = {s.number: s for s in ta.steps}, {s.number: s for s in tb.steps}
+    pairs = [(steps_a[ua], steps_b[ub]) for ua, ub in diff.unit_pairs if ua in steps_a and ub in steps_b]
+    return pairs[-1] if pairs else None
+
+
 def diff_pictures(diff: Diff) -> dict[str, str]:
+    """``{file name: SVG}`` of the diff's pictures (:data:`DIFF_FILES` order; those without data left
+    out): the per-class bars, and A's and B's timelines of one aligned step pair on one time scale."""
     from tracekit.render import charts
 
-    svg = charts.class_time_a_vs_b(diff)
-    return {} if svg is None else {"class_time_a_vs_b.svg": svg}
+    drawn = {"class_time_a_vs_b.svg": charts.class_time_a_vs_b(diff)}
+    pair = diff_timelines(diff)
+    if pair is not None:
+        from tracekit.render import timeline as timeline_mod
+        from tracekit.render.html import _diff_step_width  # the html diff's scale rule: one rule for both
+
+        longest = max(s.end_ns - s.start_ns for s in pair)
+        for name, step in zip(("timeline_a.svg", "timeline_b.svg"), pair):
+            drawn[name] = timeline_mod.draw(step, width=_diff_step_width(step.end_ns - step.start_ns, longest))
+    return {name: svg for name, svg in drawn.items() if svg is not None}
 
 
 def _alt(report: Report, name: str, alt: str) -> str:
@@ -140,7 +163,10 @@ class SvgRenderer(Renderer):
         from tracekit.render.markdown import MarkdownRenderer
 
         pictures = diff_pictures(diff)
-        links = [(alt, name) for name, alt in DIFF_FILES if name in pictures]
+        pair = diff_timelines(diff)
+        steps = {} if pair is None else {"timeline_a.svg": f" ({diff.a.label}, {pair[0].name})",
+                                          "timeline_b.svg": f" ({diff.b.label}, {pair[1].name})"}
+        links = [(alt + steps.get(name, ""), name) for name, alt in DIFF_FILES if name in pictures]
         text = io.StringIO()
         MarkdownRenderer().diff(diff, text, gate_results, pictures=links or [(NOTHING_IN_DIFF, "")])
         return {**pictures, index or DIFF_INDEX: text.getvalue()}
