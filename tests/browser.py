@@ -272,3 +272,33 @@ def png_colours(data: bytes, *, limit: int = 64) -> tuple[int, int, int]:
             seen.update(bytes(line[i:i + bpp]) for i in range(0, stride, bpp * 7))
         previous = line
     return width, height, min(len(seen), limit)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python tests/browser.py PAGE.html OUT.png [--width W] [--height H]``: a screenshot of a page
+    (how ``docs/report.png`` is made); console errors, if any, on stderr and exit 1."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(description=main.__doc__.split(":")[0])
+    ap.add_argument("page", type=Path)
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--width", type=int, default=1400)
+    ap.add_argument("--height", type=int, default=900)
+    args = ap.parse_args(argv)
+    binary = chromium_binary()
+    if binary is None:
+        print("no chromium binary on PATH", file=sys.stderr)
+        return 2
+    with Browser(binary, width=args.width, height=args.height) as browser:
+        page = browser.new_page()
+        page.open(args.page.resolve().as_uri())
+        page.screenshot(args.out)
+        errors = page.errors()
+    for error in errors:
+        print(error, file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -357,6 +357,52 @@ def test_terminal_check_description_with_a_lone_closing_tag(tmp_path, inputs, mo
     assert "[/] [bold red]x[/bold red] :smile:" in text.splitlines()[1]
 
 
+# -- HTML ----------------------------------------------------------------------------------------
+
+class _Page(HTMLParser):
+    """A page's elements, its script count, its comments and its text nodes (entities decoded)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.links: list[str] = []
+        self.texts: list[str] = []
+        self.comments = 0
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.links += [v or "" for k, v in attrs if k in ("href", "src", "xlink:href")]
+        self._skip += tag in ("script", "style")
+
+    def handle_endtag(self, tag):
+        self._skip -= tag in ("script", "style")
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.texts.append(data)
+
+    def handle_comment(self, data):
+        self.comments += 1
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_html_names_render_as_text(outputs, command):
+    """Read as a browser's parser reads it: no element, link or comment made from a name, and every
+    name in one text node exactly as the other formats show it (tests/test_html_browser.py also
+    opens hostile pages in Chromium)."""
+    page = _Page()
+    page.feed(outputs[command, "html"])
+    page.close()
+    assert page.tags.count("script") == 1 and page.comments == 0
+    assert not {"img", "iframe", "object", "embed", "b", "i", "base", "link"} & set(page.tags)
+    assert page.tags.count("meta") == 4  # charset, CSP, viewport, generator: none from a name
+    assert all(link.startswith("#") for link in page.links), page.links[:5]
+    for name in _expected(command, outputs):
+        shown = for_display(name)
+        assert any(shown in t for t in page.texts), f"{name[:60]!r} not shown as text"
+
+
 # -- JSON ----------------------------------------------------------------------------------------
 
 def _strings(data) -> set[str]:

@@ -15,9 +15,9 @@ prolog and prefixes the SVG's ids so two charts on one page cannot share one.
 
 Content is never written twice: the rows are the Markdown and terminal renderers' (``sections``,
 ``finding_sections``, ``diff_sections``, ``compile_sections``, ``memory_sections``); this module
-changes their wording into tags. Layout of the report: findings, the trace's facts, the step timeline
-(one per step, the report's chosen step shown first, the others in ``<template>`` elements until
-selected), the charts (each in ``<figure class="tk-chart" data-chart=NAME>``), then the tables. The
+changes their wording into tags. Layout of the report: findings, the step timeline (one per step,
+the report's chosen step shown first, the others in ``<template>`` elements until selected), the
+charts (each in ``<figure class="tk-chart" data-chart=NAME>``), the trace's facts, then the tables. The
 diff: the verdict and per-step quantities, A's and B's timelines one above the other for each pair
 of aligned steps (drawn to one time scale), per-class bars A vs B, then the detail tables.
 
@@ -311,9 +311,9 @@ class HtmlRenderer(Renderer):
             tables += f"<section><h3>Notes</h3>{bullets(rules)}</section>"
         out.write(page(f"tracekit report: {name}", f"tracekit report: <code>{esc(name)}</code>", [
             ("findings", "Findings", findings_html(report.findings)),
-            ("trace", "Trace", facts_html(report)),
             ("timeline", "Step timeline", report_timelines(report)),
             ("charts", "Charts", charts_html(REPORT_CHARTS, report)),
+            ("trace", "Trace", facts_html(report)),
             ("tables", "Tables", tables),
         ], kind="report"))
 
