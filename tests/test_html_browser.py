@@ -60,7 +60,7 @@ def chromium():
 def pages(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("pages")
     tracekit("report", COLD, "-o", root / "report.html")
-    tracekit("diff", UNFUSED, FUSED, "-o", root / "diff.html")
+    tracekit("diff", UNFUSED, FUSED, "--fail-if", "kernels>+0", "-o", root / "diff.html")  # 66 → 51: passes
     hostile = write_trace(root / "hostile.json", _hostile_events())
     tracekit("report", hostile, "-o", root / "hostile.html")
     tracekit("diff", hostile, COLD, "-o", root / "hostile-diff.html")
@@ -203,6 +203,8 @@ def test_diff_page(chromium, pages, tmp_path):
     assert page.evaluate("[...document.querySelectorAll('main > section')].map(s => s.id)") == [
         "verdict", "timeline", "charts", "details"]
     assert page.evaluate("document.querySelector('.tk-verdict').textContent").startswith("Verdict:")
+    assert page.evaluate("[...document.querySelectorAll('#verdict h3')].map(h => h.textContent)")[1].endswith(
+        ": all pass")
     # The last pair of aligned steps by default: A's ProfilerStep#4 above B's, each with its kernels.
     assert _view_steps(page) == ["4", "4"] and _kernels(page) == [UNFUSED_KERNELS, FUSED_KERNELS]
     tops = page.evaluate("[...document.querySelectorAll('#timeline .tk-view svg.tk-timeline')]"

@@ -255,6 +255,18 @@ def _status(value: str) -> bool:
     return value in STATUS_STYLE
 
 
+def gates_html(t: Table, results: Sequence[Any]) -> str:
+    """The ``--fail-if`` gates' table, its title saying how many failed."""
+    title, headers, rows = t
+    failed = sum(1 for r in results if r.failed)
+    return titled_table((f"{title}: " + (f"{failed} failed" if failed else "all pass"), headers, rows),
+                        status=_status)
+
+
+def method_html(lines: Iterable[str]) -> str:
+    return f"<section><h3>How this was measured</h3>{bullets(lines)}</section>"
+
+
 # -- the diff's timelines ------------------------------------------------------------------------
 
 def _diff_step_width(dur: int, longest: int) -> int:
@@ -329,12 +341,9 @@ class HtmlRenderer(Renderer):
         if missing:
             top += f'<p class="tk-muted">{esc(missing)}</p>'
         if gate_results:
-            title, headers, rows = S.gate_rows(gate_results)
-            failed = sum(1 for r in gate_results if r.failed)
-            top += titled_table((f"{title}: " + (f"{failed} failed" if failed else "all pass"), headers, rows),
-                                status=_status)
+            top += gates_html(S.gate_rows(gate_results), gate_results)
         details = "".join(titled_table(t, status=_status) for t in S.detail_tables(diff))
-        details += f"<section><h3>How this was measured</h3>{bullets(S.method_lines(diff))}</section>"
+        details += method_html(S.method_lines(diff))
         a, b = esc(diff.a.label), esc(diff.b.label)
         out.write(page(f"tracekit diff: {diff.a.label} → {diff.b.label}",
                        f"tracekit diff: <code>{a}</code> → <code>{b}</code>", [
@@ -375,11 +384,8 @@ class HtmlRenderer(Renderer):
         body = titled_table(C.compare_table(comparison))
         body += f"<section><h3>Verdict</h3>{bullets(C.verdict_lines(comparison))}</section>"
         if gate_results:
-            title, headers, rows = C.gate_rows(gate_results)
-            failed = sum(1 for r in gate_results if r.failed)
-            body += titled_table((f"{title}: " + (f"{failed} failed" if failed else "all pass"), headers, rows),
-                                 status=_status)
-        body += f"<section><h3>How this was measured</h3>{bullets(C.method_lines(comparison))}</section>"
+            body += gates_html(C.gate_rows(gate_results), gate_results)
+        body += method_html(C.method_lines(comparison))
         n = len(comparison.rows)
         out.write(page(f"tracekit compare: {n} traces", f"tracekit compare: {n} traces",
                        [("compare", "Comparison", body)], kind="compare"))
