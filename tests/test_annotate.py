@@ -16,11 +16,12 @@ import pytest
 
 import tracekit
 from tracekit import annotate
+from tracekit.classify.names import short_kernel_name
 from tracekit.commands import main
 from tracekit.load import load
 from tracekit.trace import is_annotation
 
-from factory import make_kernel, make_launch, make_op, make_step, write_trace
+from factory import make_annotation, make_kernel, make_launch, make_op, make_step, write_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_traces"
@@ -182,7 +183,8 @@ def test_round_trip_flows_are_paired_and_bound_to_their_kernels(case, annotated)
         # Bound where the kernels are, as the raw trace writes them (same pid/tid type, same ts
         # text): the producer's event at its idx in traceEvents, the consumer's likewise.
         producer, consumer = events[s["args"]["producer_idx"]], events[s["args"]["consumer_idx"]]
-        assert producer["name"] == s["args"]["producer"] and consumer["name"] == s["args"]["consumer"]
+        assert s["args"]["producer"] == short_kernel_name(producer["name"])
+        assert s["args"]["consumer"] == short_kernel_name(consumer["name"])
         assert producer["cat"] == consumer["cat"] == "kernel"
         assert (s["pid"], s["tid"], s["ts"]) == (producer["pid"], producer["tid"], producer["ts"])
         assert (f["pid"], f["tid"], f["ts"]) == (consumer["pid"], consumer["tid"], consumer["ts"])
@@ -232,20 +234,20 @@ HOSTILE = '<script>alert("x")</script> \'q\' \\ `md` | *b*'
 
 
 def test_hostile_names_survive_as_json_strings(tmp_path):
-    events = [
-        make_step(1, 0.0, 100.0),
-        make_op(HOSTILE, 1.0, 20.0),
-        make_launch("cudaLaunchKernel", 2.0, 5.0, 1),
-        make_launch("cudaLaunchKernel", 60.0, 5.0, 2),
-        make_kernel(HOSTILE, 10.0, 10.0, 1),
-        make_kernel(HOSTILE + "2", 70.0, 10.0, 2),
-    ]
+    # Two units named by a hostile span (--unit), each launching a kernel with a hostile name.
+    events = []
+    for n, t0 in enumerate((0.0, 100.0)):
+        events += [make_annotation(HOSTILE, t0, 90.0), make_op(HOSTILE, t0 + 1.0, 20.0),
+                   make_launch("cudaLaunchKernel", t0 + 2.0, 5.0, n + 1),
+                   make_kernel(HOSTILE + str(n), t0 + 10.0, 10.0, n + 1)]
     path = write_trace(tmp_path / "t.json", events)
     out = tmp_path / "out.json"
-    assert _exit(["annotate", str(path), "-o", str(out)]) == 0
+    assert _exit(["annotate", str(path), "-o", str(out), "--unit", HOSTILE]) == 0
     _, added = _added(path, out)
+    units = [e["args"]["unit"] for e in added if e["cat"] == "tracekit.verdict"]
+    assert len(units) == 2 and all(u.startswith(HOSTILE) for u in units)
     gaps = [e for e in added if e["cat"] == "tracekit.idle_gaps"]
-    assert [g["args"]["next_kernel"] for g in gaps] == [HOSTILE + "2"]
+    assert [g["args"]["next_kernel"] for g in gaps] == [short_kernel_name(HOSTILE + "1")]
     assert load(out).meta.annotations == len(added)
 
 

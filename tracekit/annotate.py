@@ -60,6 +60,8 @@ SORT_INDEX = 4_999_999
 PROCESS_NAME = "tracekit"
 #: Bytes copied (and, for a mapped input, pages given back) at a time.
 COPY_BYTES = 64 << 20
+#: Added events joined into one write.
+WRITE_EVENTS = 4096
 #: gzip level of a ``.gz`` output (ISA-L's levels are 0-3; its 1 is faster than zlib's 1).
 GZIP_LEVEL = 1
 #: What ``-o`` may end with, and whether it is compressed.
@@ -200,11 +202,28 @@ def _verdicts(tracks: _Tracks, per_step: pl.DataFrame) -> list[bytes]:
 
 def _idle_gaps(tracks: _Tracks, gaps: pl.DataFrame) -> list[bytes]:
     out = []
+    short = _Short()
     for row in gaps.sort(["device", "start_ns"], nulls_last=True).iter_rows(named=True):
-        device = row["device"]
+        device, start = row.pop("device"), row.pop("start_ns")
+        del row["end_ns"]  # the span's own ts and dur; the track names the device
+        row["next_kernel"] = short(row["next_kernel"])
         tid = tracks.tid(f"idle gaps (GPU {device})" if device is not None else "idle gaps")
-        out.append(_span(tracks.pid, tid, "idle gaps", row["cause"], row["start_ns"], row["dur_ns"], row))
+        out.append(_span(tracks.pid, tid, "idle gaps", row["cause"], start, row["dur_ns"], row))
     return out
+
+
+class _Short(dict):
+    """Kernel names as the tables show them (template kernels folded, at most 80 characters), each
+    shortened once: an annotated 1 GB trace names kernels in hundreds of thousands of events."""
+
+    def __call__(self, name: str | None) -> str | None:
+        if name is None:
+            return None
+        if name not in self:
+            from tracekit.classify.names import short_kernel_name
+
+            self[name] = short_kernel_name(name)
+        return self[name]
 
 
 def _findings(tracks: _Tracks, findings: tuple[Any, ...], per_step: pl.DataFrame) -> list[bytes]:
@@ -256,9 +275,11 @@ def _round_trips(trips: Any, trace: Trace) -> list[bytes]:
     base = int(trace.flows["id"].max() or 0) + 1 if trace.flows.height else 1
     cat = _category("round trips")
     out = []
+    short = _Short()
     for k, row in enumerate(links.iter_rows(named=True)):
-        args = {key: row[key] for key in ("step", "bytes", "shape", "dtype", "producer", "producer_op",
-                                          "consumer", "consumer_op", "producer_idx", "consumer_idx")}
+        args = {key: row[key] for key in ("step", "bytes", "shape", "dtype", "producer_op", "consumer_op",
+                                          "producer_idx", "consumer_idx")}
+        args["producer"], args["consumer"] = short(row["producer"]), short(row["consumer"])
         name = f"round trip {size(row['bytes'])}"  # one name for both ends: viewers pair by id, category, name
         out.append(_ENCODE({"ph": "s", "id": base + k, "cat": cat, "name": name, "pid": _file_id(row["p_pid"]),
                             "tid": _file_id(row["p_tid"]), "ts": micros(row["p_ts"]), "args": args}))
@@ -305,11 +326,10 @@ def write(trace_path: str | os.PathLike[str], output: str, added: Annotations) -
             sink: IO[bytes] = _gzip(raw) if gz else raw
             try:
                 _copy(data, 0, last + 1, sink)
-                sep = b"\n  " if empty else b",\n  "
-                for event in added.events:
-                    sink.write(sep)
-                    sink.write(event)
-                    sep = b",\n  "
+                events = added.events
+                for lo in range(0, len(events), WRITE_EVENTS):  # few large writes: gzip compresses per call
+                    sep = b",\n  " if lo or not empty else b"\n  "
+                    sink.write(sep + b",\n  ".join(events[lo:lo + WRITE_EVENTS]))
                 _copy(data, last + 1, len(data), sink)
             finally:
                 if sink is not raw:
