@@ -266,3 +266,87 @@ def test_inflating_falls_back_to_memory_when_shared_memory_fills(train_json: Pat
     monkeypatch.setattr(parallel, "shared_memory_dir", lambda room: None)
     src = source.read_input(train_gz, spill=True)
     assert isinstance(src.data, bytearray) and bytes(src.data) == plain
+
+
+def _early_rules(monkeypatch) -> list:
+    """Big-file rules for the 16 MB training capture (spill, chunks and the early share scaled
+    down); returns the list that collects each :meth:`EarlyShare.finish` result."""
+    from tracekit.load import source
+
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 200_000)
+    monkeypatch.setattr(source, "SPILL_MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(source, "_INFLATE_STEP", 1 << 16)  # reports as fine-grained as on a big file
+    monkeypatch.setattr(shares, "EARLY_MIN_BYTES", 1 << 20)
+    finished = []
+    real = shares.EarlyShare.finish
+    monkeypatch.setattr(shares.EarlyShare, "finish",
+                        lambda self, *a: finished.append((self.cut, real(self, *a))) or finished[-1][1])
+    return finished
+
+
+def test_a_gzip_trace_is_decoded_while_it_inflates(train_json: Path, tmp_path: Path, monkeypatch) -> None:
+    """One gzip member: a worker decodes the events that have inflated when the copy in shared
+    memory passes EARLY_FRACTION of the size the gzip trailer gives, this process the rest; the
+    frames are the one-process frames."""
+    path = tmp_path / "train_eager.json.gz"
+    plain = train_json.read_bytes()
+    path.write_bytes(gzip.compress(plain, 1))
+    finished = _early_rules(monkeypatch)
+    early = load(path, workers=2)
+    (cut, result), = finished
+    assert result is not None  # the early share was used
+    # The cut is the last separator before the target (ISIZE x fraction, inflated 1 MiB at a time).
+    assert shares.EARLY_FRACTION * len(plain) <= cut < len(plain) * 0.8 and plain[cut:cut + 1] == b","
+    one = load(train_json, workers=1)
+    for name in FRAMES:
+        assert getattr(one, name).equals(getattr(early, name)), name
+    assert early.meta.event_count == one.meta.event_count == 32_651
+    assert early.meta.path == str(path) and early.meta.size_bytes == one.meta.size_bytes
+
+
+def test_a_wrong_guess_of_the_array_start_takes_the_usual_path(train_json: Path, tmp_path: Path,
+                                                               monkeypatch) -> None:
+    """A ``"traceEvents": [`` inside metadata before the real array fools the prefix's guess; the
+    early share is dropped and the usual load gives the right frames."""
+    import msgspec
+
+    top = msgspec.json.decode(train_json.read_bytes())
+    top = {"decoy": {"traceEvents": [1, 2]}, **top}
+    text = msgspec.json.encode(top)
+    path = tmp_path / "decoy.json.gz"
+    path.write_bytes(gzip.compress(text, 1))
+    finished = _early_rules(monkeypatch)
+    early = load(path, workers=2)
+    (_, result), = finished
+    assert result is None
+    plain = tmp_path / "decoy.json"
+    plain.write_bytes(text)
+    monkeypatch.undo()
+    one = load(plain, workers=1)
+    for name in FRAMES:
+        assert getattr(one, name).equals(getattr(early, name)), name
+
+
+def test_a_truncated_gzip_is_the_same_error_and_partial_with_an_early_share(
+        train_json: Path, tmp_path: Path, monkeypatch) -> None:
+    """Cut short after the early share started: the same error as without it; ``--partial`` reports
+    the same events (the early share is dropped: the cut JSON is decoded as usual)."""
+    from tracekit.load.source import ReadOptions
+
+    whole = gzip.compress(train_json.read_bytes(), 1)
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(whole[:int(len(whole) * 0.9)] + whole[-8:])  # the trailer still says the size
+    finished = _early_rules(monkeypatch)
+    with pytest.raises(TraceError, match="truncated gzip"):
+        load(path, workers=2)
+    started = []
+    real_close = shares.EarlyShare.close
+    monkeypatch.setattr(shares.EarlyShare, "close",
+                        lambda self: started.append(self.scratch is not None) or real_close(self))
+    partial = load(path, workers=2, options=ReadOptions(max_inflated_size=None, partial=True))
+    assert started == [True] and finished == []  # handed to the worker, never used
+    monkeypatch.undo()
+    reference = load(path, workers=1, options=ReadOptions(max_inflated_size=None, partial=True))
+    assert partial.meta.partial and partial.meta.partial == reference.meta.partial
+    for name in FRAMES:
+        assert getattr(reference, name).equals(getattr(partial, name)), name

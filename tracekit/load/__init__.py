@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import gc
 import os
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -46,16 +45,14 @@ from pathlib import Path
 
 from tracekit.errors import TraceError
 from tracekit.load import layout, parquet, shares, source
-from tracekit.load.decode import decode_all, decode_spans
+from tracekit.load.decode import Decoded, decode_all, decode_spans
 from tracekit.load.events import TopLevel
-from tracekit.load.frames import LoadCounts, steps, time_format, trace_meta
+from tracekit.load.frames import steps, time_format, trace_meta
 from tracekit.load.parquet import is_parquet, load_parquet
 from tracekit.load.source import ReadOptions
 from tracekit.trace import Trace
 
 __all__ = ["ReadOptions", "TraceError", "is_parquet", "load", "load_parquet", "open_trace", "read_bytes"]
-
-_NON_SPACE = re.compile(rb"[^ \t\r\n]")
 
 
 def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] | None = None,
@@ -76,22 +73,26 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
     """
     opts = source.options() if options is None else options
     p = Path("<stdin>") if os.fspath(path) == "-" else Path(path)
-    src = source.read_input(path, opts=opts, spill=True)
+    # A big gzip trace: a worker decodes its first part while the rest inflates.
+    early = shares.early_share(path, workers, opts.max_inflated_size)
     try:
-        return _load(p, src, opts, progress, workers, source.is_stream_path(path))
+        src = source.read_input(path, opts=opts, spill=True, on_spilled=None if early is None else early.spilled)
+        try:
+            return _load(p, src, opts, progress, workers, source.is_stream_path(path), early)
+        finally:
+            src.release()  # an inflated copy in shared memory goes when the load ends
     finally:
-        src.release()  # an inflated copy in shared memory goes when the load ends
+        if early is not None:
+            early.close()
 
 
 def _load(p: Path, src: source.Source, opts: ReadOptions, progress: Callable[[int, int], None] | None,
-          workers: int | None, stream: bool) -> Trace:
+          workers: int | None, stream: bool, early: shares.EarlyShare | None = None) -> Trace:
     data, partial = src.data, src.partial
     size = len(data)  # the JSON's size, whatever it was stored as
-    match = _NON_SPACE.search(data)
-    if match is None:
+    first = layout.first_byte(data)
+    if first is None:
         raise TraceError(p, "empty file" if len(data) == 0 else "empty file (only whitespace)")
-    first = bytes(data[match.start():match.start() + 1])
-    del match  # a match keeps the whole buffer alive
     if src.compression is None and stream and bytes(data[:4]) == parquet.PARQUET_MAGIC:
         raise TraceError(p, "a Parquet file cannot be read from a stream: pass its path")
     if partial is not None:  # the inflated JSON ends early: keep its complete events
@@ -99,9 +100,10 @@ def _load(p: Path, src: source.Source, opts: ReadOptions, progress: Callable[[in
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for attempt in range(3):
+        decoded = None if early is None or partial is not None else early.finish(data, src.mapped, first, progress)
+        for attempt in range(0 if decoded is not None else 3):
             try:
-                top, frames, fmt, total, counts = _decode(p, data, first, progress, workers, src.mapped)
+                decoded = _decode(p, data, first, progress, workers, src.mapped)
                 break
             except TraceError as err:
                 json_error = getattr(err, "json_error", None)
@@ -112,7 +114,9 @@ def _load(p: Path, src: source.Source, opts: ReadOptions, progress: Callable[[in
                     partial = "truncated JSON: the file ends before the trace does"
                 else:
                     raise
-        del data
+        assert decoded is not None
+        top, (frames, fmt, total, counts) = decoded
+        del data, decoded
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -126,7 +130,7 @@ def _load(p: Path, src: source.Source, opts: ReadOptions, progress: Callable[[in
 
 
 def _decode(p: Path, data: layout.Buffer, first: bytes, progress: Callable[[int, int], None] | None,
-            workers: int | None, mapped: str | None) -> tuple[TopLevel, dict, str, int, LoadCounts]:
+            workers: int | None, mapped: str | None) -> tuple[TopLevel, Decoded]:
     """The frames of ``data``: planned from Kineto's layout when it has it (in shares for a big
     mapped file; ``mapped``: the file the workers map when it is not ``p`` itself), else by the
     exact top-level decode."""
@@ -136,10 +140,8 @@ def _decode(p: Path, data: layout.Buffer, first: bytes, progress: Callable[[int,
         try:
             count = shares.share_count(workers, data, spans)
             extent = (events_lo, events_hi)
-            frames, fmt, total, counts = (
-                shares.decode_in_shares(p, data, spans, count, progress, extent, mapped)
-                if count > 1 else decode_spans(p, data, spans, progress, extent))
-            return top, frames, fmt, total, counts
+            return top, (shares.decode_in_shares(p, data, spans, count, progress, extent, mapped)
+                         if count > 1 else decode_spans(p, data, spans, progress, extent))
         except TraceError:
             pass  # the layout guess was wrong somewhere: take the exact path instead
         del spans
@@ -150,7 +152,7 @@ def _decode(p: Path, data: layout.Buffer, first: bytes, progress: Callable[[int,
     builder, total = decode_all(p, layout.raw_chunks(data, raws), progress, total=len(raws))
     del raws
     frames = builder.finish()
-    return top, frames, time_format(frames, builder.times.fractional), total, builder.counts
+    return top, (frames, time_format(frames, builder.times.fractional), total, builder.counts)
 
 
 def _cut(p: Path, data: layout.Buffer) -> bytearray:

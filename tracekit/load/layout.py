@@ -159,6 +159,12 @@ def cut_to_complete_events(path: Path, data: bytearray) -> int:
 _NON_SPACE = re.compile(rb"[^ \t\r\n]")
 
 
+def first_byte(data: Buffer) -> bytes | None:
+    """The first byte of ``data`` that is not white space, or None when there is none."""
+    match = _NON_SPACE.search(data)
+    return None if match is None else bytes(data[match.start():match.start() + 1])
+
+
 class _PyBuffer(ctypes.Structure):
     _fields_ = [
         ("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
@@ -251,25 +257,41 @@ def plan_spans(data: Buffer, first: bytes) -> Plan | None:
     before it cannot decode (its string or its object would not close), and the first span starts
     at the array's own bracket, so when every span decodes every cut was between two events.
     """
-    bounds = _array_bounds(data, first)
+    bounds = array_bounds(data, first)
     if bounds is None:
         return None
     top, start, end = bounds
-    target = CHUNK_BYTES
+    return top, chunk_spans(data, start, end), start, end
+
+
+def chunk_spans(data: Buffer, lo: int, end: int, *, closed: bool = True) -> Spans:
+    """Spans of about :data:`CHUNK_BYTES` from ``lo`` (the array's ``[`` or a separator's comma),
+    each ending at a separator's comma. ``closed``: ``end`` is the array's ``]`` and ends the last
+    span; otherwise ``data[:end]`` is a prefix of the array still being written, and the last span
+    ends at the last separator found before ``end`` (no span when none is)."""
     spans: Spans = []
-    lo = start
     while True:
-        m = _SEPARATOR.search(data, lo + target, end)
+        m = _SEPARATOR.search(data, lo + CHUNK_BYTES, end)
         if m is None:
-            spans.append((lo, end))
-            return top, spans, start, end
+            if closed:
+                spans.append((lo, end))
+            return spans
         comma = data.find(b",", m.start() + 1, m.end())
         spans.append((lo, comma))
         lo = comma  # the comma ends one span (as "]") and starts the next (as "[")
 
 
-def _array_bounds(data: Buffer, first: bytes) -> tuple[TopLevel, int, int] | None:
-    """(metadata, first byte, last byte) of the event array, or None."""
+def array_start_guess(data: Buffer, first: bytes) -> int | None:
+    """Where the event array starts (its ``[``) by the same guess :func:`plan_spans` checks, for a
+    prefix of the file whose end is not there yet; None when the prefix does not show it."""
+    if first == b"[":
+        return data.find(b"[")
+    key = _EVENTS_KEY.search(data) if first == b"{" else None
+    return None if key is None else key.end() - 1
+
+
+def array_bounds(data: Buffer, first: bytes) -> tuple[TopLevel, int, int] | None:
+    """(metadata, first byte, last byte) of the event array, or None (see :func:`plan_spans`)."""
     if first == b"[":
         start = data.find(b"[")
         end = data.rfind(b"]")

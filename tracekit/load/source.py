@@ -263,10 +263,15 @@ def _os_problem(err: OSError) -> str:
 
 
 def read_input(path: str | os.PathLike[str], *, what: str = "trace",
-               opts: ReadOptions | None = None, spill: bool = False) -> Source:
+               opts: ReadOptions | None = None, spill: bool = False,
+               on_spilled: Callable[[str, int], None] | None = None) -> Source:
     """The text of ``path`` (see the module docstring); TraceError with one line otherwise.
     ``spill``: a big inflated input goes to a file in shared memory (:attr:`Source.mapped`; the
-    caller then calls :meth:`Source.release`), else it stays in this process's memory."""
+    caller then calls :meth:`Source.release`), else it stays in this process's memory.
+    ``on_spilled(file, size)`` is called each time that file has grown (it must not raise): other
+    processes may read its first ``size`` bytes while the rest still inflates. Bytes it reported
+    stay as they are unless the input turns out damaged (then :attr:`Source.partial` says so, or
+    the read fails) or shared memory fills (then :attr:`Source.mapped` is None)."""
     opts = options() if opts is None else opts
     text = os.fspath(path)
     kind = check_input(text, what)
@@ -276,7 +281,7 @@ def read_input(path: str | os.PathLike[str], *, what: str = "trace",
     if compression is None:
         return Source(raw, None, stored)
     if compression in ("gzip", "bz2", "xz") or (compression == "zstd" and _zstd() is not None):
-        out = _Output(SPILL_MIN_BYTES if spill else None)
+        out = _Output(SPILL_MIN_BYTES if spill else None, on_spilled)
         try:
             partial = _inflate(text, raw, compression, opts, out)
             data, mapped = out.finish()
@@ -288,6 +293,26 @@ def read_input(path: str | os.PathLike[str], *, what: str = "trace",
                 raw.close()
         return Source(data, compression, stored, partial, mapped)
     raise TraceError(text, _REFUSED[compression])
+
+
+def inflated_size_hint(path: str | os.PathLike[str]) -> int | None:
+    """The JSON size a gzip file says it inflates to (its last member's ISIZE: the size modulo
+    2**32, RFC 1952), when that is at least the file's own size; None otherwise. Only a hint for
+    planning work: a multi-member or > 4 GiB file says less than it holds."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or device: never opened here
+            return None
+        with open(path, "rb") as fh:
+            if compression_of(fh.read(8)) != "gzip":
+                return None
+            stored = fh.seek(0, os.SEEK_END)
+            if stored < 18:  # a gzip header and trailer
+                return None
+            fh.seek(stored - 4)
+            size = int.from_bytes(fh.read(4), "little")
+    except OSError:
+        return None
+    return size if size >= stored else None
 
 
 def compression_of(head: Buffer | bytes) -> str | None:
@@ -506,9 +531,11 @@ class _Output:
     written there piece by piece. A write that finds shared memory full brings the bytes back into
     memory and goes on there. :meth:`finish` returns (the buffer, the file it maps or None)."""
 
-    def __init__(self, spill_at: int | None) -> None:
+    def __init__(self, spill_at: int | None,
+                 on_spilled: Callable[[str, int], None] | None = None) -> None:
         self.memory: bytearray | None = bytearray()
         self.spill_at = spill_at
+        self.on_spilled = on_spilled
         self.fd: int | None = None
         self.path: str | None = None
         self.size = 0
@@ -524,6 +551,8 @@ class _Output:
         elif not self._write(piece):
             self._back_to_memory()
             self.memory += piece  # type: ignore[operator]
+        elif self.on_spilled is not None:
+            self.on_spilled(self.path, self.size)  # type: ignore[arg-type]
         return self
 
     def __delitem__(self, key: slice) -> None:
