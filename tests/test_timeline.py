@@ -186,7 +186,7 @@ def test_caps_keep_the_longest_and_say_what_was_left_out(tmp_path, monkeypatch):
 
 
 def test_other_units_share_the_total_budget(tmp_path, monkeypatch):
-    monkeypatch.setattr(timeline, "TOTAL_MARKS", 40)
+    monkeypatch.setattr(timeline, "TOTAL_MARKS", 80)
     monkeypatch.setattr(timeline, "MIN_MARKS_PER_UNIT", 5)
     events = []
     for s in range(3):
@@ -197,7 +197,7 @@ def test_other_units_share_the_total_budget(tmp_path, monkeypatch):
     report = tracekit.open(write_trace(tmp_path / "three.json", events, gpu=False)).report(timelines=True)
     tl = report.timelines
     assert tl.default_step == 2
-    # The default unit keeps all 21 marks; the two others share 40 // (2 * 2) = 10 each.
+    # The default unit keeps all 21 marks; the two others share 80 // (4 * 2) = 10 each.
     assert tl.step(2).cpu.height == 21 and tl.step(2).left_out == {}
     assert tl.step(0).cpu.height == 10 and tl.step(0).left_out == {"op": 11}
 

@@ -45,17 +45,19 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from tracekit.analyses import steps as steps_analysis
-from tracekit.trace import Trace
+from tracekit.trace import Trace, empty_frame as _empty
 
 if TYPE_CHECKING:
     from tracekit.report import TraceAnalyses
 
 #: Marks kept per unit at most, by group (the default unit's budget).
 CAPS: dict[str, int] = {"cpu": 4000, "gpu": 4000, "gaps": 2000, "round_trips": 500, "compile": 200}
-#: The marks (CPU + GPU) kept over all units but the default one; each then gets an equal share
-#: (at least :data:`MIN_MARKS_PER_UNIT` per group), so that every step of a 1 GB trace stays drawable.
-TOTAL_MARKS = 200_000
-MIN_MARKS_PER_UNIT = 200
+#: The marks kept over all units but the default one: each gets an equal share per group (CPU, GPU,
+#: gaps, round trips; links follow the GPU marks), at least :data:`MIN_MARKS_PER_UNIT`, so that every
+#: unit of a 1 GB trace stays drawable in one page (``bench/timelines.py``: 100 MB of train_eager
+#: steps, 30 units at the default unit's caps each, made a 64 MB page).
+TOTAL_MARKS = 30_000
+MIN_MARKS_PER_UNIT = 25
 
 CPU_SCHEMA: dict[str, pl.DataType] = {
     "lane": pl.String, "depth": pl.UInt16, "name": pl.String, "ts": pl.Int64, "end": pl.Int64,
@@ -74,10 +76,6 @@ ROUND_TRIPS_SCHEMA: dict[str, pl.DataType] = {
     "producer_id": pl.UInt32, "consumer_id": pl.UInt32, "bytes": pl.Int64, "label": pl.String,
 }
 COMPILE_SCHEMA: dict[str, pl.DataType] = {"ts": pl.Int64, "end": pl.Int64, "kind": pl.String, "label": pl.String}
-
-
-def _empty(schema: dict[str, pl.DataType]) -> pl.DataFrame:
-    return pl.DataFrame(schema=schema)
 
 
 @dataclass(frozen=True)
@@ -126,7 +124,7 @@ def analyze(trace: Trace, whole: TraceAnalyses, *, default_step: int | None = No
         end=pl.max_horizontal(pl.col("cpu_start_ns") + pl.col("cpu_span_ns"),
                               pl.col("gpu_start_ns").fill_null(pl.col("cpu_start_ns")) + pl.col("gpu_window_ns")),
     )
-    share = max(MIN_MARKS_PER_UNIT, TOTAL_MARKS // (2 * max(1, len(numbers) - 1)))
+    share = max(MIN_MARKS_PER_UNIT, TOTAL_MARKS // (4 * max(1, len(numbers) - 1)))
     caps = pl.DataFrame({"step": numbers}, schema={"step": pl.Int64}).with_columns(
         **{f"cap_{k}": pl.when(pl.col("step") == default_step).then(v).otherwise(min(v, share)).cast(pl.Int64)
            for k, v in CAPS.items()})

@@ -38,6 +38,7 @@ import html
 import math
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from tracekit.render.text import for_display
@@ -60,6 +61,8 @@ MIN_MARK = 0.6
 #: Marks wide enough to carry their name as text, at most this many per drawing.
 MIN_TEXT_WIDTH = 36
 MAX_TEXTS = 400
+#: Longest line of hover text (a templated C++ kernel name runs to thousands of characters).
+HOVER_LIMIT = 300
 #: Round trips that get a byte label beside their arc (the largest ones).
 LABELLED_ROUND_TRIPS = 8
 
@@ -91,6 +94,7 @@ ROUND_TRIP_COLOUR = "#c2185b"
 _NOT_XML = re.compile("[\ufffe\uffff]")
 
 
+@lru_cache(maxsize=1 << 16)  # names repeat across marks and steps
 def _xml(value: object, limit: int = 1000) -> str:
     """Text or attribute value showing exactly ``value`` (module docstring)."""
     shown = _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", for_display(value, limit))
@@ -193,8 +197,9 @@ class _Canvas:
 
 
 def _hover(*lines: object) -> str:
-    """Hover text: each line escaped on its own (a newline in a name stays visible as ``\\x0a``)."""
-    return "\n".join(_xml(line) for line in lines)
+    """Hover text: each line escaped on its own (a newline in a name stays visible as ``\\x0a``) and
+    cut at :data:`HOVER_LIMIT` characters."""
+    return "\n".join(_xml(line, HOVER_LIMIT) for line in lines)
 
 
 def _rect(cls: str, x: float, y: float, w: float, h: float, fill: str, hover: tuple, ts: int, dur: int,
@@ -251,9 +256,9 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
                                    f' data-depth="{depth}"'))
                 launch_at[(lane, ts)] = top + ROW - 2
             else:
-                marks.append(_rect("tk-op", x, top + 0.5, w, ROW - 1, OP_COLOURS[depth % len(OP_COLOURS)],
+                marks.append(_rect("tk-op", x, top + 0.5, w, ROW - 1.5, OP_COLOURS[depth % len(OP_COLOURS)],
                                    (name, f"{duration(end - ts)} · depth {depth} · {_lane_label(lane)}"), ts,
-                                   end - ts, f' data-depth="{depth}"', ' stroke="#ffffff" stroke-width="0.3"'))
+                                   end - ts, f' data-depth="{depth}"'))
                 marks.append(c.label(name, x, w, top + ROW - 3.5))
         body.append(_lane(lane, _lane_label(lane), y, height, marks, c.x1 + RIGHT_MARGIN))
         y += height + LANE_GAP
