@@ -239,7 +239,7 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
     launch_at: dict[tuple[str, int], float] = {}  # (lane, launch ts) -> y of the launch row's bottom
     lane_top: dict[str, float] = {}
     cpu = step.cpu.sort(["lane", "ts", "depth"])
-    lanes = _cpu_lane_order(cpu)
+    lanes = _cpu_lane_order(cpu, step.name)
     for lane in lanes:
         rows = cpu.filter(cpu["lane"] == lane)
         depth_max = int(rows["depth"].max() or 0)
@@ -375,15 +375,19 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
     ])
 
 
-def _cpu_lane_order(cpu) -> list[str]:
-    """CPU lanes, the busiest (longest outermost marks) first, then by name."""
+def _cpu_lane_order(cpu, step_name: str) -> list[str]:
+    """CPU lanes: the thread holding the unit's own span first, then those launching the most GPU
+    work, then the busiest (longest outermost marks), then by name."""
     if cpu.height == 0:
         return []
     import polars as pl
 
-    busy = (cpu.filter(pl.col("depth") == 0).group_by("lane").agg(busy=(pl.col("end") - pl.col("ts")).sum())
-            .join(cpu.select("lane").unique(), on="lane", how="right").with_columns(pl.col("busy").fill_null(0)))
-    return busy.sort(["busy", "lane"], descending=[True, False])["lane"].to_list()
+    order = cpu.group_by("lane").agg(
+        own=(pl.col("name") == step_name).any(),
+        launches=(pl.col("kind") == "launch").sum(),
+        busy=pl.when(pl.col("depth") == 0).then(pl.col("end") - pl.col("ts")).otherwise(0).sum(),
+    )
+    return order.sort(["own", "launches", "busy", "lane"], descending=[True, True, True, False])["lane"].to_list()
 
 
 def _lane(lane: str, label: str, y: float, height: float, marks: Iterable[str], width: float) -> str:
