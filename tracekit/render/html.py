@@ -176,20 +176,12 @@ def facts_html(report: Report) -> str:
     return '<dl class="tk-fields">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"
 
 
-def _draw_timeline(step: Any, width: int) -> str | None:
-    try:
-        from tracekit.render import timeline
-    except ImportError:  # the drawing module is not part of this build
-        return None
-    return timeline.draw(step, width=width)
-
-
 def _step_view(step: Any, width: int, prefix: str, side: str | None = None) -> str:
-    svg = _draw_timeline(step, width)
-    if svg is None:
-        return '<p class="tk-none">no timeline drawing in this build</p>'
+    """One step's drawing (:func:`tracekit.render.timeline.draw`) inlined, under its ``side`` label."""
+    from tracekit.render import timeline
+
     out = f'<div class="tk-side">{esc(side)}</div>' if side else ""
-    return out + inline_svg(svg, prefix)
+    return out + inline_svg(timeline.draw(step, width=width), prefix)
 
 
 def timelines_html(choices: Sequence[tuple[str, str, Callable[[], str]]], *, default: str) -> str:
@@ -220,10 +212,11 @@ def timelines_html(choices: Sequence[tuple[str, str, Callable[[], str]]], *, def
 def report_timelines(report: Report) -> str:
     from tracekit.render import sections
 
-    found = getattr(report, "timelines", None)
-    if found is None or not found.steps:
-        return '<p class="tk-none">no timeline (this report was built without timelines)</p>' if found is None \
-            else '<p class="tk-none">no steps to draw</p>'
+    found = report.timelines
+    if found is None:
+        return '<p class="tk-none">no timeline (this report was built without timelines)</p>'
+    if not found.steps:
+        return '<p class="tk-none">no steps to draw</p>'
     steps = {s.number: s for s in found.steps}
     default = found.default_step if found.default_step in steps else found.steps[0].number
     choices = [(str(s.number), (s.name or sections.step_label(report, s.number))
@@ -234,14 +227,11 @@ def report_timelines(report: Report) -> str:
 
 def charts_html(names: Sequence[tuple[str, str]], subject: Any) -> str:
     """Each chart of :mod:`tracekit.render.charts` the subject has data for, in a figure."""
-    try:
-        from tracekit.render import charts
-    except ImportError:
-        return '<p class="tk-none">no charts in this build</p>'
+    from tracekit.render import charts
+
     figures = []
     for n, (name, caption) in enumerate(names):
-        draw = getattr(charts, name, None)
-        svg = draw(subject) if draw is not None else None
+        svg = getattr(charts, name)(subject)
         if svg:
             # The chart's own title names it; the label is for screen readers.
             figures.append(f'<figure class="tk-chart" data-chart="{esc(name)}" aria-label="{esc(caption)}">'
@@ -282,7 +272,7 @@ def _diff_step_width(dur: int, longest: int) -> int:
 
 def diff_timelines(diff: Diff) -> str:
     """A's and B's timelines of each aligned pair of steps, one above the other, on one time scale."""
-    ta, tb = getattr(diff.a, "timelines", None), getattr(diff.b, "timelines", None)
+    ta, tb = diff.a.timelines, diff.b.timelines
     if ta is None or tb is None:
         return '<p class="tk-none">no timelines (this diff was computed without them)</p>'
     steps_a, steps_b = {s.number: s for s in ta.steps}, {s.number: s for s in tb.steps}
