@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -382,6 +383,13 @@ def main(argv: list[str] | None = None) -> int:
     for size in args.minified_sizes:
         run(f"report-min:{size:g}", tracekit_cmd("report", str(name(size, suffix="_min")), "-o",
                                                  str(out_dir / "report.md")), repeat=args.repeat)
+    # The HTML report of the largest trace (timelines of every step, charts, tables), then opened in
+    # a real headless Chromium: console errors, marks drawn, a screenshot to look at.
+    html = out_dir / "report.html"
+    if run(f"report-html:{big:g}", tracekit_cmd("report", str(name(big)), "-o", str(html)),
+           repeat=args.repeat).get("ok"):
+        results[f"html-open:{big:g}"] = open_in_browser(html, ROOT / "bench" / f"html_{big:g}mb.png")
+        log(f"  opened in Chromium: {results[f'html-open:{big:g}']}")
     if diff_available():
         run(f"diff:{big:g}", tracekit_cmd("diff", str(name(big)), str(name(big, suffix="_b")), "-o",
                                           str(out_dir / "diff.md")), repeat=args.repeat)
@@ -425,10 +433,51 @@ def main(argv: list[str] | None = None) -> int:
 
     text = render(args, sizes, hta_sizes, big, traces, b_summary, results, stages, mach, when,
                   time.perf_counter() - started, minified, reader_rows)
-    args.results.write_text(text)
+    kept = kept_sections(args.results)
+    args.results.write_text(text + ("\n" + kept if kept else ""))
     log(f"wrote {args.results}")
     print(text)
     return 0
+
+
+def open_in_browser(page: Path, screenshot: Path) -> dict:
+    """Open ``page`` in headless Chromium (``tests/browser.py``): its size, load seconds, console
+    errors, timelines and kernel marks in the DOM; the screenshot is written to ``screenshot``."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        import browser
+    except ImportError as err:
+        return {"unavailable": f"tests/browser.py: {err}"}
+    binary = browser.chromium_binary()
+    if binary is None:
+        return {"unavailable": "no chromium on PATH"}
+    started = time.perf_counter()
+    with browser.Browser(binary, timeout=300) as chromium:
+        tab = chromium.new_page()
+        tab.open(page.as_uri())
+        loaded = time.perf_counter() - started
+        counts = tab.evaluate(
+            "({timelines: document.querySelectorAll('svg.tk-timeline').length,"
+            " kernels: document.querySelectorAll('svg.tk-timeline rect.tk-kernel').length,"
+            " charts: document.querySelectorAll('figure.tk-chart').length})")
+        tab.screenshot(screenshot)
+        errors = tab.errors()
+    return {"bytes": page.stat().st_size, "load_s": round(loaded, 2), "errors": errors, **counts,
+            "screenshot": str(screenshot.relative_to(ROOT))}
+
+
+#: Sections other scripts keep in RESULTS.md between markers (``bench/charts.py``): carried over.
+_KEPT_SECTION = re.compile(r"<!-- (\w+): bench/\S+ -->\n.*?<!-- /\1 -->\n?", re.S)
+
+
+def kept_sections(path: Path) -> str:
+    """The marked sections of the current ``path`` (see :data:`_KEPT_SECTION`), to append again."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return ""
+    return "".join(m.group(0) if m.group(0).endswith("\n") else m.group(0) + "\n"
+                   for m in _KEPT_SECTION.finditer(text))
 
 
 def render(args, sizes, hta_sizes, big, traces, b_summary, results, stages, mach, when, total,
@@ -527,6 +576,9 @@ def render(args, sizes, hta_sizes, big, traces, b_summary, results, stages, mach
     hta_ratio = (secs(hta_big) / t_big) if secs(hta_big) and t_big else None
     diff_ratio = (secs(diff) / t_big) if secs(diff) and t_big else None
     rss_big = rep_big.get("peak_rss") if rep_big else None
+    html_run = results.get(f"report-html:{big:g}")
+    html_ratio = (secs(html_run) / t_big) if secs(html_run) and t_big else None
+    opened = results.get(f"html-open:{big:g}") or {}
 
     def verdict(ok: bool | None) -> str:
         return "—" if ok is None else ("**met**" if ok else "**not met**")
@@ -548,6 +600,14 @@ def render(args, sizes, hta_sizes, big, traces, b_summary, results, stages, mach
          f"{growth:.1f}×" if growth else "—", verdict(growth <= 1.1 * size_ratio if growth else None)),
         (f"`tracekit diff` of two {big:g} MB traces ≤ 2× one report",
          f"{diff_ratio:.2f}×" if diff_ratio else fmt_s(diff), verdict(diff_ratio <= 2 if diff_ratio else None)),
+        (f"HTML report of {big:g} MB ({fmt_s(html_run)}) within 2× the Markdown report's time",
+         f"{html_ratio:.2f}×" if html_ratio else fmt_s(html_run), verdict(html_ratio <= 2 if html_ratio else None)),
+        (f"HTML report of {big:g} MB opens in headless Chromium without errors "
+         f"(screenshot `{opened.get('screenshot', '—')}`)",
+         (f"{len(opened['errors'])} errors; {opened['timelines']} step timelines, {opened['kernels']:,} kernel "
+          f"marks, {opened['charts']} charts; {opened['bytes'] / MB:.1f} MB, loaded in {opened['load_s']:.1f} s")
+         if "errors" in opened else opened.get("unavailable", "—"),
+         verdict(not opened["errors"] and opened["timelines"] > 0 if "errors" in opened else None)),
         (f"Parquet re-analysis of {big:g} MB ≤ 1 s (stored report; every analysis re-run: "
          f"{fmt_s(parq_step)})", fmt_s(parq), verdict(secs(parq) <= 1 if secs(parq) else None)),
     ]
@@ -611,8 +671,9 @@ def render(args, sizes, hta_sizes, big, traces, b_summary, results, stages, mach
                 why.append(f"- **≤ 8 s, {form}**: {fmt_s(r)}, with {r['user_s']:.1f} s of user and "
                            f"{r['system_s']:.1f} s of system CPU against {rep_big['user_s']:.1f} s and "
                            f"{rep_big['system_s']:.1f} s for the plain file: the difference is what this "
-                           "form adds before the same decode in shares (a gzip trace is first inflated "
-                           "into shared memory; a minified one is planned at its event separators).")
+                           "form adds to the same decode in shares (a gzip trace is inflated into shared "
+                           "memory while a worker decodes the part already inflated, then this process "
+                           "decodes the rest; a minified one is planned at its event separators).")
         if rss_big and rss_big > 2.5 * GB:
             prev, jumps = 0, []
             for k in parts:
