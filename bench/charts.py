@@ -106,7 +106,12 @@ def _matplotlib():
 
     from tracekit.render.charts import CLASS_COLOURS, SIDE_COLOURS, class_colour
 
-    def finish(fig) -> str:
+    def finish(fig, ax=None, xlabel=None, ylabel=None, title=None) -> str:
+        if ax is not None:
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            ax.set_title(title, loc="left")
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
         return buf.getvalue()
@@ -147,11 +152,8 @@ def _matplotlib():
         for k in sorted({p["class"] for p in pts}, key=lambda k: list(CLASS_COLOURS).index(k)):
             sel = [p for p in pts if p["class"] == k]
             ax.scatter([p["intensity"] for p in sel], [p["tflops"] for p in sel], color=class_colour(k), label=k, s=30)
-        ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-        ax.set_ylabel("achieved TFLOP/s")
-        ax.set_title("Achieved throughput against the device's ceilings (roofline)", loc="left")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
-        return finish(fig)
+        return finish(fig, ax, "arithmetic intensity (FLOP/byte)", "achieved TFLOP/s",
+                      "Achieved throughput against the device's ceilings (roofline)")
 
     def memory(d):
         fig = Figure(figsize=(7.5, 3.4))
@@ -159,11 +161,7 @@ def _matplotlib():
         for series, style in (("allocated", "-"), ("reserved", "--")):
             sel = [r for r in d["rows"] if r["series"] == series]
             ax.step([r["ms"] for r in sel], [r["gb"] for r in sel], style, where="post", label=series)
-        ax.set_xlabel("time since the first memory event (ms)")
-        ax.set_ylabel("GB")
-        ax.set_title("Memory over time", loc="left")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
-        return finish(fig)
+        return finish(fig, ax, "time since the first memory event (ms)", "GB", "Memory over time")
 
     def ab(d):
         rows, sides = d["rows"], d["sides"]
