@@ -2,11 +2,12 @@
 
 One registry: :data:`RENDERERS` maps a format name to its :class:`~tracekit.render.base.Renderer`
 (one module per format: :mod:`~tracekit.render.term`, :mod:`~tracekit.render.markdown`,
-:mod:`~tracekit.render.json`, :mod:`~tracekit.render.html`). :data:`FORMATS` lists the names
+:mod:`~tracekit.render.json`, :mod:`~tracekit.render.html`, :mod:`~tracekit.render.svg`; the charts
+both pictures formats draw are :mod:`~tracekit.render.charts`). :data:`FORMATS` lists the names
 (``--format`` choices),
 :func:`renderer_for` returns a format's renderer and :func:`format_for_path` picks the format of an
 ``-o`` file from the registry's extensions. A renderer module imports its heavy libraries (rich,
-Polars, msgspec) only when it renders, so importing this registry stays cheap for ``--help``.
+Polars, msgspec, vl-convert) only when it renders, so importing this registry stays cheap for ``--help``.
 """
 
 from __future__ import annotations
