@@ -254,24 +254,31 @@ def roofline_spec(points: list[dict[str, Any]], ceilings: dict[str, Any], left_o
     classes = sorted({p["class"] for p in points}, key=lambda k: (list(CLASS_COLOURS).index(k)
                                                                    if k in CLASS_COLOURS else 99, k))
     subtitle = f"{ceilings.get('device')}: one point per kernel and problem"
+    if not lines:
+        subtitle += " (no ceilings known for this device: pass --ceiling)"
     if left_out:
         subtitle += f"; {left_out} without FLOPs or a traffic model not drawn"
     x = {"field": "intensity", "type": "quantitative", "title": "arithmetic intensity (FLOP/byte)",
          "scale": {"type": "log", "domain": [x_lo, x_hi], "nice": False},
-         "axis": {"values": _decades(x_lo, x_hi), "format": "~g"}}
+         "axis": {"values": _decades(x_lo, x_hi), "labelExpr": _LOG_LABEL}}
     y = {"field": "tflops", "type": "quantitative", "title": "achieved TFLOP/s",
          "scale": {"type": "log", "domain": [y_lo / 1e12, y_hi / 1e12], "nice": False},
-         "axis": {"values": _decades(y_lo / 1e12, y_hi / 1e12), "format": "~g"}}
+         "axis": {"values": _decades(y_lo / 1e12, y_hi / 1e12), "labelExpr": _LOG_LABEL}}
+    names = list(dict.fromkeys(line["ceiling"] for line in sorted(lines, key=lambda c: not c["ceiling"].startswith("HBM"))))
+    layers: list[dict[str, Any]] = []
+    if lines:
+        layers.append(
+            {"name": "ceilings", "data": {"values": lines}, "mark": {"type": "line", "strokeDash": [6, 3]},
+             "encoding": {"x": x, "y": y, "order": {"field": "i"},
+                          "color": {"field": "ceiling", "type": "nominal", "title": "ceiling",
+                                    "scale": {"domain": names,
+                                              "range": ["#333333", "#8c564b", "#7f7f7f", "#17becf", "#bcbd22"]},
+                                    "legend": {"orient": "bottom", "direction": "vertical"}}}})
     return {
         "title": _title("Achieved throughput against the device's ceilings (roofline)", subtitle),
         "width": 560, "height": 360,
         "resolve": {"scale": {"color": "independent"}},
-        "layer": [
-            {"name": "ceilings", "data": {"values": lines}, "mark": {"type": "line", "strokeDash": [6, 3]},
-             "encoding": {"x": x, "y": y, "order": {"field": "i"},
-                          "color": {"field": "ceiling", "type": "nominal", "title": "ceiling",
-                                    "scale": {"range": ["#333333", "#8c564b", "#7f7f7f", "#17becf"]},
-                                    "legend": {"orient": "bottom", "direction": "vertical"}}}},
+        "layer": layers + [
             {"name": "kernels", "data": {"values": points},
              "mark": {"type": "point", "filled": True, "size": 70, "opacity": 0.85},
              "encoding": {"x": x, "y": y,
@@ -280,6 +287,11 @@ def roofline_spec(points: list[dict[str, Any]], ceilings: dict[str, Any], left_o
                           "description": {"field": "what"}}},
         ],
     }
+
+
+#: A log axis' label: plain figures from 0.001 to 99,999, powers of ten (``1e-7``) beyond.
+_LOG_LABEL = ("datum.value >= 0.001 && datum.value < 100000 ? format(datum.value, '~g') "
+              ": format(datum.value, '.0e')")
 
 
 def _decades(lo: float, hi: float) -> list[float]:
