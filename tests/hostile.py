@@ -9,7 +9,8 @@ Used by ``tests/test_hostile_inputs.py`` (the corpus and hypothesis mutations) a
 - :func:`mutate`: a list of :data:`Mutation` s (set or delete an event field, drop, repeat or
   insert an entry, change a metadata field) applied to a decoded trace; :func:`random_mutations`
   draws them without hypothesis (the fuzzer's fallback).
-- :func:`run_matrix`: every command (report, convert then report of the Parquet, diff, check) in
+- :func:`run_matrix`: every command (report, convert then report of the Parquet, diff, check,
+  annotate then report of the annotated trace) in
   every format (term, md, json), in this process; :func:`check_outcomes` states what each may
   end in: exit 0 with output, exit 2 with one line on stderr (1 for a broken expectation), never a
   traceback or an internal error. ``python tests/hostile.py serve`` runs matrices for a parent
@@ -143,7 +144,7 @@ class Case:
     name: str
     files: dict[str, bytes | str] = field(default_factory=dict)
     trace: str = "t.json"
-    commands: tuple[str, ...] = ("report", "convert", "diff", "check")
+    commands: tuple[str, ...] = ("report", "convert", "diff", "check", "annotate")
     args: tuple[str, ...] = ()
     expect: dict[str, set[int]] = field(default_factory=dict)
     expect_file: str = "e.toml"
@@ -320,6 +321,10 @@ def matrix(case: Case, workdir: Path, *, quick: bool = False) -> list[tuple[str,
         elif command == "check":
             runs += [("check", ["check", trace, "--expect", case.expect_file, "--format", f, *case.args])
                      for f in formats]
+        elif command == "annotate":  # and the annotated trace read back
+            out = str(workdir / "annotated.json.gz")
+            runs.append(("annotate", ["annotate", trace, "-o", out, *case.args]))
+            runs.append(("report-annotated", ["report", out, "--format", "json"]))
     return runs
 
 
@@ -378,7 +383,8 @@ def run_matrix(case: Case, workdir: Path, *, quick: bool = False) -> list[dict[s
 
 
 #: What each command may end in, whatever its input.
-ALLOWED = {"report": {0, 2}, "convert": {0, 2}, "report-parquet": {0, 2}, "diff": {0, 2}, "check": {0, 1, 2}}
+ALLOWED = {"report": {0, 2}, "convert": {0, 2}, "report-parquet": {0, 2}, "diff": {0, 2}, "check": {0, 1, 2},
+           "annotate": {0, 2}, "report-annotated": {0, 2}}
 
 
 def check_outcomes(case: Case, results: list[dict[str, Any]]) -> list[str]:

@@ -28,7 +28,8 @@ SAMPLES = ROOT / "sample_traces"
 REAL = Path(__file__).resolve().parent / "data" / "real"
 
 #: Shipped traces that between them have every added kind: eager and compiled steps, round trips
-#: (with and without an execution trace), findings, compile spans, a pre-2.4 era trace.
+#: (with and without an execution trace), findings, compile spans, and a trace in integer absolute µs
+#: (before PyTorch 2.4's relative times).
 CASES = {
     "mlp_eager": SAMPLES / "mlp_eager.json.gz",
     "mlp_compile": SAMPLES / "mlp_compile.json.gz",
