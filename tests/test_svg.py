@@ -87,6 +87,15 @@ def test_roofline_leaves_out_kernels_without_flops(memory_report):
     assert any(f"{left_out} without FLOPs" in t for t in texts(svg))
 
 
+def test_roofline_without_known_ceilings_draws_the_points_alone(eager):
+    from dataclasses import replace
+
+    unknown = replace(eager, throughput=replace(eager.throughput, ceilings=None))
+    svg = charts.roofline(unknown)
+    assert marks(svg, "symbol", "kernels") == 4 and marks(svg, "line") == 0
+    assert any("no ceilings known for this device: pass --ceiling" in t for t in texts(svg))
+
+
 def test_memory_chart_only_with_memory_events(eager, memory_report):
     assert charts.memory_timeline(eager) is None  # mlp_eager was captured without profile_memory
     svg = charts.memory_timeline(memory_report)
@@ -236,6 +245,25 @@ def test_a_file_where_the_directory_should_be_is_exit_2(tmp_path, capsys):
     blocker.write_text("not a directory")
     _cli(["report", str(EAGER), "--format", "svg", "-o", f"{blocker}/"], 2)
     assert "not a directory" in capsys.readouterr().err
+
+
+def test_every_real_trace_gives_valid_pictures(tmp_path):
+    """Layer 3: the public traces of other GPUs and workloads (``TRACEKIT_REAL_TRACES``)."""
+    import os
+
+    folder = os.environ.get("TRACEKIT_REAL_TRACES")
+    if not folder:
+        pytest.skip("set TRACEKIT_REAL_TRACES to the real-trace corpus folder")
+    traces = sorted(Path(folder).glob("*.json.gz"))
+    assert traces
+    for trace in traces:
+        out = tmp_path / trace.name
+        _cli(["report", str(trace), "--format", "svg", "-o", f"{out}/"], 0)
+        md = (out / "report.md").read_text(encoding="utf-8")
+        linked = re.findall(r"!\[[^\]]*\]\(([^)]*)\)", md)
+        assert sorted(linked) == sorted(p.name for p in out.glob("*.svg")), trace.name
+        for picture in out.glob("*.svg"):
+            ET.parse(picture)
 
 
 def test_svg_extension_selects_the_format():
