@@ -84,7 +84,15 @@ def test_roofline_leaves_out_kernels_without_flops(memory_report):
     assert len(points) == with_figures and left_out == k.height - with_figures > 0
     svg = charts.roofline(memory_report)
     assert marks(svg, "symbol", "kernels") == with_figures
-    assert any(f"{left_out} without FLOPs" in t for t in texts(svg))
+    assert any(f"{left_out} not drawn (no FLOPs or traffic model" in t for t in texts(svg))
+
+
+def test_roofline_keeps_the_kernels_with_the_most_time(eager, monkeypatch):
+    monkeypatch.setattr(charts, "MAX_POINTS", 2)
+    points, _, left_out = charts.roofline_data(eager)
+    # throughput rows are sorted by total time: the two nvjet GEMMs (489.6 µs of the 689.6 µs)
+    assert [p["kernel"][:22] for p in points] == ["nvjet_sm90_tst_256x128", "nvjet_sm90_tst_192x128"]
+    assert left_out == 2 and marks(charts.roofline(eager), "symbol", "kernels") == 2
 
 
 def test_roofline_without_known_ceilings_draws_the_points_alone(eager):

@@ -12,7 +12,8 @@ step, kernel, device, trace label) escaped, no script, no external reference, no
   title says how many were left out).
 * :func:`roofline` — arithmetic intensity (FLOP/byte) against achieved FLOP/s, log-log, one point per
   row of ``throughput.kernels`` that has both figures above zero (a kernel without FLOPs, such as a
-  copy, has no place on a log axis: the subtitle counts those left out); the HBM ceiling
+  copy, has no place on a log axis), at most :data:`MAX_POINTS` (the rows with the most time; the
+  subtitle counts those left out); the HBM ceiling
   (``intensity × hbm_bytes_per_s``) and the compute ceiling of each dtype the points use drawn as
   lines. None without any such point.
 * :func:`memory_timeline` — allocated and reserved bytes over time per GPU device (the report's
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
 
 #: Bars drawn in :func:`gpu_time_by_class` (one per unit; the first ones).
 MAX_BARS = 64
+#: Points drawn in :func:`roofline` (the kernels with the most GPU time; the subtitle counts the rest).
+MAX_POINTS = 400
 #: Longest name shown in a chart (legends, descriptions); the full name stays in the report.
 LABEL_LIMIT = 80
 #: Longest step name under a bar: cut in the middle, so ``…#12`` still tells the steps apart.
@@ -110,7 +113,7 @@ def roofline_data(report: Report) -> tuple[list[dict[str, Any]], dict[str, Any],
     ``{"kernel": short name, "class", "dtype", "intensity" (FLOP/B), "flops" (FLOP/s), "tflops",
     "gbps", "count"}``, most total time first. Ceilings: ``{"device", "hbm" (B/s or None), "compute":
     [(dtype, FLOP/s)…]}`` for the dtypes the points use (the device's headline dtype when none
-    names one). Left out: the other rows (no FLOPs, no traffic model)."""
+    names one). Left out: the other rows (no FLOPs, no traffic model, or past :data:`MAX_POINTS`)."""
     from tracekit.classify.names import short_kernel_name
 
     rates = report.throughput
@@ -120,7 +123,7 @@ def roofline_data(report: Report) -> tuple[list[dict[str, Any]], dict[str, Any],
     points = []
     for r in rates.kernels.iter_rows(named=True):
         intensity, flops = r["intensity"], r["achieved_flops_per_s"]
-        if intensity is None or flops is None or intensity <= 0 or flops <= 0:
+        if intensity is None or flops is None or intensity <= 0 or flops <= 0 or len(points) == MAX_POINTS:
             continue
         points.append({"kernel": label(short_kernel_name(r["name"], decoded.get(r["name"]))),
                        "class": label(r["kernel_class"]), "dtype": label(r["dtype"] or "?"),
@@ -257,7 +260,7 @@ def roofline_spec(points: list[dict[str, Any]], ceilings: dict[str, Any], left_o
     if not lines:
         subtitle += " (no ceilings known for this device: pass --ceiling)"
     if left_out:
-        subtitle += f"; {left_out} without FLOPs or a traffic model not drawn"
+        subtitle += f"; {left_out} not drawn (no FLOPs or traffic model, or past the {MAX_POINTS} with the most time)"
     x = {"field": "intensity", "type": "quantitative", "title": "arithmetic intensity (FLOP/byte)",
          "scale": {"type": "log", "domain": [x_lo, x_hi], "nice": False},
          "axis": {"values": _decades(x_lo, x_hi), "labelExpr": _LOG_LABEL}}
