@@ -238,6 +238,14 @@ def test_svg_has_no_picture_for_check_or_compare(tmp_path, capsys):
     assert not list(tmp_path.iterdir())
 
 
+def test_svg_of_a_directory_of_ranks_is_exit_2_before_any_work(tmp_path, capsys, monkeypatch):
+    from tracekit import ranks
+
+    monkeypatch.setattr(ranks, "analyze", lambda *a, **k: pytest.fail("analysed"))
+    _cli(["report", str(tmp_path), "--format", "svg", "-o", str(tmp_path / "pics")], 2)
+    assert "draws one trace's report, not a directory of ranks" in capsys.readouterr().err
+
+
 def test_never_writes_over_an_input(tmp_path, capsys):
     out = tmp_path / "pics"
     out.mkdir()

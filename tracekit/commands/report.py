@@ -51,6 +51,9 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
 
         if step is not None or unit is not None or gated:
             raise UsageError("--step, --unit and --fail-if apply to one trace, not to a directory of ranks")
+        if renderer.writes_files:  # before the ranks are analysed
+            raise UsageError(f"--format {renderer.name} draws one trace's report, not a directory of ranks; "
+                             "use --format md, html, json or term")
         refuse_inputs(output, ranks.find_traces(trace_path))
         result = ranks.analyze(trace_path)
         with open_output(output) as out:
