@@ -119,6 +119,13 @@ def test_class_bars_a_vs_b():
     assert {"gemm", "elementwise", "triton_fused", "A: mlp_eager.json.gz", "B: mlp_compile.json.gz"} <= set(texts(svg))
 
 
+def test_nothing_is_fetched_when_drawing():
+    # The conversion is given no URL it may load: a specification naming one fails instead of fetching.
+    with pytest.raises(ValueError, match="External data url not allowed"):
+        charts.to_svg({"data": {"url": "https://example.com/x.json"}, "mark": "bar",
+                       "encoding": {"x": {"field": "a", "type": "quantitative"}}})
+
+
 def test_same_report_same_bytes(eager):
     again = tracekit.open(EAGER).report()
     for chart in (charts.gpu_time_by_class, charts.roofline):
