@@ -59,7 +59,7 @@ _NEEDS_FILES = ("--format svg writes files: give -o DIR/ (every picture and a Ma
                 "or -o FILE.svg (one picture)")
 
 
-NOTHING_IN_REPORT = "Nothing to draw: the trace has no steps and no GPU work."
+NOTHING_IN_REPORT = "Nothing to draw: this report has no step timeline and no GPU work."
 NOTHING_IN_DIFF = "Nothing to draw: neither trace has GPU kernel time."
 
 
