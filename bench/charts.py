@@ -16,7 +16,8 @@ is): ``first`` is the wall time from before the library's import to the first ch
 (import included; the reports are built before and not counted); ``per chart`` the median of R
 renders of each chart afterwards. ``same bytes`` renders every chart twice and compares; ``valid``
 parses each SVG as XML. The results are printed and written as the "Charts" section of
-``bench/RESULTS.md`` (between its markers; the rest of the file is left as it is).
+``bench/RESULTS.md`` (between its markers; the rest of the file is left as it is). ``bench/compare.py``
+rewrites the whole file, this section included: run this script again after it.
 
 What each needs offline: vl-convert-python is one wheel with no dependency (Vega and Vega-Lite in
 an embedded JavaScript runtime); matplotlib needs numpy, pillow, fonttools, kiwisolver, contourpy,
