@@ -259,7 +259,7 @@ def method_html(lines: Iterable[str]) -> str:
 
 # -- the diff's timelines ------------------------------------------------------------------------
 
-def _diff_step_width(dur: int, longest: int) -> int:
+def diff_step_width(dur: int, longest: int) -> int:
     """The width to draw a step of ``dur`` ns at, so that its time axis has the scale of the
     ``longest`` step's drawn at :data:`TIMELINE_WIDTH` (the lane labels' column is not time)."""
     from tracekit.render import timeline
@@ -284,8 +284,8 @@ def diff_timelines(diff: Diff) -> str:
         a, b = steps_a[ua], steps_b[ub]
         dur_a, dur_b = a.end_ns - a.start_ns, b.end_ns - b.start_ns
         longest = max(dur_a, dur_b)
-        return (_step_view(a, _diff_step_width(dur_a, longest), f"a{n}", f"A: {diff.a.label} — {a.name}")
-                + _step_view(b, _diff_step_width(dur_b, longest), f"b{n}", f"B: {diff.b.label} — {b.name}"))
+        return (_step_view(a, diff_step_width(dur_a, longest), f"a{n}", f"A: {diff.a.label} — {a.name}")
+                + _step_view(b, diff_step_width(dur_b, longest), f"b{n}", f"B: {diff.b.label} — {b.name}"))
 
     choices = [(str(n), f"A {diff.a.unit_labels.get(ua, ua)} ↔ B {diff.b.unit_labels.get(ub, ub)}",
                 (lambda n=n, ua=ua, ub=ub: draw(n, ua, ub))) for n, (ua, ub) in enumerate(pairs)]

@@ -113,11 +113,11 @@ def diff_pictures(diff: Diff) -> dict[str, str]:
     pair = diff_timelines(diff)
     if pair is not None:
         from tracekit.render import timeline as timeline_mod
-        from tracekit.render.html import _diff_step_width  # the html diff's scale rule: one rule for both
+        from tracekit.render.html import diff_step_width  # the html diff's scale rule: one rule for both
 
         longest = max(s.end_ns - s.start_ns for s in pair)
         for name, step in zip(("timeline_a.svg", "timeline_b.svg"), pair):
-            drawn[name] = timeline_mod.draw(step, width=_diff_step_width(step.end_ns - step.start_ns, longest))
+            drawn[name] = timeline_mod.draw(step, width=diff_step_width(step.end_ns - step.start_ns, longest))
     return {name: svg for name, svg in drawn.items() if svg is not None}
 
 
