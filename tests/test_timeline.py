@@ -159,7 +159,7 @@ def capped_trace(tmp_path, n: int) -> Path:
     for i in range(n):
         events.append(make_op(f"aten::op{i}", t, i + 1.0))
         events.append(make_launch("cudaLaunchKernel", t + 0.1, 0.5, correlation=1000 + i))
-        events.append(make_kernel(f"kernel{i}", 50_000.0 + 100 * i, (i + 1) / 2, correlation=1000 + i))
+        events.append(make_kernel(f"kernel{i}", 50_000.0 + 60 * i, (i + 1) / 2, correlation=1000 + i))
         t += i + 2.0
     return write_trace(tmp_path / "capped.json", events)
 
@@ -177,8 +177,13 @@ def test_caps_keep_the_longest_and_say_what_was_left_out(tmp_path, monkeypatch):
     assert sorted(step.gpu["name"].to_list()) == sorted(f"kernel{i}" for i in range(90, 120))
     assert step.links.height == 30
     assert step.left_out == {"kernel": 90, "launch": 71, "link": 90, "op": 70}
+    # What was left out is drawn as runs: ops 0..69 (1 µs apart, under the window's 100 ms / 1,200),
+    # their launch calls one level down, kernels 0..89 (15-60 µs apart).
+    assert step.merged.select("group", "depth", "count").sort("group", "depth").rows() == [
+        ("cpu", 1, 70), ("cpu", 2, 71), ("gpu", 0, 90)]
     root = parse(draw_mod.draw(step))
     assert len(marks(root, "rect", "tk-kernel")) == 30
+    assert sorted(int(r.get("data-count")) for r in marks(root, "rect", "tk-merged")) == [70, 71, 90]
     note = marks(root, "g", "tk-left-out")
     assert len(note) == 1
     text = "".join(note[0].itertext())
@@ -199,7 +204,13 @@ def test_other_units_share_the_total_budget(tmp_path, monkeypatch):
     assert tl.default_step == 2
     # The default unit keeps all 21 marks; the two others share 80 // (4 * 2) = 10 each.
     assert tl.step(2).cpu.height == 21 and tl.step(2).left_out == {}
-    assert tl.step(0).cpu.height == 10 and tl.step(0).left_out == {"op": 11}
+    assert tl.step(0).cpu.height == 10
+    # Equal lengths: the earliest are kept (the step span, op0..op8). Runs get four shares (cap 40)
+    # and merge marks closer than the window / (40 // 4) = 90 µs: the 11 ops left out, 10 µs
+    # apart, are one run.
+    assert tl.step(0).cpu.filter(pl.col("kind") == "op")["name"].to_list()[1:] == [f"op{i}" for i in range(9)]
+    assert tl.step(0).merged["count"].to_list() == [11]
+    assert tl.step(0).left_out == {"op": 11}
 
 
 # -- hostile names -----------------------------------------------------------------------------------

@@ -27,8 +27,13 @@ Per unit:
   ``producer_id u32``, ``consumer_id u32``, ``bytes i64``, ``label str`` (``"[8192, 3072] bf16"``);
 * ``compile_spans`` — compile work that started in the unit: ``ts``, ``end``, ``kind`` (``compile``,
   ``recompile``, ``autotune``, ``graph_record``, ``runtime``), ``label`` (span name and compile id);
+* ``merged`` — the CPU and GPU marks the caps left out, as runs: per lane (and nesting depth), marks
+  less than 1/:data:`MERGE_PIECES` of the window apart form one run, so a capped unit still shows
+  where work ran: ``group str`` (``cpu`` | ``gpu``), ``lane``, ``depth u16``, ``ts``, ``end``,
+  ``count u32`` (marks in the run), ``busy_ns i64`` (their summed durations);
 * ``left_out`` — marks not kept because of the caps, by kind (``op``, ``launch``, ``kernel``,
-  ``memcpy``, ``memset``, ``gap``, ``link``, ``round_trip``, ``compile``); ``{}`` when none.
+  ``memcpy``, ``memset``, ``gap``, ``link``, ``round_trip``, ``compile``, ``merged_run``); ``{}`` when
+  none.
 
 Caps (:data:`CAPS`): a unit keeps its longest marks (ties: the earliest) up to the cap of its kind, so
 an op's ancestors are kept before it; a launch call ranks with the op that made it (it is kept with
@@ -51,7 +56,12 @@ if TYPE_CHECKING:
     from tracekit.report import TraceAnalyses
 
 #: Marks kept per unit at most, by group (the default unit's budget).
-CAPS: dict[str, int] = {"cpu": 4000, "gpu": 4000, "gaps": 2000, "round_trips": 500, "compile": 200}
+CAPS: dict[str, int] = {"cpu": 4000, "gpu": 4000, "gaps": 2000, "round_trips": 500, "compile": 200,
+                        "merged": 2000}
+#: Left-out marks closer than this fraction of the window merge into one run (1 px of a 1,200 px
+#: drawing); a unit whose runs are capped lower merges at a quarter of its cap, so that its runs still
+#: cover where work ran.
+MERGE_PIECES = 1200
 #: The marks kept over all units but the default one: each gets an equal share per group (CPU, GPU,
 #: gaps, round trips; links follow the GPU marks), at least :data:`MIN_MARKS_PER_UNIT`, so that every
 #: unit of a 1 GB trace stays drawable in one page (``bench/timelines.py``: 100 MB of train_eager
@@ -76,6 +86,10 @@ ROUND_TRIPS_SCHEMA: dict[str, pl.DataType] = {
     "producer_id": pl.UInt32, "consumer_id": pl.UInt32, "bytes": pl.Int64, "label": pl.String,
 }
 COMPILE_SCHEMA: dict[str, pl.DataType] = {"ts": pl.Int64, "end": pl.Int64, "kind": pl.String, "label": pl.String}
+MERGED_SCHEMA: dict[str, pl.DataType] = {
+    "group": pl.String, "lane": pl.String, "depth": pl.UInt16, "ts": pl.Int64, "end": pl.Int64,
+    "count": pl.UInt32, "busy_ns": pl.Int64,
+}
 
 
 @dataclass(frozen=True)
@@ -92,6 +106,7 @@ class StepTimeline:
     links: pl.DataFrame = field(default_factory=lambda: _empty(LINKS_SCHEMA))
     round_trips: pl.DataFrame = field(default_factory=lambda: _empty(ROUND_TRIPS_SCHEMA))
     compile_spans: pl.DataFrame = field(default_factory=lambda: _empty(COMPILE_SCHEMA))
+    merged: pl.DataFrame = field(default_factory=lambda: _empty(MERGED_SCHEMA))
     left_out: dict[str, int] = field(default_factory=dict)
 
 
@@ -125,27 +140,30 @@ def analyze(trace: Trace, whole: TraceAnalyses, *, default_step: int | None = No
                               pl.col("gpu_start_ns").fill_null(pl.col("cpu_start_ns")) + pl.col("gpu_window_ns")),
     )
     share = max(MIN_MARKS_PER_UNIT, TOTAL_MARKS // (4 * max(1, len(numbers) - 1)))
+    # Runs are cheap and keep a capped unit honest: they get four shares.
+    shares = {k: 4 * share if k == "merged" else share for k in CAPS}
     caps = pl.DataFrame({"step": numbers}, schema={"step": pl.Int64}).with_columns(
-        **{f"cap_{k}": pl.when(pl.col("step") == default_step).then(v).otherwise(min(v, share)).cast(pl.Int64)
+        **{f"cap_{k}": pl.when(pl.col("step") == default_step).then(v).otherwise(min(v, shares[k])).cast(pl.Int64)
            for k, v in CAPS.items()})
 
-    cpu, cpu_out = _capped(_cpu(trace, whole), caps, "cpu", "dur")
+    cpu, cpu_out, cpu_left = _capped(_relative_depth(_cpu(trace, whole)), caps, "cpu", "dur")
     gpu_all = _gpu(whole)
-    gpu, gpu_out = _capped(gpu_all, caps, "gpu", "dur")
-    gaps, gaps_out = _capped(_gaps(whole, windows), caps, "gaps", "dur", kind="gap")
-    cpu = _relative_depth(cpu)
+    gpu, gpu_out, gpu_left = _capped(gpu_all, caps, "gpu", "dur")
+    gaps, gaps_out, _ = _capped(_gaps(whole, windows), caps, "gaps", "dur", kind="gap")
     links, links_out = _links(gpu_all, gpu, cpu)
     trips, trips_out = _round_trips(whole, gpu, caps)
-    spans, spans_out = _capped(_compile_spans(whole), caps, "compile", "dur", kind="compile")
+    spans, spans_out, _ = _capped(_compile_spans(whole), caps, "compile", "dur", kind="compile")
+    merged, merged_out, _ = _capped(_merged(cpu_left, gpu_left, windows, caps), caps, "merged", "dur",
+                                    kind="merged_run")
     gpu = _short_names(gpu)
 
     parts = {
         "cpu": _by_step(cpu, CPU_SCHEMA), "gpu": _by_step(gpu, GPU_SCHEMA), "gaps": _by_step(gaps, GAPS_SCHEMA),
         "links": _by_step(links, LINKS_SCHEMA), "round_trips": _by_step(trips, ROUND_TRIPS_SCHEMA),
-        "compile_spans": _by_step(spans, COMPILE_SCHEMA),
+        "compile_spans": _by_step(spans, COMPILE_SCHEMA), "merged": _by_step(merged, MERGED_SCHEMA),
     }
     left_out: dict[int, dict[str, int]] = {}
-    for frame in (cpu_out, gpu_out, gaps_out, links_out, trips_out, spans_out):
+    for frame in (cpu_out, gpu_out, gaps_out, links_out, trips_out, spans_out, merged_out):
         for step, kind, n in frame.iter_rows():
             left_out.setdefault(step, {})[kind] = n
     steps = []
@@ -214,9 +232,9 @@ _LEFT_OUT_SCHEMA = {"step": pl.Int64, "kind": pl.String, "count": pl.Int64}
 
 
 def _capped(marks: pl.DataFrame, caps: pl.DataFrame, group: str, by: str, *,
-             kind: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``(kept, left out by step and kind)``: per step the ``cap_<group>`` marks with the largest
-    ``by`` (ties: earliest, then trace order), in time order."""
+             kind: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """``(kept, left out counted by step and kind, the marks left out)``: per step the ``cap_<group>``
+    marks with the largest ``by`` (ties: earliest, then trace order), in time order."""
     ranked = marks.sort(["step", by, "ts"], descending=[False, True, False], maintain_order=True).with_columns(
         _rank=pl.int_range(pl.len()).over("step")).join(caps.select("step", f"cap_{group}"), on="step", how="left")
     keep = pl.col("_rank") < pl.col(f"cap_{group}")
@@ -225,7 +243,7 @@ def _capped(marks: pl.DataFrame, caps: pl.DataFrame, group: str, by: str, *,
            .select(list(_LEFT_OUT_SCHEMA)).cast(_LEFT_OUT_SCHEMA))  # type: ignore[arg-type]
     kept = ranked.filter(keep).drop("_rank", f"cap_{group}").sort(["step", "ts", by], descending=[False, False, True],
                                                                   maintain_order=True)
-    return kept, out
+    return kept, out, ranked.filter(~keep)
 
 
 def _links(gpu_all: pl.DataFrame, gpu: pl.DataFrame, cpu: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -257,7 +275,7 @@ def _round_trips(whole: TraceAnalyses, gpu: pl.DataFrame, caps: pl.DataFrame) ->
                  .join(drawn.group_by("step").agg(drawn=pl.len().cast(pl.Int64)), on="step", how="left")
                  .select("step", kind=pl.lit("round_trip"), count=pl.col("count") - pl.col("drawn").fill_null(0))
                  .filter(pl.col("count") > 0))
-    kept, left_cap = _capped(
+    kept, left_cap, _ = _capped(
         drawn.with_columns(ts=pl.lit(0, pl.Int64)), caps, "round_trips", "bytes",
         kind="round_trip")
     left = (pl.concat([left_ends, left_cap]).group_by("step", "kind").agg(pl.col("count").sum())
@@ -265,6 +283,28 @@ def _round_trips(whole: TraceAnalyses, gpu: pl.DataFrame, caps: pl.DataFrame) ->
     return kept.select(
         "step", producer_id="producer_idx", consumer_id="consumer_idx", bytes="bytes",
         label=pl.format("{} {}", pl.col("shape").fill_null("?"), pl.col("dtype").fill_null("?"))), left
+
+
+def _merged(cpu_left: pl.DataFrame, gpu_left: pl.DataFrame, windows: pl.DataFrame,
+            caps: pl.DataFrame) -> pl.DataFrame:
+    """The left-out marks as runs (module docstring), with ``step`` and ``dur`` (the run's length)."""
+    left = pl.concat([
+        cpu_left.select("step", group=pl.lit("cpu"), lane="lane", depth="depth", ts="ts", end="end"),
+        gpu_left.select("step", group=pl.lit("gpu"), lane="lane", depth=pl.lit(0, pl.Int64), ts="ts", end="end"),
+    ], how="vertical_relaxed")
+    if left.height == 0:
+        return left.with_columns(count=pl.lit(0, pl.UInt32), busy_ns=pl.lit(0, pl.Int64), dur=pl.lit(0, pl.Int64))
+    pieces = pl.min_horizontal(pl.lit(MERGE_PIECES, pl.Int64), (pl.col("cap_merged") // 4).clip(1))
+    apart = windows.join(caps.select("step", "cap_merged"), on="step", how="left").select(
+        "step", _apart=((pl.col("end") - pl.col("start")) // pieces).clip(1))
+    key = ["step", "group", "lane", "depth"]
+    prev_end = pl.col("end").cum_max().shift(1).over(key)
+    runs = (left.join(apart, on="step", how="left").sort([*key, "ts", "end"])
+            .with_columns(_run=(prev_end.is_null() | (pl.col("ts") > prev_end + pl.col("_apart"))).cum_sum())
+            .group_by("_run", maintain_order=True)
+            .agg(pl.col(key).first(), ts=pl.col("ts").min(), end=pl.col("end").max(),
+                 count=pl.len().cast(pl.UInt32), busy_ns=(pl.col("end") - pl.col("ts")).sum()))
+    return runs.drop("_run").with_columns(dur=pl.col("end") - pl.col("ts"))
 
 
 # ---- finishing -------------------------------------------------------------------------------------

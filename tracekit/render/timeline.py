@@ -19,6 +19,7 @@ DOM (read by the HTML page's script and by tests):
   ``rect.tk-op`` (``data-depth``), ``rect.tk-launch`` (``data-depth``), ``rect.tk-kernel``
   (``data-class``, ``data-id``), ``rect.tk-memcpy``/``rect.tk-memset`` (``data-id``), ``rect.tk-gap``
   (``data-cause``, shaded over its device's stream lanes), ``rect.tk-compile`` (``data-kind``),
+  ``rect.tk-merged`` (``data-count``: a run of marks the caps left out, drawn grey under the others),
   ``path.tk-link`` (launch call → the first activity it launched; ``data-id`` of that activity),
   ``path.tk-roundtrip`` (producer kernel's end → consumer kernel's start, ``data-bytes``);
 * ``g.tk-legend``, ``g.tk-axis``, and ``g.tk-left-out`` when the caps left marks out.
@@ -37,6 +38,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import textwrap
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -89,6 +91,7 @@ COMPILE_COLOURS: dict[str, str] = {
 OP_COLOURS = ("#c9d3df", "#a9bcd0", "#8fa9c4", "#d8cfc0", "#c4b9a5")
 LAUNCH_COLOUR = "#2ca02c"
 LINK_COLOUR = "#5b8def"
+MERGED_COLOUR = "#8a939c"
 ROUND_TRIP_COLOUR = "#c2185b"
 
 _NOT_XML = re.compile("[\ufffe\uffff]")
@@ -238,14 +241,20 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
     # CPU lanes: one per thread, a row per nesting depth.
     launch_at: dict[tuple[str, int], float] = {}  # (lane, launch ts) -> y of the launch row's bottom
     lane_top: dict[str, float] = {}
+    import polars as pl
+
     cpu = step.cpu.sort(["lane", "ts", "depth"])
-    lanes = _cpu_lane_order(cpu, step.name)
+    merged = step.merged.sort(["group", "lane", "depth", "ts"])
+    lanes = _cpu_lane_order(pl.concat([cpu.select("lane"), merged.filter(merged["group"] == "cpu").select("lane")])
+                            .unique().join(cpu, on="lane", how="left"), step.name)
     for lane in lanes:
         rows = cpu.filter(cpu["lane"] == lane)
-        depth_max = int(rows["depth"].max() or 0)
+        runs = merged.filter((merged["group"] == "cpu") & (merged["lane"] == lane))
+        depth_max = int(max(rows["depth"].max() or 0, runs["depth"].max() or 0))
         height = (depth_max + 1) * ROW
         lane_top[lane] = y
-        marks = []
+        marks = [_run(c, r, y + r[0] * ROW + 0.5, ROW - 1.5, "CPU marks") for r in runs.select(
+            "depth", "ts", "end", "count", "busy_ns").iter_rows()]
         for depth, name, ts, end, kind, corr in rows.select(
                 "depth", "name", "ts", "end", "kind", "correlation").iter_rows():
             x, w = c.span(ts, end)
@@ -265,7 +274,8 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
 
     # GPU lanes: one per (device, stream); idle gaps shaded over the device's lanes.
     gpu = step.gpu
-    gpu_lanes = sorted(set(gpu["lane"].to_list()), key=_gpu_lane_key)
+    gpu_lanes = sorted(set(gpu["lane"].to_list()) | set(merged.filter(merged["group"] == "gpu")["lane"].to_list()),
+                       key=_gpu_lane_key)
     gpu_top: dict[str, float] = {}
     kernel_at: dict[int, tuple[float, float, float, int, int, str]] = {}  # id -> (x, x end, top, ts, end, name)
     y += 4
@@ -290,7 +300,9 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
     for lane in gpu_lanes:
         top = gpu_top[lane]
         rows = gpu.filter(gpu["lane"] == lane).sort(["ts", "id"])
-        marks = []
+        runs = merged.filter((merged["group"] == "gpu") & (merged["lane"] == lane))
+        marks = [_run(c, r, top + 1, GPU_LANE - 2, "GPU activities") for r in runs.select(
+            "depth", "ts", "end", "count", "busy_ns").iter_rows()]
         for name, short, klass, library, kind, ts, end, corr, ident in rows.select(
                 "name", "short", "klass", "library", "kind", "ts", "end", "correlation", "id").iter_rows():
             x, w = c.span(ts, end)
@@ -390,6 +402,16 @@ def _cpu_lane_order(cpu, step_name: str) -> list[str]:
     return order.sort(["own", "launches", "busy", "lane"], descending=[True, True, True, False])["lane"].to_list()
 
 
+def _run(c: _Canvas, run: tuple, y: float, h: float, what: str) -> str:
+    """A run of marks the caps left out (``rect.tk-merged``), hatched grey under the drawn marks."""
+    _depth, ts, end, count, busy = run
+    x, w = c.span(ts, end)
+    return _rect("tk-merged", x, y, w, h, MERGED_COLOUR,
+                 (f"{count:,} {what} not drawn one by one (the step's caps), merged into one run",
+                  f"{duration(busy)} of them in {duration(end - ts)}"), ts, end - ts,
+                 f' data-count="{count}"', ' fill-opacity="0.45"')
+
+
 def _lane(lane: str, label: str, y: float, height: float, marks: Iterable[str], width: float) -> str:
     return (f'<g class="tk-lane" data-lane="{_xml(lane)}">'
             f'<rect class="tk-lane-bg" x="0" y="{_num(y)}" width="{_num(width)}" height="{_num(height)}" fill="#f6f7f9" '
@@ -429,6 +451,8 @@ def _legend(step: StepTimeline, y: float, width: int) -> tuple[str, float]:
     entries += [("gap", CAUSE_STYLE.get(k, (OTHER_COLOUR, k))[0], f"idle: {CAUSE_STYLE.get(k, ('', k))[1]}")
                 for k in causes]
     entries += [("rect", OP_COLOURS[1], "CPU op (nested by depth)"), ("rect", LAUNCH_COLOUR, "launch call")]
+    if step.merged.height:
+        entries.append(("rect", MERGED_COLOUR, "marks left out by the caps, merged into runs"))
     if step.links.height:
         entries.append(("line", LINK_COLOUR, "launch → GPU work"))
     if step.round_trips.height:
@@ -457,6 +481,9 @@ def _left_out(step: StepTimeline, y: float, width: int) -> tuple[str, float]:
     if not step.left_out:
         return "", y
     words = ", ".join(f"{n:,} {kind.replace('_', ' ')}" for kind, n in sorted(step.left_out.items()))
-    text = f"Not drawn (this step has more marks than a picture can hold; the longest are kept): {words}"
-    return (f'<g class="tk-left-out"><text x="4" y="{_num(y + 12)}" font-size="10" fill="#a33">{_xml(text)}</text></g>',
-            y + 18)
+    runs = " (the CPU and GPU ones are drawn as grey runs)" if step.merged.height else ""
+    text = f"Not drawn one by one (this step has more marks than a picture can hold; the longest are kept): {words}{runs}"
+    lines = textwrap.wrap(text, max(40, int((width - 8) / 5.6)))
+    parts = [f'<text x="4" y="{_num(y + 12 + 13 * n)}" font-size="10" fill="#a33">{_xml(line)}</text>'
+             for n, line in enumerate(lines)]
+    return f'<g class="tk-left-out">{"".join(parts)}</g>', y + 6 + 13 * len(lines)
