@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import tracekit
-from factory import make_kernel, make_launch, make_op, make_step, write_trace
+from factory import make_kernel, make_launch, make_op, make_step, span, write_trace
 from tracekit.analyses import timeline
 from tracekit.render import timeline as draw_mod
 from tracekit.render.base import Renderer
@@ -221,7 +221,8 @@ HOSTILE = 'evil<script>alert("x")</script> ]]> \'q\' & <!-- \x1b[31m \ufffe'
 def test_hostile_names_stay_text(tmp_path):
     events = [make_step(1, 0.0, 1000.0), make_op(HOSTILE, 10.0, 500.0),
               make_launch("cudaLaunchKernel", 20.0, 5.0, correlation=7),
-              make_kernel(HOSTILE, 40.0, 300.0, correlation=7)]
+              make_kernel(HOSTILE, 40.0, 300.0, correlation=7),
+              span("cpu_op", "aten::on_a_thread_named_by_an_attacker", 30.0, 50.0, tid='t"><script>x</script>')]
     report = tracekit.open(write_trace(tmp_path / "hostile.json", events)).report(timelines=True)
     svg = draw_mod.draw(report.timelines.step(1))
     assert "<script" not in svg and "]]>" not in svg and "\x1b" not in svg and "\ufffe" not in svg
@@ -232,6 +233,7 @@ def test_hostile_names_stay_text(tmp_path):
     assert title(kernel).splitlines()[0] == shown
     op = [o for o in marks(root, "rect", "tk-op") if title(o).startswith("evil")]
     assert title(op[0]).splitlines()[0] == shown
+    assert 'cpu:t"><script>x</script>' in {g.get("data-lane") for g in marks(root, "g", "tk-lane")}
 
 
 # -- traces without GPU work or without steps -----------------------------------------------------------

@@ -243,7 +243,7 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
     lane_top: dict[str, float] = {}
     import polars as pl
 
-    cpu = step.cpu.sort(["lane", "ts", "depth"])
+    cpu = step.cpu.sort(["lane", "ts", "depth", "idx"])
     merged = step.merged.sort(["group", "lane", "depth", "ts"])
     lanes = _cpu_lane_order(pl.concat([cpu.select("lane"), merged.filter(merged["group"] == "cpu").select("lane")])
                             .unique().join(cpu, on="lane", how="left"), step.name)
