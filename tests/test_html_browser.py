@@ -40,6 +40,10 @@ HOSTILE = ['<script>alert("k")</script>', "<img src=x onerror=alert(2)>", "q\"uo
            "</svg><script>alert(3)</script>", "[md](http://evil.example) **x** `c` | # h"]
 
 
+#: Input.dispatchMouseEvent modifier bits.
+CTRL, SHIFT = 2, 8
+
+
 def tracekit(*argv: object) -> None:
     """``tracekit ARGV`` through the real entry point (it exits 0 on success)."""
     with pytest.raises(SystemExit) as exit_:
@@ -165,11 +169,19 @@ def test_zoom_rewrites_the_view_box_x_range(chromium, pages):
     ticks = page.evaluate("[...document.querySelectorAll('#timeline .tk-view g.tk-zoom-axis text')]"
                           ".map(t => t.textContent)")
     assert len(ticks) >= 2 and all(t.endswith(("ms", "µs", "ns")) for t in ticks)
-    # The wheel over the drawing zooms in further, around the pointer.
+    # Ctrl + wheel over the drawing zooms in further, around the pointer; a plain wheel leaves the
+    # drawing alone (it scrolls the page); shift + wheel pans.
     cx, cy = _centre(page, "#timeline .tk-view svg.tk-timeline")
-    page.mouse("mouseWheel", cx, cy, deltaX=0, deltaY=-120)
+    page.mouse("mouseWheel", cx, cy, deltaX=0, deltaY=-120, modifiers=CTRL)
     x2, _, w2, h2 = _view_box(page)
     assert w2 < w1 and h2 == h0
+    page.mouse("mouseWheel", cx, cy, deltaX=0, deltaY=-120)
+    assert _view_box(page) == [x2, y0, w2, h0]
+    cx, cy = _centre(page, "#timeline .tk-view svg.tk-timeline")  # the page may have scrolled
+    page.mouse("mouseWheel", cx, cy, deltaX=0, deltaY=120, modifiers=SHIFT)
+    x2b, _, w2b, _ = _view_box(page)
+    assert x2b > x2 and w2b == pytest.approx(w2)
+    x2 = x2b
     # A drag to the left pans to later times, keeping the width.
     page.mouse("mousePressed", cx, cy, button="left", clickCount=1)
     page.mouse("mouseMoved", cx - 200, cy, button="left")

@@ -197,7 +197,8 @@ def timelines_html(choices: Sequence[tuple[str, str, Callable[[], str]]], *, def
                 '<button type="button" data-zoom="in" title="zoom in">+</button>'
                 '<button type="button" data-zoom="out" title="zoom out">−</button>'
                 '<button type="button" data-zoom="reset" title="whole step">reset</button>'
-                '<span class="tk-hint">wheel: zoom · drag: pan · double-click: reset · hover a mark: details</span>'
+                '<span class="tk-hint">ctrl/⌘ + wheel or pinch: zoom · drag or shift + wheel: pan · double-click: reset'
+                ' · hover a mark: details</span>'
                 "</div>")
     parts = [f'<div class="tk-timelines">{controls}']
     for k, _, draw in ordered:

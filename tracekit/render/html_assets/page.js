@@ -173,12 +173,20 @@
         else setWindow(0, 1);
       });
     }
+    // Ctrl/⌘ + wheel (and a trackpad's pinch, which browsers send as one) zooms around the pointer;
+    // a sideways wheel or swipe (or shift + wheel) pans; a plain wheel scrolls the page as usual.
     view.addEventListener("wheel", function (ev) {
       var svg = ev.target.closest && ev.target.closest("svg.tk-timeline");
       if (!svg) return;
-      ev.preventDefault();
-      var rect = svg.getBoundingClientRect();
-      zoomAt(ev.deltaY < 0 ? 0.8 : 1.25, rect.width ? (ev.clientX - rect.left) / rect.width : 0.5);
+      var rect = svg.getBoundingClientRect(), width = rect.width || 1;
+      if (ev.ctrlKey || ev.metaKey) {
+        ev.preventDefault();
+        zoomAt(ev.deltaY < 0 ? 0.8 : 1.25, (ev.clientX - rect.left) / width);
+      } else if (state.f1 - state.f0 < 1 && (ev.shiftKey || Math.abs(ev.deltaX) > Math.abs(ev.deltaY))) {
+        ev.preventDefault();
+        var along = ev.shiftKey && !ev.deltaX ? ev.deltaY : ev.deltaX;
+        setWindow(state.f0 + along / width * (state.f1 - state.f0), state.f1 + along / width * (state.f1 - state.f0));
+      }
     }, {passive: false});
     var drag = null;
     view.addEventListener("pointerdown", function (ev) {
