@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 from collections import Counter, defaultdict
 from decimal import Decimal
@@ -28,14 +29,15 @@ SAMPLES = ROOT / "sample_traces"
 REAL = Path(__file__).resolve().parent / "data" / "real"
 
 #: Shipped traces that between them have every added kind: eager and compiled steps, round trips
-#: (with and without an execution trace), findings, compile spans, and a trace in integer absolute µs
-#: (before PyTorch 2.4's relative times).
+#: (with and without an execution trace), findings, compile spans, and traces in integer absolute µs
+#: (before PyTorch 2.4's relative times: the added events must keep that form).
 CASES = {
     "mlp_eager": SAMPLES / "mlp_eager.json.gz",
     "mlp_compile": SAMPLES / "mlp_compile.json.gz",
     "host_sync": SAMPLES / "antipatterns" / "antipatterns_host-sync.json.gz",
     "compile_sweep": SAMPLES / "compile_sweep" / "mlp_compile-sweep.json.gz",
     "resnet_2080ti": REAL / "facebookresearch__param__resnet-2080ti-cudnn-train.json.gz",
+    "memcpy_2022": REAL / "pytorch__benchmark__a100x8-memcpy-only-2022.json.gz",
 }
 #: What reloading may change: the file, and the events tracekit added to it.
 FILE_FACTS = ("path", "size_bytes", "event_count", "annotations")
@@ -103,6 +105,23 @@ def test_reloading_the_output_gives_the_same_report(case, annotated, capsys):
     for key in FILE_FACTS:
         original["trace"].pop(key), again["trace"].pop(key)
     assert again == original
+
+
+def _corpus() -> list[Path]:
+    folder = os.environ.get("TRACEKIT_REAL_TRACES")
+    return sorted(Path(folder).glob("*.json.gz")) if folder else []
+
+
+@pytest.mark.skipif(not _corpus(), reason="set TRACEKIT_REAL_TRACES to the real-trace corpus folder")
+def test_every_real_trace_reloads_with_the_same_report(tmp_path, capsys):
+    for path in _corpus():
+        out = tmp_path / path.name
+        assert _exit(["annotate", str(path), "-o", str(out), "--no-execution-trace"]) == 0, path.name
+        original, again = _report_json(path, None, capsys), _report_json(out, None, capsys)
+        for key in FILE_FACTS:
+            original["trace"].pop(key), again["trace"].pop(key)
+        assert again == original, path.name
+        out.unlink()
 
 
 def test_the_original_text_is_copied_byte_for_byte(annotated):
@@ -337,3 +356,5 @@ def test_micros_writes_exact_three_decimal_microseconds():
     assert bytes(annotate.micros(5427043549027728)) == b"5427043549027.728"
     assert bytes(annotate.micros(1_000)) == b"1.000"
     assert bytes(annotate.micros(-1_500)) == b"-1.500"
+    assert bytes(annotate.micros(1_000, whole=True)) == b"1"
+    assert bytes(annotate.micros(1_500, whole=True)) == b"1.500"

@@ -34,8 +34,9 @@ What is added, all of category ``tracekit.<track>``
   CUDA-graph record, other run-time compile work), its compilation's figures in ``args``.
 
 Spans that overlap on a track are spread over lanes (``verdict``, ``verdict (2)``, …): Chrome trace
-viewers need a thread's complete events to nest. Times are written in the file's own unit
-(µs with three decimals, on the trace's clock), exact to the ns.
+viewers need a thread's complete events to nest. Times are written in the file's own unit and
+form (µs with three decimals, or integer µs for a trace written so, on the trace's clock), exact to
+the ns.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class Annotations:
 def annotations(report: Any, trace: Trace) -> Annotations:
     """The events that carry ``report`` (a whole-trace :class:`~tracekit.report.Report` of
     ``trace``) on tracekit's tracks; see the module docstring."""
-    tracks = _Tracks(_free_pid(trace))
+    tracks = _Tracks(_free_pid(trace), whole=trace.meta.time_format == "absolute-us-int")
     counts = {"verdicts": 0, "idle_gaps": 0, "round_trips": 0, "findings": 0, "compile_spans": 0}
     body: list[bytes] = []
     gaps, trips = report.launch_gaps, report.round_trips
@@ -102,7 +103,7 @@ def annotations(report: Any, trace: Trace) -> Annotations:
     body += _idle_gaps(tracks, gaps.gaps)
     counts["idle_gaps"] = len(body) - n
     n = len(body)
-    body += _round_trips(trips, trace)
+    body += _round_trips(tracks, trips, trace)
     counts["round_trips"] = (len(body) - n) // 2
     meta = tracks.metadata()
     counts["metadata"] = len(meta)
@@ -111,11 +112,13 @@ def annotations(report: Any, trace: Trace) -> Annotations:
 
 # -- time and ids as the file writes them ------------------------------------------------------------
 
-def micros(ns: int) -> msgspec.Raw:
-    """``ns`` as the µs number a trace writes (three decimals: exact, never through a float)."""
+def micros(ns: int, *, whole: bool = False) -> msgspec.Raw:
+    """``ns`` as the µs number a trace writes: three decimals (exact, never through a float), or an
+    integer when ``whole`` (a trace written in integer µs, whose times are all whole µs: a decimal
+    would make the loader take it for the 3-decimal form) and ``ns`` is one."""
     sign = "-" if ns < 0 else ""
-    whole, frac = divmod(abs(int(ns)), 1000)
-    return msgspec.Raw(f"{sign}{whole}.{frac:03d}".encode())
+    us, frac = divmod(abs(int(ns)), 1000)
+    return msgspec.Raw(f"{sign}{us}".encode() if whole and not frac else f"{sign}{us}.{frac:03d}".encode())
 
 
 def _file_id(text: str | None) -> int | str | None:
@@ -143,9 +146,13 @@ def _category(track: str) -> str:
 class _Tracks:
     """tracekit's process and threads: one thread per track and lane, named when first used."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, *, whole: bool = False) -> None:
         self.pid = pid
+        self.whole = whole  # the trace writes integer µs
         self.tids: dict[str, int] = {}
+
+    def time(self, ns: int) -> msgspec.Raw:
+        return micros(ns, whole=self.whole)
 
     def tid(self, name: str) -> int:
         if name not in self.tids:
@@ -180,9 +187,9 @@ class _Tracks:
         return out
 
 
-def _span(pid: int, tid: int, track: str, name: str, ts: int, dur: int, args: dict[str, Any]) -> bytes:
-    return _ENCODE({"ph": "X", "cat": _category(track), "name": name, "pid": pid, "tid": tid,
-                    "ts": micros(ts), "dur": micros(max(int(dur), 0)), "args": args})
+def _span(tracks: _Tracks, tid: int, track: str, name: str, ts: int, dur: int, args: dict[str, Any]) -> bytes:
+    return _ENCODE({"ph": "X", "cat": _category(track), "name": name, "pid": tracks.pid, "tid": tid,
+                    "ts": tracks.time(ts), "dur": tracks.time(max(int(dur), 0)), "args": args})
 
 
 # -- the tracks -------------------------------------------------------------------------------------
@@ -196,7 +203,7 @@ def _verdicts(tracks: _Tracks, per_step: pl.DataFrame) -> list[bytes]:
     out = []
     for tid, row in zip(tids, rows.iter_rows(named=True)):
         ts, dur = row.pop("_ts"), row.pop("_dur") or 0
-        out.append(_span(tracks.pid, tid, "verdict", row["verdict"], ts, dur, {"unit": row.pop("name"), **row}))
+        out.append(_span(tracks, tid, "verdict", row["verdict"], ts, dur, {"unit": row.pop("name"), **row}))
     return out
 
 
@@ -208,7 +215,7 @@ def _idle_gaps(tracks: _Tracks, gaps: pl.DataFrame) -> list[bytes]:
         del row["end_ns"]  # the span's own ts and dur; the track names the device
         row["next_kernel"] = short(row["next_kernel"])
         tid = tracks.tid(f"idle gaps (GPU {device})" if device is not None else "idle gaps")
-        out.append(_span(tracks.pid, tid, "idle gaps", row["cause"], start, row["dur_ns"], row))
+        out.append(_span(tracks, tid, "idle gaps", row["cause"], start, row["dur_ns"], row))
     return out
 
 
@@ -238,7 +245,7 @@ def _findings(tracks: _Tracks, findings: tuple[Any, ...], per_step: pl.DataFrame
         unit_starts = [starts[s] for s in finding.steps if starts.get(s) is not None]
         ts = min(seen) if seen else (unit_starts[0] if unit_starts else first_start)
         out.append(_ENCODE({"ph": "i", "s": "t", "cat": _category("findings"), "name": finding.rule,
-                            "pid": tracks.pid, "tid": tracks.tid("findings"), "ts": micros(ts), "args": data}))
+                            "pid": tracks.pid, "tid": tracks.tid("findings"), "ts": tracks.time(ts), "args": data}))
     return out
 
 
@@ -257,11 +264,11 @@ def _compile_spans(tracks: _Tracks, compilation: Any) -> list[bytes]:
         label = f"{kind} {row['compile_id']}" if row["compile_id"] else kind
         args = {k: v for k, v in row.items() if v is not None and k not in ("pid", "tid", "end")}
         args["thread"] = f"{row['pid']}/{row['tid']}"
-        out.append(_span(tracks.pid, tid, "compilation", label, row["ts"], row["dur"], args))
+        out.append(_span(tracks, tid, "compilation", label, row["ts"], row["dur"], args))
     return out
 
 
-def _round_trips(trips: Any, trace: Trace) -> list[bytes]:
+def _round_trips(tracks: _Tracks, trips: Any, trace: Trace) -> list[bytes]:
     from tracekit.render.memory_sections import size
 
     if trips is None or trips.tensors.height == 0:
@@ -282,10 +289,10 @@ def _round_trips(trips: Any, trace: Trace) -> list[bytes]:
         args["producer"], args["consumer"] = short(row["producer"]), short(row["consumer"])
         name = f"round trip {size(row['bytes'])}"  # one name for both ends: viewers pair by id, category, name
         out.append(_ENCODE({"ph": "s", "id": base + k, "cat": cat, "name": name, "pid": _file_id(row["p_pid"]),
-                            "tid": _file_id(row["p_tid"]), "ts": micros(row["p_ts"]), "args": args}))
+                            "tid": _file_id(row["p_tid"]), "ts": tracks.time(row["p_ts"]), "args": args}))
         out.append(_ENCODE({"ph": "f", "bp": "e", "id": base + k, "cat": cat, "name": name,
                             "pid": _file_id(row["c_pid"]), "tid": _file_id(row["c_tid"]),
-                            "ts": micros(row["c_ts"]), "args": {"bytes": row["bytes"]}}))
+                            "ts": tracks.time(row["c_ts"]), "args": {"bytes": row["bytes"]}}))
     return out
 
 
