@@ -271,6 +271,26 @@ def test_hostile_names_survive_as_json_strings(tmp_path):
     assert load(out).meta.annotations == len(added)
 
 
+@pytest.mark.parametrize("kind", ["empty", "cpu_only", "no_steps"])
+def test_small_traces_annotate_and_reload(kind, tmp_path, capsys):
+    events = {
+        "empty": [],
+        "cpu_only": [make_op("aten::add", 1.0, 2.0), make_op("aten::mul", 4.0, 2.0)],
+        "no_steps": [make_op("aten::mm", 1.0, 20.0), make_launch("cudaLaunchKernel", 2.0, 5.0, 1),
+                     make_kernel("k", 10.0, 10.0, 1), make_launch("cudaLaunchKernel", 30.0, 5.0, 2),
+                     make_kernel("k", 40.0, 10.0, 2)],
+    }[kind]
+    path = write_trace(tmp_path / "t.json", events, gpu=kind != "cpu_only")
+    out = tmp_path / "out.json"
+    assert _exit(["annotate", str(path), "-o", str(out)]) == 0
+    _, added = _added(path, out)
+    assert {e["name"] for e in added if e["ph"] == "M"} >= {"process_name", "process_sort_index"}
+    original, again = _report_json(path, None, capsys), _report_json(out, None, capsys)
+    for key in FILE_FACTS:
+        original["trace"].pop(key), again["trace"].pop(key)
+    assert again == original
+
+
 def test_annotation_events_are_set_aside_by_the_loader(tmp_path):
     events = [make_step(1, 0.0, 100.0), make_launch("cudaLaunchKernel", 2.0, 5.0, 1),
               make_kernel("k", 10.0, 10.0, 1)]
