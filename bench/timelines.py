@@ -31,14 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from compare import tracekit_cmd  # noqa: E402
 from synth import synthesize  # noqa: E402
-
-
-def tracekit_cmd(*args: str) -> list[str]:
-    script = Path(sys.executable).parent / "tracekit"
-    if script.exists():
-        return [str(script), *args]
-    return [sys.executable, "-c", "from tracekit.commands import main; main()", *args]
 
 
 def timed_command(*args: str) -> float:
