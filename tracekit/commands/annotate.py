@@ -20,7 +20,7 @@ from tracekit.output import refuse_inputs
 @click.option("--execution-trace", "et_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="PyTorch execution trace for exact round-trip links (default: X.et.json.gz beside X.json.gz).")
 @options.no_execution_trace
-@options.reading
+@options.max_inflated_size  # not --partial: a trace cut short cannot be copied whole
 def annotate(trace_path: str, output: str, unit: str | None, et_path: str | None, no_et: bool) -> None:
     """Write TRACE again with tracekit's analysis on tracks of its own, for Perfetto or chrome://tracing.
 

@@ -105,13 +105,18 @@ def _set_max_inflated(ctx: click.Context, param: click.Parameter, value: str | N
             raise click.BadParameter(str(err)) from None
 
 
-def reading(command):
-    """``--partial`` and ``--max-inflated-size``: how inputs are read (set for this process and the
-    workers it starts, see :mod:`tracekit.load.source`)."""
-    command = click.option(
+def max_inflated_size(command):
+    """``--max-inflated-size``: the cap on a compressed input's JSON (see :mod:`tracekit.load.source`)."""
+    return click.option(
         "--max-inflated-size", metavar="SIZE", default=None, expose_value=False, callback=_set_max_inflated,
         help="Refuse a compressed trace (or a stream) whose JSON passes SIZE bytes (e.g. 8G, 500M; "
              "'none': no cap). Default: a quarter of the free memory.")(command)
+
+
+def reading(command):
+    """``--partial`` and ``--max-inflated-size``: how inputs are read (set for this process and the
+    workers it starts, see :mod:`tracekit.load.source`)."""
+    command = max_inflated_size(command)
     return click.option(
         "--partial", is_flag=True, expose_value=False, callback=_set_partial,
         help="Report the events of a truncated or corrupt trace up to the damage (the output says it "
