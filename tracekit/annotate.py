@@ -86,27 +86,21 @@ def annotations(report: Any, trace: Trace) -> Annotations:
     """The events that carry ``report`` (a whole-trace :class:`~tracekit.report.Report` of
     ``trace``) on tracekit's tracks; see the module docstring."""
     tracks = _Tracks(_free_pid(trace), whole=trace.meta.time_format == "absolute-us-int")
-    counts = {"verdicts": 0, "idle_gaps": 0, "round_trips": 0, "findings": 0, "compile_spans": 0}
-    body: list[bytes] = []
-    gaps, trips = report.launch_gaps, report.round_trips
+    gaps = report.launch_gaps
     per_step = gaps.per_step.join(report.steps.select(pl.col("number").alias("step"), "name"), on="step",
                                   how="left", maintain_order="left")
-    body += _verdicts(tracks, per_step)
-    counts["verdicts"] = len(body)
-    n = len(body)
-    body += _findings(tracks, report.findings, per_step)
-    counts["findings"] = len(body) - n
-    n = len(body)
-    body += _compile_spans(tracks, report.compilation)
-    counts["compile_spans"] = len(body) - n
-    n = len(body)
-    body += _idle_gaps(tracks, gaps.gaps)
-    counts["idle_gaps"] = len(body) - n
-    n = len(body)
-    body += _round_trips(tracks, trips, trace)
-    counts["round_trips"] = (len(body) - n) // 2
+    # In the order the tracks are numbered (and so sorted) in the viewer.
+    kinds = {
+        "verdicts": _verdicts(tracks, per_step),
+        "findings": _findings(tracks, report.findings, per_step),
+        "compile_spans": _compile_spans(tracks, report.compilation),
+        "idle_gaps": _idle_gaps(tracks, gaps.gaps),
+        "round_trips": _round_trips(tracks, report.round_trips, trace),
+    }
+    counts = {kind: len(events) // (2 if kind == "round_trips" else 1) for kind, events in kinds.items()}
     meta = tracks.metadata()
     counts["metadata"] = len(meta)
+    body = [event for events in kinds.values() for event in events]
     return Annotations(events=tuple(meta + body), counts=counts)
 
 
@@ -278,7 +272,8 @@ def _round_trips(tracks: _Tracks, trips: Any, trace: Trace) -> list[bytes]:
     links = (links.join(where.rename({"idx": "producer_idx", "pid": "p_pid", "tid": "p_tid", "ts": "p_ts"}),
                         on="producer_idx", how="left", maintain_order="left")
              .join(where.rename({"idx": "consumer_idx", "pid": "c_pid", "tid": "c_tid", "ts": "c_ts"}),
-                   on="consumer_idx", how="left", maintain_order="left").sort("row"))
+                   on="consumer_idx", how="left", maintain_order="left").sort("row")
+             .filter(pl.col("p_ts").is_not_null() & pl.col("c_ts").is_not_null()))
     base = int(trace.flows["id"].max() or 0) + 1 if trace.flows.height else 1
     cat = _category("round trips")
     out = []
