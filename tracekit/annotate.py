@@ -69,7 +69,6 @@ GZIP_LEVEL = 1
 SUFFIXES = ((".json.gz", True), (".json", False))
 
 _ENCODE = msgspec.json.Encoder().encode
-_NON_SPACE = re.compile(rb"[^ \t\r\n]")
 
 
 @dataclass(frozen=True)
