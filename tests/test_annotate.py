@@ -378,3 +378,9 @@ def test_micros_writes_exact_three_decimal_microseconds():
     assert bytes(annotate.micros(-1_500)) == b"-1.500"
     assert bytes(annotate.micros(1_000, whole=True)) == b"1"
     assert bytes(annotate.micros(1_500, whole=True)) == b"1.500"
+
+
+def test_round_trip_kernels_stay_row_for_row_with_tensors_in_one_step():
+    # The flows pair tensors with tensor_kernels by row; --step must cut both alike.
+    trips = tracekit.open(CASES["mlp_eager"]).report(step=3).round_trips
+    assert trips.tensors["step"].to_list() == trips.tensor_kernels["step"].to_list() == [3] * 4

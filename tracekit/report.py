@@ -335,6 +335,7 @@ def _trips_in_step(trips: round_trips.RoundTripReport, step: int | None) -> roun
     if step is None:
         return trips
     return replace(trips, traffic=_in_step(trips.traffic, step), tensors=_in_step(trips.tensors, step),
+                   tensor_kernels=_in_step(trips.tensor_kernels, step),  # row for row with tensors
                    bytes_per_step=_in_step(trips.bytes_per_step, step))
 
 
