@@ -147,6 +147,7 @@ def analyze(trace: Trace, whole: TraceAnalyses, *, default_step: int | None = No
            for k, v in CAPS.items()})
 
     cpu, cpu_out, cpu_left = _capped(_relative_depth(_cpu(trace, whole)), caps, "cpu", "dur")
+    cpu = _cpu_lanes(cpu).with_columns(pl.col("name").fill_null(""))
     gpu_all = _gpu(whole)
     gpu, gpu_out, gpu_left = _capped(gpu_all, caps, "gpu", "dur")
     gaps, gaps_out, _ = _capped(_gaps(whole, windows), caps, "gaps", "dur", kind="gap")
@@ -191,10 +192,16 @@ def _cpu(trace: Trace, whole: TraceAnalyses) -> pl.DataFrame:
         pl.exclude("op_idx", "op_dur"), dur=pl.col("op_dur").fill_null(pl.col("end") - pl.col("ts")))
     marks = pl.concat([ops, launches], how="vertical_relaxed")
     marks = steps_analysis.tag_steps(marks, trace.steps).filter(pl.col("step").is_not_null())
+    # ``lane`` is the bare thread id here; :func:`_cpu_lanes` names the lanes of the few marks kept.
     return marks.select(
-        "step", lane=pl.lit("cpu:") + pl.col("tid").fill_null("?"), depth=pl.col("depth").cast(pl.Int64),
-        name=pl.col("name").fill_null(""), ts="ts", end="end", kind="kind", correlation="correlation",
-        idx="idx", dur="dur")
+        "step", lane="tid", depth=pl.col("depth").cast(pl.Int64), name="name", ts="ts", end="end", kind="kind",
+        correlation="correlation", idx="idx", dur="dur")
+
+
+def _cpu_lanes(frame: pl.DataFrame, where: pl.Expr | bool = True) -> pl.DataFrame:
+    """``lane`` from a thread id to its lane name (``cpu:<tid>``) where ``where`` holds."""
+    named = pl.lit("cpu:") + pl.col("lane").fill_null("?")
+    return frame.with_columns(lane=pl.when(where).then(named).otherwise(pl.col("lane")))
 
 
 def _gpu(whole: TraceAnalyses) -> pl.DataFrame:
@@ -235,15 +242,24 @@ def _capped(marks: pl.DataFrame, caps: pl.DataFrame, group: str, by: str, *,
              kind: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """``(kept, left out counted by step and kind, the marks left out)``: per step the ``cap_<group>``
     marks with the largest ``by`` (ties: earliest, then trace order), in time order."""
-    ranked = marks.sort(["step", by, "ts"], descending=[False, True, False], maintain_order=True).with_columns(
-        _rank=pl.int_range(pl.len()).over("step")).join(caps.select("step", f"cap_{group}"), on="step", how="left")
-    keep = pl.col("_rank") < pl.col(f"cap_{group}")
+    cap = f"cap_{group}"
+    marks = marks.join(caps.select("step", cap), on="step", how="left", maintain_order="left")
+    # The cap-th largest ``by`` of each step: the marks below it are left out without being sorted
+    # (most of a big trace's marks).
+    floor = marks.group_by("step").agg(_floor=pl.col(by).top_k(pl.col(cap).first()).min())
+    marks = marks.join(floor, on="step", how="left", maintain_order="left")
+    candidate = (pl.col(by) >= pl.col("_floor")).fill_null(True)
+    ranked = marks.filter(candidate).sort(["step", by, "ts"], descending=[False, True, False], maintain_order=True)
+    ranked = ranked.with_columns(_rank=pl.int_range(pl.len()).over("step"))
+    keep = pl.col("_rank") < pl.col(cap)
+    helpers = ["_rank", "_floor", cap]
+    left = pl.concat([ranked.filter(~keep).drop(helpers), marks.filter(~candidate).drop("_floor", cap)])
     kind_col = pl.lit(kind) if kind else pl.col("kind")
-    out = (ranked.filter(~keep).group_by("step", kind_col.alias("kind")).agg(count=pl.len().cast(pl.Int64))
+    out = (left.group_by("step", kind_col.alias("kind")).agg(count=pl.len().cast(pl.Int64))
            .select(list(_LEFT_OUT_SCHEMA)).cast(_LEFT_OUT_SCHEMA))  # type: ignore[arg-type]
-    kept = ranked.filter(keep).drop("_rank", f"cap_{group}").sort(["step", "ts", by], descending=[False, False, True],
-                                                                  maintain_order=True)
-    return kept, out, ranked.filter(~keep)
+    kept = ranked.filter(keep).drop(helpers).sort(["step", "ts", by], descending=[False, False, True],
+                                                  maintain_order=True)
+    return kept, out, left
 
 
 def _links(gpu_all: pl.DataFrame, gpu: pl.DataFrame, cpu: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -296,18 +312,22 @@ def _merged(cpu_left: pl.DataFrame, gpu_left: pl.DataFrame, windows: pl.DataFram
         return left.with_columns(count=pl.lit(0, pl.UInt32), busy_ns=pl.lit(0, pl.Int64), dur=pl.lit(0, pl.Int64))
     pieces = pl.min_horizontal(pl.lit(MERGE_PIECES, pl.Int64), (pl.col("cap_merged") // 4).clip(1))
     apart = windows.join(caps.select("step", "cap_merged"), on="step", how="left").select(
-        "step", _apart=((pl.col("end") - pl.col("start")) // pieces).clip(1))
-    # One integer key per (step, lane, depth): sorting and windowing on it is much faster than on
-    # the strings (millions of left-out marks on a 1 GB trace).
-    left = left.join(apart, on="step", how="left").with_columns(
-        _key=pl.struct("step", "lane", "depth").rank("dense").cast(pl.Int64))
-    prev_end = pl.col("end").cum_max().shift(1).over("_key")
-    runs = (left.sort(["_key", "ts", "end"])
+        "step", "start", _apart=((pl.col("end") - pl.col("start")) // pieces).clip(1))
+    key = ["step", "group", "lane", "depth"]
+    # Marks starting in one piece of the window are less than a piece apart, so they are in one run:
+    # gathering them first (no sort) leaves few rows to sort (millions of left-out marks on a 1 GB
+    # trace). The run rule on the pieces' hulls then gives the same runs as on the marks.
+    pieces_hull = (left.join(apart, on="step", how="left")
+                   .group_by(*key, _piece=(pl.col("ts") - pl.col("start")) // pl.col("_apart"))
+                   .agg(ts=pl.col("ts").min(), end=pl.col("end").max(), count=pl.len().cast(pl.UInt32),
+                        busy_ns=(pl.col("end") - pl.col("ts")).sum(), _apart=pl.col("_apart").first()))
+    prev_end = pl.col("end").cum_max().shift(1).over(key)
+    runs = (pieces_hull.sort([*key, "ts", "end"])
             .with_columns(_run=(prev_end.is_null() | (pl.col("ts") > prev_end + pl.col("_apart"))).cum_sum())
             .group_by("_run", maintain_order=True)
-            .agg(pl.col("step", "group", "lane", "depth").first(), ts=pl.col("ts").min(), end=pl.col("end").max(),
-                 count=pl.len().cast(pl.UInt32), busy_ns=(pl.col("end") - pl.col("ts")).sum()))
-    return runs.drop("_run").with_columns(dur=pl.col("end") - pl.col("ts"))
+            .agg(pl.col(key).first(), ts=pl.col("ts").min(), end=pl.col("end").max(),
+                 count=pl.col("count").sum(), busy_ns=pl.col("busy_ns").sum()))
+    return _cpu_lanes(runs.drop("_run"), pl.col("group") == "cpu").with_columns(dur=pl.col("end") - pl.col("ts"))
 
 
 # ---- finishing -------------------------------------------------------------------------------------
