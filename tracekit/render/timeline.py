@@ -240,23 +240,17 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
 
     # CPU lanes: one per thread, a row per nesting depth.
     launch_at: dict[tuple[str, int], float] = {}  # (lane, launch ts) -> y of the launch row's bottom
-    lane_top: dict[str, float] = {}
-    import polars as pl
-
-    cpu = step.cpu.sort(["lane", "ts", "depth", "idx"])
-    merged = step.merged.sort(["group", "lane", "depth", "ts"])
-    lanes = _cpu_lane_order(pl.concat([cpu.select("lane"), merged.filter(merged["group"] == "cpu").select("lane")])
-                            .unique().join(cpu, on="lane", how="left"), step.name)
-    for lane in lanes:
-        rows = cpu.filter(cpu["lane"] == lane)
-        runs = merged.filter((merged["group"] == "cpu") & (merged["lane"] == lane))
-        depth_max = int(max(rows["depth"].max() or 0, runs["depth"].max() or 0))
+    # Each frame read once into rows per lane (a frame operation per lane costs more than the marks).
+    cpu = _by_lane(step.cpu.sort(["lane", "ts", "depth", "idx"]).select(
+        "lane", "depth", "name", "ts", "end", "kind", "correlation").rows())
+    runs_by = _by_lane(step.merged.sort(["group", "lane", "depth", "ts"]).select(
+        "lane", "depth", "ts", "end", "count", "busy_ns").rows())
+    for lane in _cpu_lane_order(cpu, [k for k in runs_by if k.startswith("cpu:")], step.name):
+        rows, runs = cpu.get(lane, []), runs_by.get(lane, [])
+        depth_max = max([r[0] for r in rows] + [r[0] for r in runs] + [0])
         height = (depth_max + 1) * ROW
-        lane_top[lane] = y
-        marks = [_run(c, r, y + r[0] * ROW + 0.5, ROW - 1.5, "CPU marks") for r in runs.select(
-            "depth", "ts", "end", "count", "busy_ns").iter_rows()]
-        for depth, name, ts, end, kind, corr in rows.select(
-                "depth", "name", "ts", "end", "kind", "correlation").iter_rows():
+        marks = [_run(c, r, y + r[0] * ROW + 0.5, ROW - 1.5, "CPU marks") for r in runs]
+        for depth, name, ts, end, kind, corr in rows:
             x, w = c.span(ts, end)
             top = y + depth * ROW
             if kind == "launch":
@@ -273,9 +267,9 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
         y += height + LANE_GAP
 
     # GPU lanes: one per (device, stream); idle gaps shaded over the device's lanes.
-    gpu = step.gpu
-    gpu_lanes = sorted(set(gpu["lane"].to_list()) | set(merged.filter(merged["group"] == "gpu")["lane"].to_list()),
-                       key=_gpu_lane_key)
+    gpu = _by_lane(step.gpu.sort(["lane", "ts", "id"]).select(
+        "lane", "name", "short", "klass", "library", "kind", "ts", "end", "correlation", "id").rows())
+    gpu_lanes = sorted(set(gpu) | {k for k in runs_by if not k.startswith("cpu:")}, key=_gpu_lane_key)
     gpu_top: dict[str, float] = {}
     kernel_at: dict[int, tuple[float, float, float, int, int, str]] = {}  # id -> (x, x end, top, ts, end, name)
     y += 4
@@ -299,12 +293,8 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
         background.append('<g class="tk-gaps">' + "".join(gap_marks) + "</g>")
     for lane in gpu_lanes:
         top = gpu_top[lane]
-        rows = gpu.filter(gpu["lane"] == lane).sort(["ts", "id"])
-        runs = merged.filter((merged["group"] == "gpu") & (merged["lane"] == lane))
-        marks = [_run(c, r, top + 1, GPU_LANE - 2, "GPU activities") for r in runs.select(
-            "depth", "ts", "end", "count", "busy_ns").iter_rows()]
-        for name, short, klass, library, kind, ts, end, corr, ident in rows.select(
-                "name", "short", "klass", "library", "kind", "ts", "end", "correlation", "id").iter_rows():
+        marks = [_run(c, r, top + 1, GPU_LANE - 2, "GPU activities") for r in runs_by.get(lane, [])]
+        for name, short, klass, library, kind, ts, end, corr, ident in gpu.get(lane, []):
             x, w = c.span(ts, end)
             cls = {"memcpy": "tk-memcpy", "memset": "tk-memset"}.get(kind, "tk-kernel")
             extra = f' data-class="{_xml(klass)}" data-id="{ident}"' if cls == "tk-kernel" else f' data-id="{ident}"'
@@ -387,19 +377,26 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
     ])
 
 
-def _cpu_lane_order(cpu, step_name: str) -> list[str]:
-    """CPU lanes: the thread holding the unit's own span first, then those launching the most GPU
-    work, then the busiest (longest outermost marks), then by name."""
-    if cpu.height == 0:
-        return []
-    import polars as pl
+def _by_lane(rows: list[tuple]) -> dict[str, list[tuple]]:
+    """Rows whose first field is a lane, grouped by it (the rest of each row kept, in order)."""
+    lanes: dict[str, list[tuple]] = {}
+    for row in rows:
+        lanes.setdefault(row[0], []).append(row[1:])
+    return lanes
 
-    order = cpu.group_by("lane").agg(
-        own=(pl.col("name") == step_name).any(),
-        launches=(pl.col("kind") == "launch").sum(),
-        busy=pl.when(pl.col("depth") == 0).then(pl.col("end") - pl.col("ts")).otherwise(0).sum(),
-    )
-    return order.sort(["own", "launches", "busy", "lane"], descending=[True, True, True, False])["lane"].to_list()
+
+def _cpu_lane_order(cpu: dict[str, list[tuple]], more: list[str], step_name: str) -> list[str]:
+    """CPU lanes: the thread holding the unit's own span first, then those launching the most GPU
+    work, then the busiest (longest outermost marks), then by name. ``cpu``: lane -> rows of
+    (depth, name, ts, end, kind, correlation); ``more``: lanes holding only merged runs."""
+    def key(lane: str) -> tuple:
+        rows = cpu.get(lane, [])
+        own = any(r[1] == step_name for r in rows)
+        launches = sum(r[4] == "launch" for r in rows)
+        busy = sum(r[3] - r[2] for r in rows if r[0] == 0)
+        return (not own, -launches, -busy, lane)
+
+    return sorted(set(cpu) | set(more), key=key)
 
 
 def _run(c: _Canvas, run: tuple, y: float, h: float, what: str) -> str:
