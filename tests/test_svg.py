@@ -163,6 +163,17 @@ def test_hostile_names_are_text_in_every_picture(hostile, tmp_path):
     assert set(shown) <= set(texts(bars))
 
 
+def test_hostile_trace_names_in_the_diff_pictures(hostile, tmp_path):
+    other = tmp_path / "b\x1b]0;t\x07 <i>&.json"
+    shutil.copyfile(hostile, other)
+    out = tmp_path / "d"
+    _cli(["diff", str(hostile), str(other), "--format", "svg", "-o", f"{out}/"], 0)
+    bars = (out / "class_time_a_vs_b.svg").read_text(encoding="utf-8")
+    ET.fromstring(bars)
+    assert {"A: hostile <b>.json", "B: b\\x1b]0;t\\x07 <i>&.json"} <= set(texts(bars))
+    assert "<i>" not in bars and "<b>" not in bars and "\x1b" not in bars
+
+
 def test_an_xml_control_character_in_a_name_is_made_visible():
     assert charts.label("a\x00b\x1bc") == "a\\x00b\\x1bc"
 
