@@ -251,3 +251,23 @@ def test_empty_step_draws():
     step = timeline.StepTimeline(number=0, name="empty", start_ns=0, end_ns=0)
     root = parse(draw_mod.draw(step, width=400))
     assert root.get("data-step") == "0" and not marks(root, "g", "tk-lane")
+
+
+# -- the report command computes timelines only for a renderer that draws them ---------------------
+
+@pytest.mark.parametrize(("fmt", "calls"), [("md", 0), ("json", 0), ("html", 1)])
+def test_report_command_asks_its_renderer(tmp_path, monkeypatch, fmt, calls):
+    from click.testing import CliRunner
+
+    from tracekit.commands import report as report_command
+
+    seen = []
+    real = timeline.analyze
+    monkeypatch.setattr(timeline, "analyze", lambda *a, **k: seen.append(1) or real(*a, **k))
+    out = tmp_path / f"r.{fmt}"
+    result = CliRunner().invoke(report_command.report, [str(SAMPLES / "mlp_eager.json.gz"), "--format", fmt,
+                                                        "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert len(seen) == calls
+    if fmt == "html":
+        assert out.read_text(encoding="utf-8").count('class="tk-timeline"') == 3  # steps 2, 3, 4
