@@ -17,7 +17,7 @@ is): ``first`` is the wall time from before the library's import to the first ch
 renders of each chart afterwards. ``same bytes`` renders every chart twice and compares; ``valid``
 parses each SVG as XML. The results are printed and written as the "Charts" section of
 ``bench/RESULTS.md`` (between its markers; the rest of the file is left as it is). ``bench/compare.py``
-rewrites the whole file, this section included: run this script again after it.
+regenerates the rest of the file and carries this section over as it is.
 
 What each needs offline: vl-convert-python is one wheel with no dependency (Vega and Vega-Lite in
 an embedded JavaScript runtime); matplotlib needs numpy, pillow, fonttools, kiwisolver, contourpy,

@@ -308,6 +308,8 @@ def matrix(case: Case, workdir: Path, *, quick: bool = False) -> list[tuple[str,
     for command in case.commands:
         if command == "report":
             runs += [("report", ["report", trace, "--format", f, *case.args]) for f in formats]
+            if not quick:  # the page too (under the memory cap its charts are a note, never a crash)
+                runs.append(("report", ["report", trace, "--format", "html", *case.args]))
         elif command == "convert":
             out = str(workdir / "out.parquet")
             runs.append(("convert", ["convert", trace, "-o", out, *case.args]))

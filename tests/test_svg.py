@@ -302,3 +302,33 @@ def test_every_real_trace_gives_valid_pictures(tmp_path):
 
 def test_svg_extension_selects_the_format():
     assert format_for_path("out/step.SVG", None) == "svg"
+
+
+def test_every_chart_mark_has_its_figures_as_hover_text(eager):
+    """A browser shows an SVG element's ``<title>`` on hover: each roofline point carries its label."""
+    root = ET.fromstring(charts.roofline(eager))
+    points = [p for g in root.iter(f"{SVG}g") if "kernels_marks" in (g.get("class") or "").split() for p in g]
+    assert len(points) == 4
+    for point in points:
+        title = point.find(f"{SVG}title")
+        assert title is not None and title.text == point.get("aria-label") and "TFLOP/s" in title.text
+
+
+def test_under_an_address_space_limit_the_charts_are_a_note_not_a_crash(tmp_path):
+    """vl-convert's V8 aborts the process under any RLIMIT_AS; the pictures say why they are missing."""
+    import subprocess
+    import sys
+
+    html, pictures = tmp_path / "r.html", tmp_path / "pictures"
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (4 << 30, resource.RLIM_INFINITY)); "
+            "from tracekit.commands import main; main()")
+    for args in (["report", str(EAGER), "-o", str(html)],
+                 ["report", str(EAGER), "--format", "svg", "-o", f"{pictures}/"]):
+        done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    page = html.read_text()
+    assert page.count('class="tk-not-drawn"') == 2  # the class chart and the roofline
+    assert "not drawn: this process runs under an address-space limit (ulimit -v)" in page
+    chart = (pictures / "gpu_time_by_class.svg").read_text()
+    assert 'class="tk-not-drawn"' in chart and ET.fromstring(chart) is not None
+    assert "<svg" in (pictures / "timeline.svg").read_text()  # the timeline is tracekit's own drawing

@@ -40,7 +40,9 @@ with other libraries.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
+from xml.sax.saxutils import escape
 
 from tracekit.render.text import for_display
 from tracekit.render.timeline import CLASS_COLOURS, OTHER_COLOUR
@@ -345,11 +347,54 @@ def class_ab_spec(rows: list[dict[str, Any]], sides: tuple[str, str]) -> dict[st
 
 
 def to_svg(spec: dict[str, Any]) -> str:
-    """``spec`` (Vega-Lite) as standalone SVG text, offline: no URL may be fetched."""
+    """``spec`` (Vega-Lite) as standalone SVG text, offline: no URL may be fetched. Each mark's
+    ``aria-label`` is also its ``<title>``, so a browser shows the figures on hover. Under an
+    address-space limit the chart is a note saying why it was not drawn (:func:`not_drawn`)."""
+    title = spec.get("title")
+    if address_space_limited():
+        return not_drawn(title.get("text", "chart") if isinstance(title, dict) else str(title or "chart"),
+                         UNDER_ADDRESS_LIMIT)
     import vl_convert
 
     full = {"$schema": "https://vega.github.io/schema/vega-lite/v6.json", "config": _CONFIG, **spec}
-    return vl_convert.vegalite_to_svg(full, vl_version=VEGA_LITE, allowed_base_urls=[])
+    return _hover_titles(vl_convert.vegalite_to_svg(full, vl_version=VEGA_LITE, allowed_base_urls=[]))
+
+
+#: A self-closing mark with its figures in ``aria-label`` (Vega's SVG writer: attribute text escaped,
+#: so the same text is valid element content).
+_LABELLED_MARK = re.compile(r'<(path|rect|line)\b([^<>]*?\baria-label="([^"]*)"[^<>]*?)/>')
+
+
+def _hover_titles(svg: str) -> str:
+    """Every labelled mark of ``svg`` given a ``<title>`` child holding its label (hover text)."""
+    return _LABELLED_MARK.sub(lambda m: f"<{m.group(1)}{m.group(2)}><title>{m.group(3)}</title></{m.group(1)}>", svg)
+
+
+#: Why a chart is not drawn in a process with an address-space limit.
+UNDER_ADDRESS_LIMIT = ("not drawn: this process runs under an address-space limit (ulimit -v), and the chart "
+                       "renderer's JavaScript engine (vl-convert's V8) aborts the process under any such limit")
+
+
+def address_space_limited() -> bool:
+    """Whether this process has an address-space limit (``RLIMIT_AS``), under which vl-convert's
+    embedded V8 aborts the whole process (it reserves a large caged heap up front) — measured:
+    already at 16 GB. Charts are then not drawn, never a crash."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return False
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return soft != resource.RLIM_INFINITY
+
+
+def not_drawn(title: str, why: str) -> str:
+    """A small standalone SVG in place of a chart: its title and why it is not drawn (escaped)."""
+    head, reason = escape(label(title)), escape(why)
+    return ('<svg xmlns="http://www.w3.org/2000/svg" class="tk-not-drawn" width="720" height="56" '
+            f'viewBox="0 0 720 56" role="img" aria-label="{reason}"><title>{reason}</title>'
+            '<rect width="720" height="56" fill="white" stroke="#cccccc"/>'
+            f'<text x="10" y="22" font-family="sans-serif" font-size="13" font-weight="bold">{head}</text>'
+            f'<text x="10" y="42" font-family="sans-serif" font-size="11" fill="#555555">{reason}</text></svg>')
 
 
 # ----------------------------------------------------------------------------------- charts
