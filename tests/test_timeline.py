@@ -271,3 +271,22 @@ def test_report_command_asks_its_renderer(tmp_path, monkeypatch, fmt, calls):
     assert len(seen) == calls
     if fmt == "html":
         assert out.read_text(encoding="utf-8").count('class="tk-timeline"') == 3  # steps 2, 3, 4
+
+
+def test_multi_stream_nccl_trace():
+    # Checked with json.load on tests/data/real/facebookresearch__param__dlrm-8rank-v100-nccl-rank0:
+    # ProfilerStep#10 spans ts 1694128201426674 µs for 14455 µs; GPU rows whose correlation matches a
+    # cuda_runtime call in it: 245 `kernel` + 16 `gpu_memcpy`, on streams 7 (225), 24 (23), 84 (8,
+    # the nccl kernels) and 22 (5), from 261 distinct launch calls.
+    path = Path(__file__).resolve().parent / "data" / "real" / "facebookresearch__param__dlrm-8rank-v100-nccl-rank0.json.gz"
+    step = tracekit.open(path).report(timelines=True).timelines.step(10)
+    root = parse(draw_mod.draw(step))
+    lanes = [g.get("data-lane") for g in marks(root, "g", "tk-lane") if g.get("data-lane").startswith("gpu:")]
+    assert lanes == ["gpu:0:7", "gpu:0:22", "gpu:0:24", "gpu:0:84"]
+    per_lane = {g.get("data-lane"): len([r for r in g if (r.get("class") or "") in ("tk-kernel", "tk-memcpy")])
+                for g in marks(root, "g", "tk-lane")}
+    assert [per_lane[lane] for lane in lanes] == [225, 5, 23, 8]
+    assert len(marks(root, "rect", "tk-kernel")) == 245 and len(marks(root, "rect", "tk-memcpy")) == 16
+    assert len(marks(root, "path", "tk-link")) == 261
+    nccl = [r for r in marks(root, "rect", "tk-kernel") if "nccl" in title(r).lower()]
+    assert len(nccl) == 8 and {r.get("data-class") for r in nccl} == {"communication"}
