@@ -1,4 +1,4 @@
-"""Worker processes and threads: the one core count and the one way a pool is made.
+"""Worker processes: the one core count and the one way a pool is made.
 
 Contract: :func:`cores` is the number of cores this process may run on — every place that sizes
 work by cores asks it, so loading, ``diff`` and ``report DIR`` agree. :func:`spawn_pool` is the
@@ -6,15 +6,16 @@ process pool every parallel step uses (the loader's shares, ``diff``'s two profi
 rank); it starts its workers with *spawn*, so a worker imports the caller's main module again, and
 only a program written for that (an ``if __name__ == "__main__":`` guard, or the ``tracekit``
 command) should make one. :func:`shared_memory_dir` is where files that processes hand each other
-go when memory has room for them (the loader's shares, an inflated gzip trace). :func:`beside` is
-the thread a report runs an independent analysis in while it computes another.
+go when memory has room for them (the loader's shares, an inflated gzip trace).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from collections.abc import Iterator
+from contextlib import contextmanager
+from concurrent.futures import ProcessPoolExecutor
 
 
 def cores() -> int:
@@ -32,11 +33,17 @@ def spawn_pool(max_workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=max_workers, mp_context=multiprocessing.get_context("spawn"))
 
 
-def beside() -> ThreadPoolExecutor:
-    """One thread to run an analysis beside the caller's (use it as a context manager). Polars
-    releases the GIL while it computes, and a report's analyses are Polars-bound, so two
-    independent ones overlap; results and errors come back through the future, unchanged."""
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracekit-beside")
+@contextmanager
+def spawn_pool_unwaited(max_workers: int) -> Iterator[ProcessPoolExecutor]:
+    """:func:`spawn_pool` whose exit does not wait for its workers to end. Once the caller holds
+    every result, a worker's own ending (freeing its memory: a fifth of a second after a 1 GB load's
+    share) is off the caller's path; work still queued is cancelled, a worker still running ends
+    after it (the interpreter waits for it at exit)."""
+    pool = spawn_pool(max_workers)
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def shared_memory_dir(room: int) -> str | None:

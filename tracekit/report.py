@@ -18,7 +18,6 @@ import polars as pl
 from tracekit.analyses import (attribution, breakdown as breakdown_mod, compilations as compilations_mod, dispatch,
                                kernels, launch_gaps, round_trips, steps as steps_analysis, throughput,
                                timeline as timeline_mod, units as units_mod)
-from tracekit import parallel
 from tracekit.findings import rules as findings_rules
 from tracekit.errors import UsageError
 from tracekit.trace import UNANALYSED, Trace
@@ -192,13 +191,11 @@ def analyse(trace: Trace, *, execution_trace: Any = None, unit: str | None = Non
     attributed = replace(attributed, gpu=compiled.workload(attributed.gpu))
     summary = steps_analysis.summarize(scoped, attributed.gpu, partial=found.partial, compilation=compiled)
     compiled = replace(compiled, steady=compilations_mod.steady(summary))
-    with parallel.beside() as side:  # independent analyses, Polars-bound: they overlap
-        trips = side.submit(round_trips.analyze, scoped, attributed, execution_trace=execution_trace)
-        gaps = launch_gaps.analyze(scoped, attributed, summary=summary)
-        shares = breakdown_mod.analyze(attributed.gpu, summary)
-        return TraceAnalyses(
-            attribution=attributed, units=found, steps=summary, compilation=compiled,
-            launch_gaps=gaps, round_trips=trips.result(), breakdown=shares)
+    return TraceAnalyses(
+        attribution=attributed, units=found, steps=summary, compilation=compiled,
+        launch_gaps=launch_gaps.analyze(scoped, attributed, summary=summary),
+        round_trips=round_trips.analyze(scoped, attributed, execution_trace=execution_trace),
+        breakdown=breakdown_mod.analyze(attributed.gpu, summary))
 
 
 def check_step(trace: Trace, step: int | None) -> None:
@@ -271,21 +268,19 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         partial=meta.partial, annotations=meta.annotations,
     )
     held = _memory(trace, attributed)
-    with parallel.beside() as side:  # the findings overlap the tables below (Polars-bound both)
-        found = side.submit(findings_rules.analyze, trace, whole, compile_preops=preops, ceilings=rates.ceilings,
-                            step=step, compilations=whole.compilation, memory=held)
-        return Report(
-            facts=facts, selected_step=step, path_step=path_step, paths_truncated=truncated,
-            steps=step_table, kernels=kernels.analyze(gpu.filter(steady_only)), paths=paths,
-            zero_kernel_ops=dispatch.zero_kernel_ops(ops), compile_preops=preops, units=whole.units,
-            orphans=attribution.orphans(attributed.gpu, attributed.launches),
-            breakdown=_breakdown_in_step(whole.breakdown, step),
-            launch_gaps=_gaps_in_step(gaps, step), round_trips=_trips_in_step(trips, step),
-            throughput=rates, attribution=attributed, extra=extra, memory=held,
-            compilation=whole.compilation, set_aside_units=aside,
-            timelines=timeline_mod.analyze(trace, whole, default_step=path_step) if timelines else None,
-            findings=found.result(),
-        )
+    found = findings_rules.analyze(trace, whole, compile_preops=preops, ceilings=rates.ceilings, step=step,
+                                   compilations=whole.compilation, memory=held)
+    return Report(
+        findings=found, facts=facts, selected_step=step, path_step=path_step, paths_truncated=truncated,
+        steps=step_table, kernels=kernels.analyze(gpu.filter(steady_only)), paths=paths,
+        zero_kernel_ops=dispatch.zero_kernel_ops(ops), compile_preops=preops, units=whole.units,
+        orphans=attribution.orphans(attributed.gpu, attributed.launches),
+        breakdown=_breakdown_in_step(whole.breakdown, step),
+        launch_gaps=_gaps_in_step(gaps, step), round_trips=_trips_in_step(trips, step),
+        throughput=rates, attribution=attributed, extra=extra, memory=held,
+        compilation=whole.compilation, set_aside_units=aside,
+        timelines=timeline_mod.analyze(trace, whole, default_step=path_step) if timelines else None,
+    )
 
 
 def _set_aside_units(summary: pl.DataFrame) -> dict[str, str]:

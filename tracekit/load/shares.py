@@ -125,7 +125,7 @@ def _run_shares(path: Path, data: mmap.mmap, runs: list[Spans], exact: bool, scr
     """Decode ``runs[0]`` here while spawned workers decode the others; returns this share's frames
     (event order), its event count, decimals flag and left-out counts, and the workers' results in
     run order."""
-    with parallel.spawn_pool(len(runs) - 1) as pool:
+    with parallel.spawn_pool_unwaited(len(runs) - 1) as pool:
         futures = [pool.submit(_decode_share, str(path), mapped, run, exact, os.path.join(scratch, str(k)))
                    for k, run in enumerate(runs[1:], start=1)]
         mine = (extent[0], runs[0][-1][1])
@@ -202,8 +202,9 @@ EARLY_MIN_BYTES = 2 * SHARE_MIN_BYTES
 #: ``f`` of the events once they have inflated, while this process inflates the rest (``I`` s for the
 #: whole file) and then decodes it (``D`` s for the whole file, one process): both end together
 #: when ``f * I + f * D = I + (1 - f) * D``, i.e. ``f = (I + D) / (I + 2D)``; measured on the 1 GB
-#: benchmark trace (I ≈ 1.2 s with ISA-L, D ≈ 6 s) that is about 0.55.
-EARLY_FRACTION = 0.55
+#: benchmark trace (I ≈ 1.5 s with ISA-L while the worker runs, D ≈ 7.5 s with both cores busy, and
+#: the worker's start: it is handed its share at ``f * I``) that is about 0.5.
+EARLY_FRACTION = 0.5
 
 
 class EarlyShare:
@@ -294,8 +295,8 @@ class EarlyShare:
         return top, (frames, time_format(frames, fractional), total, counts)
 
     def close(self) -> None:
-        """End the worker (after the share it runs, if any) and remove its files."""
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        """Let the worker end (after the share it runs, if any; not waited for) and remove its files."""
+        self.pool.shutdown(wait=False, cancel_futures=True)  # its ending is off the load's path
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
