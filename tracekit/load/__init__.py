@@ -27,7 +27,8 @@ The modules, in the order a load runs them (how it stays fast is measured in ``b
 - :mod:`~tracekit.load.events`: the msgspec structs and decoders, strict and lenient.
 - :mod:`~tracekit.load.frames`: events routed into columns, columns into Polars frames; metadata.
 - :mod:`~tracekit.load.decode`: the loop from chunks to frames in this process.
-- :mod:`~tracekit.load.shares`: the same loop in shares, one spawned process per core.
+- :mod:`~tracekit.load.shares`: the same loop in shares, one spawned process per core (for a big
+  gzip trace, the first share starts while the rest still inflates).
 - :mod:`~tracekit.load.parquet`: a trace's frames to and from one Parquet file.
 
 The cyclic GC is paused while Python objects are being made (the structs are ``gc=False``; the lists

@@ -14,6 +14,9 @@ frames as Arrow IPC files into a private temporary directory (in ``/dev/shm`` wh
 with room, so they never touch a disk) and this process maps them back without copying; event
 indices are local to a share and shifted when the shares are joined, then every frame is sorted once.
 
+A big gzip trace need not wait for its inflating to end: :class:`EarlyShare` hands the events that
+have already inflated to a worker while this process inflates the rest (see its docstring).
+
 A worker that fails for a reason other than the trace (no space for its files, killed) makes the
 load fall back to one process; a :class:`~tracekit.errors.TraceError` in a share is raised as the
 one-process path would (the caller then takes the exact path, which also words the error).
