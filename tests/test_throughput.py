@@ -199,3 +199,20 @@ def test_device_is_the_one_running_most_kernels(tmp_path, kernels_per_device, ex
     attributed = attribution.analyze(trace)
     assert throughput.device_name(trace, attributed) == expected
     assert throughput.device_name(trace) == "NVIDIA H200"  # without kernels: the first entry
+
+
+def test_an_fp32_gemm_on_tensor_cores_is_rated_against_the_tf32_ceiling() -> None:
+    """The shipped host-sync capture multiplies fp32 tensors with TF32 allowed: cuBLAS names its
+    kernels ``sm90_xmma_gemm_f32f32_tf32f32_f32_…`` (fp32 in, tf32 math). Rated against the fp32
+    ceiling (67 TFLOP/s on the H200) they showed 395–625 % of it; against the tf32 one they fit."""
+    import tracekit
+
+    rates = tracekit.open(SAMPLES / "antipatterns" / "antipatterns_host-sync.json.gz").report().throughput
+    gemms = rates.kernels.filter(pl.col("name").str.contains("_f32f32_tf32f32_f32_"))
+    assert gemms.height > 0
+    assert set(gemms["dtype"]) == {"fp32"} and set(gemms["math"]) == {"tf32"}
+    assert set(gemms["peak_flops_per_s"]) == {devices.ceilings_for("NVIDIA H200")["flops"]["tf32"]}
+    assert gemms["frac_flops"].max() < 1.0 < (gemms["achieved_flops_per_s"] / 67e12).max()
+    # A kernel whose name shows no math type keeps its dtype: the bf16 nvjet GEMMs of the eager MLP.
+    eager = tracekit.open(SAMPLES / "mlp_eager.json.gz").report().throughput.kernels
+    assert eager.filter(pl.col("name").str.starts_with("nvjet"))["math"].to_list() == ["bf16", "bf16"]

@@ -12,10 +12,12 @@ every fraction is null.
 
 ``kernels`` — one row per kernel name and problem (same op model, dtype, bytes and FLOPs per call),
 most total time first (then name and the other group keys, so the order is total):
-    name str, kernel_class str, op str?, model str, dtype str?, count u32, total_ns i64,
+    name str, kernel_class str, op str?, model str, dtype str?, math str? (the type the kernel
+    computes in, rated against: the ``math`` its name shows — ``tf32`` for an fp32 GEMM run on tensor
+    cores, ``sm90_xmma_gemm_f32f32_tf32f32_f32…`` — else ``dtype``), count u32, total_ns i64,
     mean_ns f64, bytes i64? (read + written, per call), flops i64? (per call),
     achieved_bytes_per_s f64?, achieved_flops_per_s f64?, achieved_gbps f64?, achieved_tflops f64?,
-    peak_bytes_per_s f64?, peak_flops_per_s f64? (for the kernel's dtype), frac_bw f64?,
+    peak_bytes_per_s f64?, peak_flops_per_s f64? (for the kernel's ``math``), frac_bw f64?,
     frac_flops f64?, intensity f64? (FLOP/byte), ridge f64? (peak FLOP/s ÷ peak B/s),
     bound str? ("memory" | "compute"), headline str ("flops" for GEMMs, "bytes" otherwise: the figure
     a report should show), headline_frac f64? (frac_flops or frac_bw accordingly)
@@ -41,7 +43,7 @@ from tracekit.trace import Trace
 COMPUTE_CLASSES = frozenset({"gemm", "attention", "conv"})
 KERNELS_SCHEMA = {
     "name": pl.String, "kernel_class": pl.String, "op": pl.String, "model": pl.String,
-    "dtype": pl.String, "count": pl.UInt32, "total_ns": pl.Int64, "mean_ns": pl.Float64,
+    "dtype": pl.String, "math": pl.String, "count": pl.UInt32, "total_ns": pl.Int64, "mean_ns": pl.Float64,
     "bytes": pl.Int64, "flops": pl.Int64, "achieved_bytes_per_s": pl.Float64,
     "achieved_flops_per_s": pl.Float64, "achieved_gbps": pl.Float64, "achieved_tflops": pl.Float64,
     "peak_bytes_per_s": pl.Float64, "peak_flops_per_s": pl.Float64, "frac_bw": pl.Float64,
@@ -75,6 +77,16 @@ def device_name(trace: Trace, attributed: Attribution | None = None) -> str:
     return devs[0].name
 
 
+def _math_types(gpu: pl.DataFrame) -> pl.DataFrame:
+    """``name, math``: the type each kernel computes in when its decoded name says one the device
+    table rates (``tf32``, ``bf16``, …; the classifier's ``math`` field), one row per name."""
+    if "decoded" not in gpu.columns:
+        return pl.DataFrame(schema={"name": pl.String, "math": pl.String})
+    return (gpu.select("name", math=pl.col("decoded").str.json_path_match("$.math"))
+            .filter(pl.col("math").is_in(list(devices.DTYPE_RATE)))
+            .unique("name", keep="first", maintain_order=True))
+
+
 def analyze(trace: Trace, attributed: Attribution, traffic: pl.DataFrame, *,
             ceilings_override: dict[str, Any] | None = None) -> ThroughputReport:
     """Group kernels by name and problem, and rate them against the ceilings; pure."""
@@ -86,9 +98,11 @@ def analyze(trace: Trace, attributed: Attribution, traffic: pl.DataFrame, *,
         return ThroughputReport(device=name, ceilings=ceilings, kernels=pl.DataFrame(schema=KERNELS_SCHEMA))
     grouped = kernels.group_by(["name", "kernel_class", "op", "model", "dtype", "bytes", "flops"]).agg(
         count=pl.len().cast(pl.UInt32), total_ns=pl.col("dur_ns").sum())
+    grouped = grouped.join(_math_types(attributed.gpu), on="name", how="left").with_columns(
+        math=pl.coalesce("math", "dtype"))
     hbm = (ceilings or {}).get("hbm_bytes_per_s")
     rates = (ceilings or {}).get("flops") or {}
-    peak_flops = pl.col("dtype").replace_strict(
+    peak_flops = pl.col("math").replace_strict(
         {k: rates.get(v) for k, v in devices.DTYPE_RATE.items()}, default=None, return_dtype=pl.Float64)
     seconds = pl.col("total_ns").cast(pl.Float64) / 1e9
     out = grouped.with_columns(

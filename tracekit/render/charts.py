@@ -128,7 +128,7 @@ def roofline_data(report: Report) -> tuple[list[dict[str, Any]], dict[str, Any],
         if intensity is None or flops is None or intensity <= 0 or flops <= 0 or len(points) == MAX_POINTS:
             continue
         points.append({"kernel": label(short_kernel_name(r["name"], decoded.get(r["name"]))),
-                       "class": label(r["kernel_class"]), "dtype": label(r["dtype"] or "?"),
+                       "class": label(r["kernel_class"]), "dtype": label(r["math"] or r["dtype"] or "?"),
                        "intensity": float(intensity), "flops": float(flops), "tflops": float(flops) / 1e12,
                        "gbps": float(r["achieved_bytes_per_s"] or 0.0) / 1e9, "count": int(r["count"])})
         p = points[-1]

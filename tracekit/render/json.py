@@ -49,7 +49,8 @@ nanoseconds.
   producer, producer_op, consumer, consumer_op, shape, dtype, bytes}], bytes_per_step: [{step,
   round_trip_bytes, tensor_count, unknown_kernels}], unknown_ops: [{op, count}]}``
 * ``throughput`` — ``{device, ceilings: {device, hbm_bytes_per_s, flops: {dtype: FLOP/s}, source…}
-  | null, kernels: [{name, class, count, mean_ns, bytes, flops, achieved_gbps, achieved_tflops,
+  | null, kernels: [{name, class, dtype, math (added in /1: the type rated against, e.g. tf32 for an
+  fp32 GEMM on tensor cores), count, mean_ns, bytes, flops, achieved_gbps, achieved_tflops,
   frac_bw, frac_flops, intensity, ridge, bound, headline, …}]}``
 * ``compilation`` — (added in /1) compilation found in the trace (:mod:`tracekit.analyses.compilations`):
   ``{found, key_op, totals: {compilations, recompiles, compile_ns, frame_compile_ns, autotune_ns,
