@@ -17,7 +17,7 @@ import polars as pl
 
 from tracekit.analyses import (attribution, breakdown as breakdown_mod, compilations as compilations_mod, dispatch,
                                kernels, launch_gaps, round_trips, steps as steps_analysis, throughput,
-                               timeline as timeline_mod, units as units_mod)
+                               units as units_mod)
 from tracekit.findings import rules as findings_rules
 from tracekit.errors import UsageError
 from tracekit.trace import UNANALYSED, Trace
@@ -157,7 +157,7 @@ class Report:
     #: with their state; empty when every unit is steady, none is, or with ``--step``.
     set_aside_units: dict[str, str] = field(default_factory=dict)
     #: :class:`tracekit.analyses.timeline.Timelines`: every unit's timeline, only when asked for
-    #: (``build(..., timelines=True)``, a renderer that draws them); None otherwise.
+    #: (``Session.report(timelines=True)``, for a renderer that draws them); None otherwise.
     timelines: Any = None
 
 
@@ -209,7 +209,7 @@ def check_step(trace: Trace, step: int | None) -> None:
 
 def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
           ceilings_override: dict[str, Any] | None = None, hta: bool = False,
-          analyses: TraceAnalyses | None = None, unit: str | None = None, timelines: bool = False) -> Report:
+          analyses: TraceAnalyses | None = None, unit: str | None = None) -> Report:
     """Analyse ``trace``; ``step`` restricts every table to that unit (``ProfilerStep#step``, or the
     unit numbered ``step`` of a trace without steps); ``unit`` names the span to use as units.
 
@@ -217,8 +217,8 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
     exact; ``ceilings_override`` (``{"hbm_gbps": …, "bf16_tflops": …}``) replaces the device table's
     ceilings; ``hta`` adds HolisticTraceAnalysis' busy/idle figures beside ours (needs the extra).
     ``analyses``: the trace's :func:`analyse` result when the caller already has it (then
-    ``execution_trace`` is not read again). ``timelines`` adds every unit's timeline
-    (:mod:`tracekit.analyses.timeline`; the shown one first is ``step``, else ``path_step``).
+    ``execution_trace`` is not read again). Timelines are added by
+    :meth:`tracekit.session.Session.report` (``timelines=True``), on top of this report.
     """
     whole = analyses if analyses is not None else analyse(trace, execution_trace=execution_trace, unit=unit)
     trace = whole.units.apply(trace)
@@ -279,7 +279,6 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         launch_gaps=_gaps_in_step(gaps, step), round_trips=_trips_in_step(trips, step),
         throughput=rates, attribution=attributed, extra=extra, memory=held,
         compilation=whole.compilation, set_aside_units=aside,
-        timelines=timeline_mod.analyze(trace, whole, default_step=path_step) if timelines else None,
     )
 
 

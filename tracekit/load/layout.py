@@ -292,18 +292,16 @@ def array_start_guess(data: Buffer, first: bytes) -> int | None:
 
 def array_bounds(data: Buffer, first: bytes) -> tuple[TopLevel, int, int] | None:
     """(metadata, first byte, last byte) of the event array, or None (see :func:`plan_spans`)."""
-    if first == b"[":
-        start = data.find(b"[")
-        end = data.rfind(b"]")
-        return (TopLevel(), start, end) if start < end else None
-    if first != b"{":
+    if first not in (b"[", b"{"):
         return None
-    key = _EVENTS_KEY.search(data)
+    start = array_start_guess(data, first)
     end = data.rfind(b"]")
-    if key is not None and end > key.end() and _closes_objects(data, end):
-        top = _metadata(data, key.end() - 1, end)
+    if first == b"[":
+        return (TopLevel(), start, end) if start < end else None  # type: ignore[operator]
+    if start is not None and end > start + 1 and _closes_objects(data, end):
+        top = _metadata(data, start, end)
         if top is not None:
-            return top, key.end() - 1, end
+            return top, start, end
     if len(data) < EXACT_BOUNDS_MIN_BYTES:
         return None
     bounds = _exact_bounds(data)

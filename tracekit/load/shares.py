@@ -241,22 +241,24 @@ class EarlyShare:
         if self.future is not None or self.given_up or size < self.target:
             return
         try:
-            self._hand_over(file, size)
+            handed = self._hand_over(file, size)
         except Exception:  # planning must never break the read: the load then goes the usual way
-            self.given_up = True
+            handed = False
+        self.given_up = not handed  # one try
 
-    def _hand_over(self, file: str, size: int) -> None:
-        self.given_up = True  # one try
+    def _hand_over(self, file: str, size: int) -> bool:
+        """Plan the events of ``file``'s first ``size`` bytes and hand them to the worker; False
+        when the prefix shows no event array or too few events to share."""
         with open(file, "rb") as fh:
             data = mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_COPY)
         try:
             first = layout.first_byte(data)
             start = layout.array_start_guess(data, first) if first is not None else None
             if start is None or start < 0:
-                return
+                return False
             spans = layout.chunk_spans(data, start, size, closed=False)
             if len(spans) < 2:
-                return
+                return False
             chunk, _ = events.decode_chunk(self.path, functools.partial(layout.decode_span, data, *spans[0]), 0)
             exact = events.needs_exact_times(chunk)
             del chunk
@@ -266,14 +268,14 @@ class EarlyShare:
         self.future = self.pool.submit(_decode_share, str(self.path), file, spans, exact,
                                        os.path.join(self.scratch, "0"))
         self.file, self.start, self.cut, self.exact = file, start, spans[-1][1], exact
-        self.given_up = False
+        return True
 
     def finish(self, data: layout.Buffer, mapped: str | None, first: bytes,
                progress: Progress | None) -> tuple[events.TopLevel, Decoded] | None:
         """(the trace's metadata, (frames, time format, event count, left out)) of the whole
         inflated ``data`` (mapped from ``mapped``), or None (see the class docstring). Once only."""
         future, self.future = self.future, None
-        if future is None or self.given_up or mapped != self.file or not isinstance(data, mmap.mmap):
+        if future is None or mapped != self.file or not isinstance(data, mmap.mmap):
             return None
         bounds = layout.array_bounds(data, first)
         if bounds is None or bounds[1] != self.start or not self.cut < bounds[2]:
