@@ -36,16 +36,18 @@ PATH_SCHEMA = {"step": pl.Int64, "scope": pl.String, "top_op": pl.String, "cpu_o
 
 def zero_kernel_ops(ops: pl.DataFrame) -> pl.DataFrame:
     """Aggregate cpu_ops with ``launches_gpu == False`` (``ops`` from the op tree, any filter)."""
-    quiet = ops.filter((pl.col("cat") == "cpu_op") & ~pl.col("launches_gpu"))
-    # torch.compile's wrappers are reported as compile pre-ops, not as the user's dispatch.
-    wrappers = [n for n in quiet["name"].unique().to_list() if preop_kind(n) is not None]
+    # Aggregate first (the projection keeps the filter to two columns), then drop the few names
+    # that are torch.compile's wrappers: they are reported as compile pre-ops, not as the user's
+    # dispatch.
+    quiet = (ops.lazy().filter((pl.col("cat") == "cpu_op") & ~pl.col("launches_gpu"))
+             .group_by("name").agg(count=pl.len().cast(pl.UInt32), cpu_ns=pl.col("dur").sum())
+             .collect())
+    wrappers = [n for n in quiet["name"].to_list() if n is not None and preop_kind(n) is not None]
     quiet = quiet.filter(~pl.col("name").is_in(wrappers))
     if quiet.height == 0:
         return pl.DataFrame(schema=ZERO_KERNEL_SCHEMA)
     return (
-        quiet.group_by("name")
-        .agg(count=pl.len().cast(pl.UInt32), cpu_ns=pl.col("dur").sum())
-        .sort(["cpu_ns", "name"], descending=[True, False])
+        quiet.sort(["cpu_ns", "name"], descending=[True, False])
         .cast(ZERO_KERNEL_SCHEMA)  # type: ignore[arg-type]
     )
 
@@ -55,9 +57,11 @@ def compile_preops(ops: pl.DataFrame) -> pl.DataFrame:
     kind = pl.lit(None, pl.String)
     for label, pattern in reversed(COMPILE_PREOPS):
         kind = pl.when(pl.col("name").str.contains(pattern)).then(pl.lit(label)).otherwise(kind)
-    found = ops.with_columns(kind=kind).filter(pl.col("kind").is_not_null())
-    if found.height == 0:
+    # The patterns run over the few distinct names, not over every op.
+    kinds = ops.select(pl.col("name").unique()).with_columns(kind=kind).filter(pl.col("kind").is_not_null())
+    if kinds.height == 0:
         return pl.DataFrame(schema=PREOP_SCHEMA)
+    found = ops.select("step", "name", "dur", "ts").join(kinds, on="name", how="inner")
     return (
         found.group_by("step", "name", "kind")
         .agg(count=pl.len().cast(pl.UInt32), cpu_ns=pl.col("dur").sum(), first=pl.col("ts").min())
