@@ -513,10 +513,12 @@ def _pageable_copy(context: Context) -> list[Finding]:
 
 
 def _fp32_gemm(context: Context) -> list[Finding]:
-    # Class first, then the decoded fields of the GEMMs only (filters run in turn, not fused).
-    gemms = context.steady_gpu.filter(pl.col("kernel_class") == "gemm").filter(
+    # Class first, then the decoded fields of the GEMMs' distinct ``decoded`` texts only (a few).
+    gemms = context.steady_gpu.filter(pl.col("kernel_class") == "gemm")
+    fp32 = gemms.select(pl.col("decoded").unique()).filter(
         (pl.col("decoded").str.json_path_match("$.dtype") == "fp32")
         & pl.col("decoded").str.json_path_match("$.math").is_in(["simt", "fp32"]))
+    gemms = gemms.filter(pl.col("decoded").is_in(fp32.get_column("decoded").implode()))
     if gemms.height == 0:
         return []
     busy = float(context.in_steady(context.summary)["gpu_busy_ns"].sum()) / context.n
