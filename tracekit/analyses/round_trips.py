@@ -66,7 +66,9 @@ report ``unknown_kernels`` > 0 rather than a silent zero.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import polars as pl
 
@@ -140,18 +142,27 @@ def analyze(trace: Trace, attributed: Attribution, *,
                        how="left", nulls_equal=True, maintain_order="left")
     tokens = calls.get_column("token").to_list()
     op_names = calls.get_column("op_name").to_list()
-    step_col = calls.get_column("step").to_list()
     first_code = calls.get_column("first_code").to_list()
     last_code = calls.get_column("last_code").to_list()
     rf_col = calls.get_column("record_function_id").to_list() if et is not None else None
     kernel_call = calls.get_column("kernel_call").to_list()
-    first_pos = calls.get_column("first").to_list()
-    last_pos = calls.get_column("last").to_list()
+    if et is None:
+        # The calls with a model, ascending, and each one's (model, first, last kernel name) — what
+        # a step's signature is made of — gathered once for all steps.
+        modelled = pl.Series([t is not None for t in kineto_models], dtype=pl.Boolean)
+        active_rows = calls.select(
+            pl.int_range(pl.len(), dtype=pl.UInt32).alias("j"), "token", "first_code", "last_code",
+        ).filter(modelled.gather(calls.get_column("token")))
+        active_calls = active_rows.get_column("j").to_list()
+        active_keys = list(zip(*(active_rows.get_column(c).to_list()
+                                 for c in ("token", "first_code", "last_code"))))
 
-    # Per call: the index of its (resolved) model in ``figures``, or None (unknown).
+    # Per call: the index of its (resolved) model in ``figures``, or None (unknown); gathered as
+    # (call, figure) pairs and spread over the calls at the end.
     figures: list[OpTraffic] = []
     figure_ids: dict[int, int] = {}  # id(model) -> index in ``figures`` (which keeps it alive)
-    call_figure: list[int | None] = [None] * len(tokens)
+    figured_calls: list[int] = []
+    figured_ids: list[int] = []
     links = _Links()
     # (id(model), live) -> (model, resolved model): holding the model keeps its id from being reused.
     resolved: dict[tuple[int, bool], tuple[OpTraffic, OpTraffic]] = {}
@@ -166,14 +177,15 @@ def analyze(trace: Trace, attributed: Attribution, *,
             figures.append(t)
         return found
 
-    for step, lo, hi in _step_ranges(step_col):
+    for step, lo, hi in _step_ranges(calls.get_column("step")):
         if et is None:
-            active = [j for j in range(lo, hi) if kineto_models[tokens[j]] is not None]
-            signature = tuple((tokens[j], first_code[j], last_code[j]) for j in active)
+            a, b = bisect_left(active_calls, lo), bisect_left(active_calls, hi)
+            active = active_calls[a:b]
+            signature = tuple(active_keys[a:b])
             earlier = seen.get(signature)
             if earlier is not None:
-                for j, f in zip(active, earlier[0]):
-                    call_figure[j] = f
+                figured_calls.extend(active)
+                figured_ids.extend(earlier[0])
                 links.extend(step, earlier[1], dict(zip(earlier[2], active)))
                 continue
             step_calls = [(j, _OpCall(op_names[j], kineto_models[tokens[j]], None)) for j in active]
@@ -209,19 +221,21 @@ def analyze(trace: Trace, attributed: Attribution, *,
             for access in (() if to_host else t.writes):
                 linker.write(call, access, producer)
         ids = [figure(call.traffic) for _, call in step_calls]
-        for (j, _), f in zip(step_calls, ids):
-            call_figure[j] = f
+        figured_calls.extend(j for j, _ in step_calls)
+        figured_ids.extend(ids)
         links.extend(step, step_links)
         if signature is not None:
             seen[signature] = (ids, step_links, [j for j, _ in step_calls])
 
+    call_figure = pl.repeat(None, calls.height, dtype=pl.UInt32, eager=True).scatter(
+        pl.Series(figured_calls, dtype=pl.UInt32), pl.Series(figured_ids, dtype=pl.UInt32))
     traffic_frame = _traffic_frame(work, calls, call_figure, figures)
     tensors = links.frame()
     work_idx = work.get_column("idx")
     tensor_kernels = pl.DataFrame({
         "step": links.steps,
-        "producer_idx": work_idx.gather([last_pos[j] for j in links.producer_calls]),
-        "consumer_idx": work_idx.gather([first_pos[j] for j in links.consumer_calls]),
+        "producer_idx": work_idx.gather(calls.get_column("last").gather(links.producer_calls)),
+        "consumer_idx": work_idx.gather(calls.get_column("first").gather(links.consumer_calls)),
     }, schema=TENSOR_KERNELS_SCHEMA)
     return RoundTripReport(
         tensor_kernels=tensor_kernels,
@@ -231,13 +245,11 @@ def analyze(trace: Trace, attributed: Attribution, *,
     )
 
 
-def _step_ranges(steps: list):
-    """(step, lo, hi) for each run of equal steps in ``steps``."""
-    lo = 0
-    for hi in range(1, len(steps) + 1):
-        if hi == len(steps) or steps[hi] != steps[lo]:
-            yield steps[lo], lo, hi
-            lo = hi
+def _step_ranges(steps: pl.Series) -> list[tuple]:
+    """(step, lo, hi) for each run of equal steps in ``steps`` (nulls equal each other)."""
+    runs = steps.rle()
+    ends = list(accumulate(runs.struct.field("len").to_list()))
+    return list(zip(runs.struct.field("value").to_list(), [0, *ends[:-1]], ends))
 
 
 def _joins(ops: pl.DataFrame, et: ExecutionTrace) -> bool:
@@ -279,9 +291,12 @@ class _Links:
         self.steps.extend([step] * len(other.columns[0]))
         for column, more in zip(self.columns, other.columns):
             column.extend(more)
-        move = (lambda j: j) if calls is None else calls.__getitem__
-        self.producer_calls.extend(move(j) for j in other.producer_calls)
-        self.consumer_calls.extend(move(j) for j in other.consumer_calls)
+        if calls is None:
+            self.producer_calls.extend(other.producer_calls)
+            self.consumer_calls.extend(other.consumer_calls)
+        else:
+            self.producer_calls.extend(map(calls.__getitem__, other.producer_calls))
+            self.consumer_calls.extend(map(calls.__getitem__, other.consumer_calls))
 
     def frame(self) -> pl.DataFrame:
         data = {"step": self.steps, **dict(zip(self.COLUMNS, self.columns))}
@@ -319,17 +334,19 @@ def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl
     calls = work.filter(pl.col("primary") & (pl.col("pos") == pl.col("first"))).select(
         "op_idx", "step", "first", pl.col("code").alias("first_code"), "last_code",
         "last", "first_cpu_op", kernel_call=pl.col("rank") == 0).sort(["step", "first"], nulls_last=True)
+    # Only the ops that launched work (a tenth of them): joining all of them hashes every op.
+    launched = calls.get_column("op_idx").drop_nulls().implode()
+    called = ops.select(pl.col("idx").alias("op_idx"), "name", "record_function_id", "input_dims",
+                        "input_types").filter(pl.col("op_idx").is_in(launched))
     calls = calls.join(
-        ops.select(pl.col("idx").alias("op_idx"), "name",
-                   "record_function_id", "input_dims", "input_types"),
-        on="op_idx", how="left", maintain_order="left",
+        called, on="op_idx", how="left", maintain_order="left",
     ).with_columns(op_name=pl.when(pl.col("name").is_not_null() & (pl.col("name") != "")).then("name")
                    .when(pl.col("first_cpu_op").is_not_null() & (pl.col("first_cpu_op") != ""))
                    .then("first_cpu_op").otherwise(pl.lit("?")))
     return work, calls, names.get_column("name").to_list()
 
 
-def _traffic_frame(work: pl.DataFrame, calls: pl.DataFrame, call_figure: list[int | None],
+def _traffic_frame(work: pl.DataFrame, calls: pl.DataFrame, call_figure: pl.Series,
                    figures: list[OpTraffic]) -> pl.DataFrame:
     """The ``traffic`` frame: primary activities by their call's model, the rest on their own."""
     table = pl.DataFrame({
@@ -343,7 +360,7 @@ def _traffic_frame(work: pl.DataFrame, calls: pl.DataFrame, call_figure: list[in
                "f_written": pl.Int64, "f_flops": pl.Int64})
     per_call = calls.select(
         "first", pl.col("op_name").alias("call_op"),
-        pl.Series("figure", call_figure, dtype=pl.UInt32),
+        call_figure.alias("figure"),
     ).join(table, on="figure", how="left")
     rows = work.join(per_call, on="first", how="left", maintain_order="left")
     pos, first, last = pl.col("pos"), pl.col("first"), pl.col("last")
