@@ -156,6 +156,9 @@ def _nest(items: pl.DataFrame, gpu_correlations: set[int]) -> pl.DataFrame:
     # The previous op must be on the same thread (threads are contiguous in the sort order).
     cand = pl.select(pl.when(threads.gather(cand) == threads).then(cand)).to_series()
     starts, ends = flags["ts"], flags["end"]
+    # A row that no earlier op of its thread outlives has no parent: settle those at once (with a
+    # running maximum of the op ends) instead of walking back over every earlier top-level op.
+    cand = _unless_all_ended(flags, cand)
     active = own.filter((ends.gather(cand) <= starts).fill_null(False))
     while active.len():
         jumped = cand.gather(cand.gather(active))
@@ -175,7 +178,7 @@ def _nest(items: pl.DataFrame, gpu_correlations: set[int]) -> pl.DataFrame:
     depth = _depth(parent)
 
     # Back to the rows' own order: sweep position p is row order[p].
-    back = order.arg_sort()
+    back = own.scatter(order, own)  # the inverse permutation
 
     def rows(pointer: pl.Series | None) -> pl.Series | None:
         return None if pointer is None else order.gather(pointer.gather(back))
@@ -208,6 +211,27 @@ _LAUNCH_INFO_SCHEMA = {
     "op_idx": pl.UInt32, "cpu_op": pl.String, "top_op": pl.String, "annotation": pl.String,
     "module": pl.String, "depth": pl.UInt32,
 }
+
+
+def _unless_all_ended(flags: pl.DataFrame, cand: pl.Series) -> pl.Series:
+    """``cand``, null where every earlier op (in sweep order) of the row's thread ends by its start.
+
+    ``flags`` is in sweep order (threads contiguous). Ends and starts are packed with the thread
+    into one key, so one running maximum over all rows never carries one thread's ends into the next.
+    """
+    starts, ends = flags["ts"], flags["end"]
+    if cand.null_count() == cand.len() or starts.null_count() or ends.null_count():
+        return cand
+    lo = int(starts.min())  # type: ignore[arg-type]
+    bits = max(1, int(max(int(ends.max()), int(starts.max())) - lo).bit_length())  # type: ignore[arg-type]
+    threads = int(flags["thread"].max()) + 1  # type: ignore[arg-type]
+    if int(ends.min()) < lo or threads.bit_length() + bits > 62:  # type: ignore[arg-type]
+        return cand
+    base = pl.col("thread").cast(pl.Int64) * (1 << bits) - lo
+    outlived = flags.select(
+        (pl.when(~pl.col("is_launch")).then(base + pl.col("end")).cum_max().shift(1).forward_fill()
+         > base + pl.col("ts")).fill_null(False)).to_series()
+    return pl.select(pl.when(outlived).then(cand)).to_series()
 
 
 def _nearest(parent: pl.Series, mark: pl.Series, own: pl.Series) -> pl.Series:
