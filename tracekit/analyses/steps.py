@@ -117,11 +117,17 @@ def tag_steps(frame: pl.DataFrame, steps: pl.DataFrame, time_col: str = "ts", co
     # The last window starting at or before each time (join_asof "backward" picks the last of
     # equal starts too), found by binary search: no sort of the (large) frame.
     times = frame[time_col].cast(windows["_step_ts"].dtype)
-    found = windows["_step_ts"].search_sorted(times, side="right").cast(pl.Int64) - 1
-    at = pl.select(pl.when(times.is_not_null() & (found >= 0)).then(found)).to_series()
+    at = _window_at(times, windows["_step_ts"])
     step = pl.select(pl.when(times < windows["_step_end"].gather(at))
                      .then(windows["step"].gather(at))).to_series()
     return frame.with_columns(step.alias(column))
+
+
+def _window_at(times: pl.Series, starts: pl.Series) -> pl.Series:
+    """Per time, the row of the last of the sorted window ``starts`` at or before it (null when
+    none): the window that holds the time if any does."""
+    found = starts.search_sorted(times, side="right").cast(pl.Int64) - 1
+    return pl.select(pl.when(times.is_not_null() & (found >= 0)).then(found)).to_series()
 
 
 def summarize(trace: Trace, gpu: pl.DataFrame, *, partial: tuple[int, ...] = (),
@@ -196,18 +202,21 @@ def cpu_dispatch(trace: Trace) -> pl.DataFrame:
     """``step i64, cpu_dispatch_ns i64`` per ProfilerStep (see the module docstring)."""
     steps = trace.steps
     spans = pl.concat([
-        trace.ops.filter(pl.col("cat") == "cpu_op").select("pid", "ts", "end", sync=pl.lit(False)),
+        trace.ops.lazy().filter(pl.col("cat") == "cpu_op").select("pid", "ts", "end", sync=pl.lit(False)).collect(),
         trace.launches.select("pid", "ts", "end",
                               sync=pl.col("name").str.ends_with(SYNC_CALL_SUFFIX)),
     ], how="vertical_relaxed")
     windows = steps.select(pl.col("number").alias("step"), pl.col("pid").alias("_spid"),
                            pl.col("ts").alias("_sts"), pl.col("end").alias("_send"))
-    tagged = (tag_steps(spans, steps, "ts")
-              .filter(pl.col("step").is_not_null())
-              .join(windows, on="step", how="left")
-              .filter(pl.col("pid") == pl.col("_spid"))
-              .with_columns(ts=pl.max_horizontal("ts", "_sts"), end=pl.min_horizontal("end", "_send"))
-              .filter(pl.col("end") > pl.col("ts")))
+    # tag_steps's windows, gathered by row (step numbers are unique): a span belongs to the window
+    # that holds its start, on the step's process, clipped to the window.
+    ordered = windows.sort("_sts")
+    at = _window_at(spans["ts"].cast(pl.Int64), ordered["_sts"]) if spans.height and steps.height else (
+        pl.repeat(None, spans.height, dtype=pl.Int64, eager=True))
+    tagged = (spans.with_columns(ordered.select(pl.all().gather(at))).lazy()
+              .filter((pl.col("ts") < pl.col("_send")) & (pl.col("pid") == pl.col("_spid")))
+              .select("step", "sync", ts=pl.max_horizontal("ts", "_sts"), end=pl.min_horizontal("end", "_send"))
+              .filter(pl.col("end") > pl.col("ts")).collect())
     total = intervals.union_ns(tagged.select("step", "ts", "end"), by=["step"])
     waiting = intervals.union_ns(tagged.filter(pl.col("sync")).select("step", "ts", "end"), by=["step"])
     return (windows.select("step")
