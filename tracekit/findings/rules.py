@@ -547,18 +547,19 @@ def _unfused_pointwise(context: Context) -> list[Finding]:
     kernels = (context.steady_gpu.filter(pl.col("kind") == "kernel")
                .select("step", "stream", "ts", "idx", "name", "cpu_op", "kernel_class", "annotation")
                .sort(["step", "stream", "ts", "idx"]))
-    # The kernel d places later on the same stream in the same step: one sort, plain shifts.
-    same = lambda d: (pl.col("step").shift(-d) == pl.col("step")) & (pl.col("stream").shift(-d) == pl.col("stream"))  # noqa: E731
-    pairs = pl.concat([
-        kernels.with_columns(next_name=pl.col("name").shift(-d), next_op=pl.col("cpu_op").shift(-d),
-                             next_class=pl.when(same(d)).then(pl.col("kernel_class").shift(-d)))
-        for d in range(1, POINTWISE_MAX_DISTANCE + 1)])
     # In-place ops (``add_``: gradient accumulation, optimizer updates) write tensors that live on,
     # not intermediates a fuser could keep in registers; the optimizer has its own rule.
-    pairs = pairs.filter((pl.col("kernel_class") == "elementwise") & (pl.col("next_class") == "elementwise")
-                         & ~pl.col("cpu_op").fill_null("").str.ends_with("_")
-                         & ~pl.col("next_op").fill_null("").str.ends_with("_")
-                         & ~pl.col("annotation").fill_null("").str.starts_with("Optimizer."))
+    consumer_ok = (pl.col("kernel_class") == "elementwise") & ~pl.col("cpu_op").fill_null("").str.ends_with("_")
+    kernels = kernels.with_columns(consumer_ok=consumer_ok, producer_ok=consumer_ok & ~pl.col(
+        "annotation").fill_null("").str.starts_with("Optimizer."))
+    # The kernel d places later on the same stream in the same step: one sort, plain shifts; the
+    # flags are computed once and each shifted frame filtered before it is gathered.
+    same = lambda d: (pl.col("step").shift(-d) == pl.col("step")) & (pl.col("stream").shift(-d) == pl.col("stream"))  # noqa: E731
+    pairs = pl.concat([
+        kernels.select("step", "ts", "name", "cpu_op", next_name=pl.col("name").shift(-d),
+                       next_op=pl.col("cpu_op").shift(-d),
+                       keep=pl.col("producer_ok") & same(d) & pl.col("consumer_ok").shift(-d)).filter("keep")
+        for d in range(1, POINTWISE_MAX_DISTANCE + 1)])
     chained = tensors.join(
         pairs.select("step", "ts", pl.col("name").alias("producer"), pl.col("cpu_op").alias("producer_op"),
                      pl.col("next_name").alias("consumer"), pl.col("next_op").alias("consumer_op")).unique(
