@@ -147,32 +147,64 @@ def orphans(gpu: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
 
 def _annotate_launches(launches: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
     """Per launch: what it launched, and which aux calls preceded it within the same op."""
-    kinds = work.group_by("correlation").agg(gpu_kinds=pl.col("kind").unique().sort())
-    launches = launches.join(kinds, on="correlation", how="left", maintain_order="left")
+    launches = _with_gpu_kinds(launches, work).sort(["ts", "idx"])
     # Per thread, launches in time order form scopes: runs of consecutive launches under the same op.
     # Within a scope, a kernel launch owns the aux calls issued since the previous kernel launch.
+    # The threads are taken one after another by a stable sort on an integer code of (pid, tid); the
+    # scope and owner numbers are computed in that order and put back in the launches' own order.
     is_kernel = pl.col("gpu_kinds").list.contains("kernel").fill_null(False)
-    ordered = launches.sort(["pid", "tid", "ts", "idx"]).with_columns(
-        _kernel=is_kernel,
-        _scope=(pl.col("pid").ne_missing(pl.col("pid").shift(1))
-                | pl.col("tid").ne_missing(pl.col("tid").shift(1))
-                | pl.col("op_idx").ne_missing(pl.col("op_idx").shift(1))).cum_sum(),
-        # Kernel launches before this row: equal for a kernel launch and the aux calls it owns.
-        _owner=is_kernel.cast(pl.UInt32).cum_sum() - is_kernel.cast(pl.UInt32),
+    keys = launches.select(
+        _kernel=is_kernel, _op=pl.col("op_idx"),
+        _thread=pl.struct(pl.col("pid").cast(pl.Categorical).to_physical(),
+                          pl.col("tid").cast(pl.Categorical).to_physical()).rank("dense"),
+        _row=pl.int_range(pl.len(), dtype=pl.UInt32),
     )
+    ordered = keys.sort("_thread", maintain_order=True, nulls_last=False).select(
+        "_row",
+        _scope=(pl.col("_thread").ne_missing(pl.col("_thread").shift(1))
+                | pl.col("_op").ne_missing(pl.col("_op").shift(1))).cum_sum(),
+        # Kernel launches before this row: equal for a kernel launch and the aux calls it owns.
+        _owner=pl.col("_kernel").cast(pl.UInt32).cum_sum() - pl.col("_kernel").cast(pl.UInt32),
+    )
+    back = pl.int_range(launches.height, dtype=pl.UInt32, eager=True)
+    back = back.scatter(ordered["_row"], back)  # launch row -> its position in ``ordered``
+    launches = launches.with_columns(
+        _kernel=keys["_kernel"], _scope=ordered["_scope"].gather(back), _owner=ordered["_owner"].gather(back))
+    names = launches["name"].unique()
+    aux_names = names.filter(names.str.starts_with(OCCUPANCY_PREFIX) | names.is_in(pl.Series(AUX_CALLS).implode()))
     pending = (
-        ordered.filter(~pl.col("_kernel") & (pl.col("name").str.starts_with(OCCUPANCY_PREFIX)
-                                             | pl.col("name").is_in(AUX_CALLS)))
+        launches.filter(~pl.col("_kernel") & pl.col("name").is_in(aux_names.to_list()))
         .group_by("_scope", "_owner")
         .agg(_aux=pl.col("name").str.join("+"),
              _occupancy=pl.col("name").str.starts_with(OCCUPANCY_PREFIX).any())
     )
-    ordered = (
-        ordered.join(pending, on=["_scope", "_owner"], how="left", maintain_order="left")
+    return (
+        launches.join(pending, on=["_scope", "_owner"], how="left", maintain_order="left")
         .with_columns(
             aux_before=pl.when(pl.col("_kernel")).then(pl.col("_aux")).cast(pl.String),
             occupancy_query=(pl.col("_kernel") & pl.col("_occupancy").fill_null(False)).cast(pl.Boolean),
         )
         .drop("_kernel", "_scope", "_owner", "_aux", "_occupancy")
     )
-    return ordered.sort(["ts", "idx"])
+
+
+def _with_gpu_kinds(launches: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
+    """``launches`` plus ``gpu_kinds``: the sorted distinct kinds of the work under its correlation
+    (null when there is none).
+
+    Each kind is a bit, set where the launch's correlation is among that kind's; each distinct set
+    of bits is spelled as a list once (a list per correlation group costs ~10x more).
+    """
+    kinds = work["kind"].drop_nulls().unique().sort().to_list()
+    if not kinds:
+        return launches.with_columns(gpu_kinds=pl.lit(None, pl.List(pl.String)))
+    bits = pl.sum_horizontal(
+        [pl.col("correlation").is_in(work.filter(pl.col("kind") == kind)["correlation"].drop_nulls().unique()
+                                     .implode()).fill_null(False).cast(pl.Int64) * (1 << i)
+         for i, kind in enumerate(kinds)])
+    launches = launches.with_columns(_bits=bits)
+    masks = launches["_bits"].unique()
+    spelled = pl.DataFrame({"_bits": masks.filter(masks != 0)}).with_columns(
+        gpu_kinds=pl.concat_list([pl.when((pl.col("_bits") & (1 << i)) != 0).then(pl.lit(kind))
+                                  for i, kind in enumerate(kinds)]).list.drop_nulls())
+    return launches.join(spelled, on="_bits", how="left", maintain_order="left").drop("_bits")
