@@ -560,11 +560,14 @@ def _unfused_pointwise(context: Context) -> list[Finding]:
                        next_op=pl.col("cpu_op").shift(-d),
                        keep=pl.col("producer_ok") & same(d) & pl.col("consumer_ok").shift(-d)).filter("keep")
         for d in range(1, POINTWISE_MAX_DISTANCE + 1)])
-    chained = tensors.join(
-        pairs.select("step", "ts", pl.col("name").alias("producer"), pl.col("cpu_op").alias("producer_op"),
-                     pl.col("next_name").alias("consumer"), pl.col("next_op").alias("consumer_op")).unique(
-            subset=["step", "producer", "producer_op", "consumer", "consumer_op"], keep="first"),
-        on=["step", "producer", "producer_op", "consumer", "consumer_op"], how="inner")
+    pairs = pairs.select("step", "ts", pl.col("name").alias("producer"), pl.col("cpu_op").alias("producer_op"),
+                         pl.col("next_name").alias("consumer"), pl.col("next_op").alias("consumer_op")).unique(
+        subset=["step", "producer", "producer_op", "consumer", "consumer_op"], keep="first")
+    # Only tensors an elementwise kernel of a pair produced can join: drop the others on one key
+    # before hashing all five (the round trips of a big trace are mostly GEMM and copy outputs).
+    chained = tensors.filter(pl.col("producer").is_in(pairs.get_column("producer").unique().implode())).join(
+        pairs, on=["step", "producer", "producer_op", "consumer", "consumer_op"], how="inner",
+        maintain_order="left")
     if chained.height == 0:
         return []
     chained = chained.with_columns(link=pl.col("producer_op") + " → " + pl.col("consumer_op"), dur=pl.lit(0))
