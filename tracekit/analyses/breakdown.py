@@ -22,6 +22,7 @@ before it began included; scope ``"unit"`` (with ``unit``) the activities launch
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
@@ -67,31 +68,61 @@ class Breakdown:
 
 def analyze(gpu: pl.DataFrame, summary: pl.DataFrame | None = None) -> Breakdown:
     """The breakdown of the attributed GPU work ``gpu``; ``summary`` names the steady units."""
+    # Sorted once by start: every union below reads rows of it in time order (no sort of its own).
     work = gpu.filter(pl.col("kind").is_in(["kernel", "memcpy", "memset"])).select(
-        "kind", "kernel_class", "library", "device", "stream", "ts", "end", "dur", "step")
-    scoped = pl.concat([
-        work.with_columns(scope=pl.lit("trace"), unit=pl.lit(None, pl.Int64)),
-        work.filter(pl.col("step").is_not_null()).with_columns(scope=pl.lit("unit"), unit=pl.col("step")),
-    ])
-    by = ["scope", "unit"]
-    busy = intervals.union_ns(scoped.select(*by, "ts", "end"), by=by) if scoped.height else (
-        pl.DataFrame(schema={"scope": pl.String, "unit": pl.Int64, "busy_ns": pl.Int64}))
+        "kind", "kernel_class", "library", "device", "stream", "ts", "end", "dur", "step").sort("ts")
+    busy = _per_scope(work, [], _union("busy_ns"))
     steady = steps_analysis.steady_steps(summary) if summary is not None and summary.height else None
-    return Breakdown(shares=_shares(scoped, busy, steady), streams=_streams(scoped, busy),
-                     overlap=_overlap(scoped))
+    return Breakdown(shares=_shares(work, busy, steady), streams=_streams(work, busy),
+                     overlap=_overlap(work, busy.select("scope", "unit")))
+
+
+def _per_scope(work: pl.DataFrame, keys: list[str],
+               compute: Callable[[pl.DataFrame, list[str]], pl.DataFrame]) -> pl.DataFrame:
+    """``scope, unit, *keys`` and the columns ``compute(rows, by)`` adds per ``by`` group: over all
+    of ``work`` (scope ``trace``, unit null), then over the rows a unit launched, per unit (scope
+    ``unit``). A scope without rows has none.
+
+    The two scopes are computed apart rather than as one frame with both: half the rows, no string
+    key, and the units' groups are runs in time for :func:`tracekit.analyses.intervals.union_ns`
+    (the trace scope spans them all).
+    """
+    units = work.filter(pl.col("step").is_not_null()).rename({"step": "unit"})
+    parts = []
+    if work.height:
+        parts.append(compute(work, keys).select(pl.lit("trace").alias("scope"), pl.lit(None, pl.Int64).alias("unit"),
+                                                pl.all()))
+    if units.height:
+        parts.append(compute(units, ["unit", *keys]).select(pl.lit("unit").alias("scope"), pl.all()))
+    if parts:
+        # Plain columns, as one group_by over both scopes gives: Polars keeps two one-row parts of
+        # equal value as one constant, and divides by a constant through its reciprocal (a share
+        # one bit off the quotient).
+        return pl.DataFrame(list(pl.concat(parts).iter_columns()))
+    return compute(work.rename({"step": "unit"}), ["unit", *keys]).select(pl.lit(None, pl.String).alias("scope"),
+                                                                         pl.all()).clear()
+
+
+def _union(name: str) -> Callable[[pl.DataFrame, list[str]], pl.DataFrame]:
+    """For :func:`_per_scope`: the union of the rows' intervals per group, as ``name``."""
+    return lambda rows, by: intervals.union_ns(rows.select(*by, "ts", "end"), by=by).rename({"busy_ns": name})
+
+
+def _totals(rows: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """For :func:`_per_scope`: the activity count and GPU time per group."""
+    return rows.group_by(by).agg(count=pl.len(), gpu_ns=pl.col("dur").sum())
 
 
 def _share(numerator: str) -> pl.Expr:
     return pl.when(pl.col("busy_ns") > 0).then(pl.col(numerator) / pl.col("busy_ns"))
 
 
-def _shares(scoped: pl.DataFrame, busy: pl.DataFrame, steady: list[int] | None) -> pl.DataFrame:
+def _shares(work: pl.DataFrame, busy: pl.DataFrame, steady: list[int] | None) -> pl.DataFrame:
     by = ["scope", "unit"]
     parts = []
     for group, column in GROUPS.items():
-        parts.append(scoped.group_by(*by, pl.col(column).fill_null("?").alias("key"))
-                     .agg(count=pl.len(), gpu_ns=pl.col("dur").sum())
-                     .with_columns(group=pl.lit(group)))
+        keyed = work.with_columns(key=pl.col(column).fill_null("?"))
+        parts.append(_per_scope(keyed, ["key"], _totals).with_columns(group=pl.lit(group)))
     frame = pl.concat(parts).join(busy, on=by, how="left", nulls_equal=True).with_columns(
         busy_share=_share("gpu_ns"))
     units = (frame.filter(pl.col("scope") == "unit")["unit"].unique().to_list()
@@ -110,12 +141,12 @@ def _shares(scoped: pl.DataFrame, busy: pl.DataFrame, steady: list[int] | None) 
                   nulls_last=False))
 
 
-def _streams(scoped: pl.DataFrame, busy: pl.DataFrame) -> pl.DataFrame:
+def _streams(work: pl.DataFrame, busy: pl.DataFrame) -> pl.DataFrame:
     keys = ["scope", "unit", "device", "stream"]
-    if scoped.height == 0:
+    if work.height == 0:
         return pl.DataFrame(schema=STREAMS_SCHEMA)
-    on_stream = intervals.union_ns(scoped.select(*keys, "ts", "end"), by=keys).rename({"busy_ns": "_busy"})
-    frame = (scoped.group_by(keys).agg(count=pl.len(), gpu_ns=pl.col("dur").sum())
+    on_stream = _per_scope(work, ["device", "stream"], _union("_busy"))
+    frame = (_per_scope(work, ["device", "stream"], _totals)
              .join(on_stream, on=keys, how="left", nulls_equal=True)
              .join(busy, on=["scope", "unit"], how="left", nulls_equal=True)
              .with_columns(busy_share=_share("_busy"))
@@ -124,26 +155,26 @@ def _streams(scoped: pl.DataFrame, busy: pl.DataFrame) -> pl.DataFrame:
             .sort(["scope", "unit", "device", "stream"]))
 
 
-def _overlap(scoped: pl.DataFrame) -> pl.DataFrame:
+def _overlap(work: pl.DataFrame, scopes: pl.DataFrame) -> pl.DataFrame:
+    """Per scope of ``scopes`` (``scope, unit``: each scope with work once)."""
     by = ["scope", "unit"]
-    kernels = scoped.filter(pl.col("kind") == "kernel")
-    if kernels.height == 0:
+    is_kernel = pl.col("kind") == "kernel"
+    if work.filter(is_kernel).height == 0:
         return pl.DataFrame(schema=OVERLAP_SCHEMA)
-    comm = kernels.filter(pl.col("kernel_class") == COMMUNICATION)
-    compute = kernels.filter(pl.col("kernel_class") != COMMUNICATION)
-    scopes = scoped.select(by).unique()
+    is_comm, is_compute = pl.col("kernel_class") == COMMUNICATION, pl.col("kernel_class") != COMMUNICATION
 
-    def union(frame: pl.DataFrame, name: str) -> pl.DataFrame:
-        if frame.height == 0:
-            return scopes.with_columns(pl.lit(0, pl.Int64).alias(name))
-        return intervals.union_ns(frame.select(*by, "ts", "end"), by=by).rename({"busy_ns": name})
+    def union(rows: pl.Expr, name: str) -> pl.DataFrame:
+        found = _per_scope(work.filter(rows), [], _union(name))
+        return found if found.height else scopes.with_columns(pl.lit(0, pl.Int64).alias(name))
 
     # |comm ∩ compute| = |comm| + |compute| − |comm ∪ compute|, each a union of merged intervals.
+    comm_count = _per_scope(work.filter(is_kernel & is_comm), [], lambda rows, by: rows.group_by(by).agg(comm_count=pl.len())
+                            if by else rows.select(comm_count=pl.len()))
     frame = (scopes
-             .join(comm.group_by(by).agg(comm_count=pl.len()), on=by, how="left", nulls_equal=True)
-             .join(union(comm, "comm_ns"), on=by, how="left", nulls_equal=True)
-             .join(union(compute, "compute_ns"), on=by, how="left", nulls_equal=True)
-             .join(union(pl.concat([comm, compute]), "_both"), on=by, how="left", nulls_equal=True)
+             .join(comm_count, on=by, how="left", nulls_equal=True)
+             .join(union(is_kernel & is_comm, "comm_ns"), on=by, how="left", nulls_equal=True)
+             .join(union(is_kernel & is_compute, "compute_ns"), on=by, how="left", nulls_equal=True)
+             .join(union(is_kernel & (is_comm | is_compute), "_both"), on=by, how="left", nulls_equal=True)
              .with_columns(pl.col("comm_count").fill_null(0), pl.col("comm_ns").fill_null(0),
                            pl.col("compute_ns").fill_null(0), pl.col("_both").fill_null(0))
              .with_columns(overlapped_ns=pl.col("comm_ns") + pl.col("compute_ns") - pl.col("_both"))
