@@ -93,6 +93,9 @@ PER_STEP_SCHEMA = {"step": pl.Int64, "round_trip_bytes": pl.Int64, "tensor_count
                    "unknown_kernels": pl.UInt32}
 UNKNOWN_SCHEMA = {"op": pl.String, "count": pl.UInt32}
 TENSOR_KERNELS_SCHEMA = {"step": pl.Int64, "producer_idx": pl.UInt32, "consumer_idx": pl.UInt32}
+#: The columns of ``attributed.gpu`` this analysis reads.
+_GPU_COLUMNS = ("idx", "ts", "dur", "kind", "name", "kernel_class", "bytes", "step", "op_idx", "cpu_op",
+                "launch_api")
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,8 @@ class _OpCall:
 def analyze(trace: Trace, attributed: Attribution, *,
             execution_trace: ExecutionTrace | None = None) -> RoundTripReport:
     """Model every kernel's traffic and link the step's round trips; pure, no I/O."""
-    gpu = attributed.gpu.filter(pl.col("kind").is_in(GPU_WORK_KINDS)).sort(["ts", "idx"])
+    # Only the columns read here travel through the sort and the joins (the frame has ~35).
+    gpu = attributed.gpu.select(_GPU_COLUMNS).filter(pl.col("kind").is_in(GPU_WORK_KINDS)).sort(["ts", "idx"])
     ops = attributed.tree.ops
     notes: list[str] = []
     method = "shape_inference"
@@ -265,7 +269,9 @@ def _joins(ops: pl.DataFrame, et: ExecutionTrace) -> bool:
 
 
 class _Links:
-    """Rows of the ``tensors`` frame (but the step), gathered column by column."""
+    """Rows of the ``tensors`` frame: one step's, added link by link (:meth:`add`), or the trace's,
+    extended step by step (:meth:`extend`) — which keeps the step's :class:`_Links` instead of
+    copying its rows (most steps repeat an earlier step's links) and gathers them in :meth:`frame`."""
 
     COLUMNS = ("producer", "producer_op", "consumer", "consumer_op", "shape", "dtype", "bytes")
 
@@ -275,6 +281,7 @@ class _Links:
         # The op calls (rows of ``calls``) each link goes from and to.
         self.producer_calls: list[int] = []
         self.consumer_calls: list[int] = []
+        self.parts: list[_Links] = []  # the steps' links, in order (extend)
 
     def add(self, prod: tuple[str, str, bool, int], consumer: str, consumer_op: str, tensor: TensorSpec,
             nbytes: int, consumer_call: int) -> None:
@@ -286,11 +293,11 @@ class _Links:
         self.consumer_calls.append(consumer_call)
 
     def extend(self, step, other: _Links, calls: dict[int, int] | None = None) -> None:
-        """Append ``other``'s rows, all of ``step``; ``calls`` maps ``other``'s op calls to this
-        step's (when ``other`` is an earlier step whose links are repeated)."""
-        self.steps.extend([step] * len(other.columns[0]))
-        for column, more in zip(self.columns, other.columns):
-            column.extend(more)
+        """Append ``other``'s rows (added with :meth:`add`), all of ``step``; ``calls`` maps
+        ``other``'s op calls to this step's (when ``other`` is an earlier step whose links are
+        repeated)."""
+        self.steps.extend([step] * len(other.producer_calls))
+        self.parts.append(other)
         if calls is None:
             self.producer_calls.extend(other.producer_calls)
             self.consumer_calls.extend(other.consumer_calls)
@@ -299,8 +306,22 @@ class _Links:
             self.consumer_calls.extend(map(calls.__getitem__, other.consumer_calls))
 
     def frame(self) -> pl.DataFrame:
-        data = {"step": self.steps, **dict(zip(self.COLUMNS, self.columns))}
-        return pl.DataFrame(data, schema=TENSORS_SCHEMA)
+        """The ``tensors`` frame of the steps extended: each distinct step's rows are built once
+        and gathered for every step that repeats them."""
+        schema = {c: TENSORS_SCHEMA[c] for c in self.COLUMNS}
+        offsets: dict[int, int] = {}  # id(part) -> its first row in ``pool``
+        pool: list[pl.DataFrame] = []
+        rows: list[int] = []
+        size = 0
+        for part in self.parts:
+            start = offsets.get(id(part))
+            if start is None:
+                start = offsets[id(part)] = size
+                pool.append(pl.DataFrame(dict(zip(self.COLUMNS, part.columns)), schema=schema))
+                size += len(part.producer_calls)
+            rows.extend(range(start, start + len(part.producer_calls)))
+        gathered = pl.concat(pool).gather(rows) if pool else pl.DataFrame(schema=schema)
+        return gathered.insert_column(0, pl.Series("step", self.steps, dtype=pl.Int64))
 
 
 # ---- grouping kernels into op calls -----------------------------------------------------------
