@@ -57,7 +57,7 @@ class Attribution:
 def analyze(trace: Trace) -> Attribution:
     """Attribute every kernel/memcpy/memset of ``trace``; pure, no I/O."""
     work = trace.gpu.filter(pl.col("kind").is_in(GPU_WORK_KINDS))
-    tree = op_tree.build(trace, set(work["correlation"].drop_nulls().unique().to_list()))
+    tree = op_tree.build(trace, work["correlation"])
     launches = _annotate_launches(tree.launches, work)
     gpu = _link(trace, work, launches)
     gpu = _assign_steps(gpu, trace.steps)

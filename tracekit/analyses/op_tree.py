@@ -46,28 +46,28 @@ class OpTree:
     launches: pl.DataFrame
 
 
-def build(trace: Trace, gpu_correlations: set[int] | None = None) -> OpTree:
+def build(trace: Trace, gpu_correlations: set[int] | pl.Series | None = None) -> OpTree:
     """Nest ops and launches per thread.
 
-    ``gpu_correlations`` are the correlation ids that have GPU activity; launches with one of them
-    mark every enclosing op as ``launches_gpu``. Defaults to the correlations in ``trace.gpu``.
+    ``gpu_correlations`` are the correlation ids that have GPU activity (a set or a Series);
+    launches with one of them mark every enclosing op as ``launches_gpu``. Defaults to the
+    correlations in ``trace.gpu``.
     """
     if gpu_correlations is None:
-        gpu_correlations = set(
-            trace.gpu.filter(pl.col("kind").is_in(GPU_WORK_KINDS))["correlation"]
-            .drop_nulls().unique().to_list()
-        )
+        gpu_correlations = trace.gpu.filter(pl.col("kind").is_in(GPU_WORK_KINDS))["correlation"]
+    correlations = (gpu_correlations if isinstance(gpu_correlations, pl.Series)
+                    else pl.Series(list(gpu_correlations), dtype=pl.Int64))
+    gpu_launch = trace.launches["correlation"].is_in(
+        correlations.drop_nulls().unique().implode()).fill_null(False)
     ops = trace.ops.select("idx", "cat", "name", "pid", "tid", "ts", "end")
     launches = trace.launches.select(
-        "idx", pl.lit("launch").alias("cat"), "name", "pid", "tid", "ts", "end", "correlation"
+        "idx", pl.lit("launch").alias("cat"), "name", "pid", "tid", "ts", "end"
     )
     # Row r of ``items`` is row r of the ops, then of the launches. One chunk per column: the sweep
     # gathers rows at random positions, about 9x slower across two chunks (measured on 2.1M rows).
-    items = pl.concat(
-        [ops.with_columns(correlation=pl.lit(None, pl.Int64)), launches], how="vertical_relaxed", rechunk=True
-    )
-    info = _nest(items, gpu_correlations)
+    items = pl.concat([ops, launches], how="vertical_relaxed", rechunk=True)
     n_ops = trace.ops.height
+    info = _nest(items, pl.concat([pl.repeat(False, n_ops, eager=True), gpu_launch], rechunk=True))
     launch_info = info.slice(n_ops).select(
         pl.col("direct_cpu_op_idx").alias("op_idx"), "cpu_op", "top_op", "annotation", "module", "depth")
     return OpTree(
@@ -129,10 +129,11 @@ def _sort_ties_last(keys: pl.DataFrame) -> pl.Series:
                          rows.gather(among))
 
 
-def _nest(items: pl.DataFrame, gpu_correlations: set[int]) -> pl.DataFrame:
+def _nest(items: pl.DataFrame, gpu_launch: pl.Series) -> pl.DataFrame:
     """The stack sweep's results per row of ``items`` (ops, then launches with ``cat`` "launch"):
     ``idx, parent_idx, depth, direct_cpu_op_idx, cpu_op, top_op, annotation, module,
-    launches_gpu`` (for a launch, ``direct_cpu_op_idx`` is its ``op_idx``).
+    launches_gpu`` (for a launch, ``direct_cpu_op_idx`` is its ``op_idx``). ``gpu_launch`` marks
+    the rows that are launches with GPU activity.
 
     The sweep visits rows sorted by (pid, tid, ts, -end, is_launch, idx), pushes ops only and pops
     a frame once an item starts at or after its end. So at item ``i`` every earlier op of the
@@ -162,8 +163,7 @@ def _nest(items: pl.DataFrame, gpu_correlations: set[int]) -> pl.DataFrame:
         "is_annotation": ((cats == "user_annotation") & names.is_in(annotation_names)).fill_null(False),
         "is_module": ((cats == "python_function") & names.str.starts_with(MODULE_PREFIX)).fill_null(False),
         "named_cpu": ((cats == "cpu_op") & names.is_not_null()).fill_null(False),
-        "gpu_launch": ((cats == "launch") & items["correlation"].is_in(list(gpu_correlations)))
-        .fill_null(False),
+        "gpu_launch": gpu_launch,
     }).select(pl.all().gather(order))  # sweep order from here on
     own = pl.int_range(n, dtype=pos_dtype, eager=True)
     threads = flags["thread"]
