@@ -233,7 +233,7 @@ def analyze(trace: Trace, attributed: Attribution, *,
 
     call_figure = pl.repeat(None, calls.height, dtype=pl.UInt32, eager=True).scatter(
         pl.Series(figured_calls, dtype=pl.UInt32), pl.Series(figured_ids, dtype=pl.UInt32))
-    traffic_frame = _traffic_frame(work, calls, call_figure, figures)
+    traffic_frame = _traffic_frame(work, calls, call_figure, figures, names)
     tensors = links.frame()
     work_idx = work.get_column("idx")
     tensor_kernels = pl.DataFrame({
@@ -368,8 +368,9 @@ def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl
 
 
 def _traffic_frame(work: pl.DataFrame, calls: pl.DataFrame, call_figure: pl.Series,
-                   figures: list[OpTraffic]) -> pl.DataFrame:
-    """The ``traffic`` frame: primary activities by their call's model, the rest on their own."""
+                   figures: list[OpTraffic], names: list) -> pl.DataFrame:
+    """The ``traffic`` frame: primary activities by their call's model, the rest on their own
+    (``names``: the distinct activity names ``work``'s ``code`` indexes)."""
     table = pl.DataFrame({
         "figure": range(len(figures)),
         "f_model": [t.model for t in figures],
@@ -379,13 +380,18 @@ def _traffic_frame(work: pl.DataFrame, calls: pl.DataFrame, call_figure: pl.Seri
         "f_flops": [t.flops for t in figures],
     }, schema={"figure": pl.UInt32, "f_model": pl.String, "f_dtype": pl.String, "f_read": pl.Int64,
                "f_written": pl.Int64, "f_flops": pl.Int64})
-    per_call = calls.select(
-        "first", pl.col("op_name").alias("call_op"),
-        call_figure.alias("figure"),
-    ).join(table, on="figure", how="left")
-    rows = work.join(per_call, on="first", how="left", maintain_order="left")
+    per_call = calls.select(pl.col("op_name").alias("call_op"), call_figure.alias("figure")).join(
+        table, on="figure", how="left", maintain_order="left")
+    # Each activity's call by position: the call whose first primary activity is at ``first``.
+    call_at = pl.repeat(None, work.height, dtype=pl.UInt32, eager=True).scatter(
+        calls.get_column("first"), pl.int_range(calls.height, dtype=pl.UInt32, eager=True))
+    rows = work.hstack(per_call.gather(call_at.gather(work.get_column("first"))))
+    # A copy's direction from its name, looked up once per distinct name (null for a null name).
+    codes = rows.get_column("code")
+    direction = {key: pl.Series([None if n is None else key in n for n in names], dtype=pl.Boolean)
+                 .gather(codes) for key in ("DtoD", "DtoH")}
     pos, first, last = pl.col("pos"), pl.col("first"), pl.col("last")
-    kind, name, nbytes = pl.col("kind"), pl.col("name"), pl.col("bytes")
+    kind, nbytes = pl.col("kind"), pl.col("bytes")
     modelled = pl.col("primary") & pl.col("figure").is_not_null()
     edge = modelled & ((pos == first) | (pos == last))
     own = ~pl.col("primary") & kind.is_in(["memset", "memcpy"]) & nbytes.is_not_null()
@@ -401,12 +407,11 @@ def _traffic_frame(work: pl.DataFrame, calls: pl.DataFrame, call_figure: pl.Seri
         dtype=pl.when(edge).then("f_dtype").otherwise(null),
         bytes_read=pl.when(modelled & (pos == first)).then("f_read")
         .when(edge).then(0)
-        .when(own & (kind == "memcpy") & (name.str.contains("DtoD", literal=True)
-                                          | name.str.contains("DtoH", literal=True))).then(nbytes)
+        .when(own & (kind == "memcpy") & (direction["DtoD"] | direction["DtoH"])).then(nbytes)
         .when(own).then(0).otherwise(null),
         bytes_written=pl.when(modelled & (pos == last)).then("f_written")
         .when(edge).then(0)
-        .when(own & ((kind == "memset") | ~name.str.contains("DtoH", literal=True))).then(nbytes)
+        .when(own & ((kind == "memset") | ~direction["DtoH"])).then(nbytes)
         .when(own).then(0).otherwise(null),
         flops=pl.when(modelled & (pos == first)).then("f_flops")
         .when(edge).then(0).when(own).then(0).otherwise(null),
