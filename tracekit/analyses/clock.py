@@ -47,7 +47,8 @@ FIELDS = ("skewed", "offset_ns", "linked", "early", "idle_starts", "idle_start_d
 
 def check(gpu: pl.DataFrame) -> dict[str, Any]:
     """The clock check of attributed GPU work (module docstring)."""
-    work = gpu.filter(pl.col("kind").is_in(GPU_WORK_KINDS))
+    work = gpu.lazy().filter(pl.col("kind").is_in(GPU_WORK_KINDS)).select(
+        "device", "ts", "end", "idx", "launch_idx", "launch_ts", "launch_end").collect()
     linked = work.filter(pl.col("launch_ts").is_not_null())
     early = int(linked.filter(pl.col("ts") < pl.col("launch_ts") - EARLY_TOLERANCE_NS).height)
     ordered = work.filter(pl.col("device").is_not_null()).sort(["device", "ts", "idx"]).with_columns(

@@ -330,8 +330,8 @@ def _work(trace: Trace) -> pl.DataFrame:
 def _compile_ids(trace: Trace, work: pl.DataFrame) -> pl.DataFrame:
     """``work`` (sorted by ts) plus ``compile_id``: a ``compile_id=F/C`` annotation inside the span,
     else the ``Torch-Compiled Region`` after a compilation or around other work (module docstring)."""
-    notes = (trace.ops.filter((pl.col("cat") == "user_annotation")
-                              & pl.col("name").str.contains("compile_id=", literal=True))
+    notes = (trace.ops.filter(pl.col("cat") == "user_annotation")  # few: the text test runs on those
+             .filter(pl.col("name").str.contains("compile_id=", literal=True))
              .select("pid", "tid", pl.col("ts").alias("_at"),
                      pl.col("name").str.extract(r"compile_id=" + _ID, 1).alias("_note_id"))
              .filter(pl.col("_note_id").is_not_null()).sort("_at"))
@@ -435,8 +435,8 @@ def _shape_keys(trace: Trace, work: pl.DataFrame) -> tuple[pl.DataFrame, str | N
     empty = steps.select("step", shape=pl.lit(None, pl.String))
     if steps.height == 0:
         return empty, None
-    shaped = trace.ops.filter(pl.col("input_dims").str.contains("[0-9]")).select("name", "pid", "tid", "ts",
-                                                                                 "input_dims")
+    shaped = (trace.ops.lazy().select("name", "tid", "ts", "input_dims")
+              .filter(pl.col("input_dims").str.contains("[0-9]")).collect())
     shaped = steps_analysis.tag_steps(_outside(shaped, work), trace.steps, "ts").filter(pl.col("step").is_not_null())
     if shaped.height == 0:
         return empty, None
