@@ -62,7 +62,11 @@ def analyze(trace: Trace) -> Attribution:
     gpu = _link(trace, work, launches)
     gpu = _assign_steps(gpu, trace.steps)
     gpu = classify_frame(gpu)
-    return Attribution(tree=tree, gpu=gpu.sort(["ts", "idx"]), launches=launches)
+    in_order = gpu.select((pl.col("ts").diff() > 0) | ((pl.col("ts").diff() == 0)
+                                                       & (pl.col("idx").cast(pl.Int64).diff() > 0))).to_series()
+    if not in_order.slice(1).all():  # the first row's diff is null
+        gpu = gpu.sort(["ts", "idx"])
+    return Attribution(tree=tree, gpu=gpu, launches=launches)
 
 
 def _link(trace: Trace, work: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
@@ -73,8 +77,10 @@ def _link(trace: Trace, work: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFr
         "op_idx", "cpu_op", "top_op", "annotation", "module", "aux_before", "occupancy_query",
     )
     # Correlation ids are unique per launch; keep the first if a broken trace repeats one.
-    by_corr = launch_cols.filter(pl.col("correlation").is_not_null()).unique(
-        subset=["correlation"], keep="first", maintain_order=True)
+    by_corr = launch_cols.filter(pl.col("correlation").is_not_null())
+    first = by_corr["correlation"].is_first_distinct()
+    if not first.all():
+        by_corr = by_corr.filter(first)
     linked = work.join(by_corr, on="correlation", how="left", maintain_order="left").with_columns(
         link=pl.when(pl.col("launch_idx").is_not_null()).then(pl.lit("correlation")))
     missing = linked.filter(pl.col("launch_idx").is_null())

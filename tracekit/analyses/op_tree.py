@@ -78,6 +78,9 @@ def build(trace: Trace, gpu_correlations: set[int] | pl.Series | None = None) ->
 
 def _dense_codes(column: pl.Series) -> pl.Series:
     """Integer codes in sort order of the values (nulls 0, first as the sort puts them)."""
+    runs = column.rle().struct.field("value")
+    if runs.len() < column.len() // 4:  # long runs (ops of a thread in a row): code each run once
+        return _dense_codes(runs).gather(column.rle_id())
     values = column.drop_nulls().unique().sort()
     return column.replace_strict(values, pl.int_range(1, values.len() + 1, eager=True),
                                  default=0, return_dtype=pl.Int64)
