@@ -347,11 +347,12 @@ def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl
         names, on="name", how="left", nulls_equal=True, maintain_order="left",
     ).with_columns(alone=alone, rank=rank).with_columns(
         primary=~pl.col("alone") & (pl.col("rank") == pl.col("rank").min().over(group)),
-        first_cpu_op=pl.col("cpu_op").first().over(group),
+        group_first=pl.col("pos").min().over(group),  # rows are in ``pos`` order
     ).with_columns(
         first=pl.when("primary").then("pos").min().over(group),
         last=pl.when("primary").then("pos").max().over(group),
-    ).with_columns(last_code=pl.col("code").gather(pl.col("last").fill_null(0)))
+    ).with_columns(last_code=pl.col("code").gather(pl.col("last").fill_null(0)),
+                   first_cpu_op=pl.col("cpu_op").gather(pl.col("group_first")))
     calls = work.filter(pl.col("primary") & (pl.col("pos") == pl.col("first"))).select(
         "op_idx", "step", "first", pl.col("code").alias("first_code"), "last_code",
         "last", "first_cpu_op", kernel_call=pl.col("rank") == 0).sort(["step", "first"], nulls_last=True)
