@@ -283,12 +283,17 @@ def _gaps(trace: Trace, per_activity: pl.DataFrame, offset: int = 0) -> pl.DataF
     if holes.height == 0:
         return pl.DataFrame(schema=GAPS_SCHEMA)
     # The activity that ends a gap: the first (by idx) to start at the gap's end on that device.
-    first = (work.sort(["device", "ts", "idx"])
-             .unique(subset=["device", "ts"], keep="first", maintain_order=True)
+    # per_activity is sorted by ts then idx, so a stable sort by device orders by device, ts, idx,
+    # and the first of each (device, ts) is the row where either changes.
+    first = (work.select("device", "ts", "step", "name", "launch_api", "launch_end")
+             .sort("device", maintain_order=True)
+             .filter(pl.col("device").ne_missing(pl.col("device").shift(1))
+                     | pl.col("ts").ne_missing(pl.col("ts").shift(1)) | (pl.int_range(pl.len()) == 0))
              .select("device", pl.col("ts").alias("end_ns"), "step",
                      pl.col("name").alias("next_kernel"), pl.col("launch_api").alias("next_launch_api"),
                      pl.col("launch_end").alias("_next_launch_end")))
-    holes = holes.join(first, on=["device", "end_ns"], how="left").sort(["device", "start_ns"])
+    # Holes come in (device, start_ns) order (merged intervals are disjoint and sorted).
+    holes = holes.join(first, on=["device", "end_ns"], how="left", maintain_order="left")
 
     sync, overhead = _blockers(trace)
     sync_hit = pl.Series([False] * holes.height, dtype=pl.Boolean)
