@@ -27,6 +27,7 @@ timeline draws it one row below its innermost op).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
@@ -155,16 +156,16 @@ def _nest(items: pl.DataFrame, gpu_launch: pl.Series) -> pl.DataFrame:
         return pl.DataFrame(schema=_OP_INFO_SCHEMA)
     pos_dtype = pl.UInt32 if n < 2**32 - 1 else pl.UInt64
     names, cats = items["name"], items["cat"]
-    annotation_names = [
-        name for name in items.filter(pl.col("cat") == "user_annotation")["name"].unique().drop_nulls()
-        .to_list() if not name.startswith(STEP_PREFIX) and preop_kind(name) is None
-    ]
+    is_annotation = _where_named(names, cats == "user_annotation", lambda found: found.is_in(
+        [name for name in found.unique().drop_nulls().to_list()
+         if not name.startswith(STEP_PREFIX) and preop_kind(name) is None]))
+    is_module = _where_named(names, cats == "python_function", lambda found: found.str.starts_with(MODULE_PREFIX))
     order, thread, is_launch = _sweep_keys(items)
     flags = pl.DataFrame({
         "thread": thread, "ts": items["ts"], "end": items["end"], "is_launch": is_launch,
         "is_cpu": (cats == "cpu_op").fill_null(False),
-        "is_annotation": ((cats == "user_annotation") & names.is_in(annotation_names)).fill_null(False),
-        "is_module": ((cats == "python_function") & names.str.starts_with(MODULE_PREFIX)).fill_null(False),
+        "is_annotation": is_annotation,
+        "is_module": is_module,
         "named_cpu": ((cats == "cpu_op") & names.is_not_null()).fill_null(False),
         "gpu_launch": gpu_launch,
     }).select(pl.all().gather(order))  # sweep order from here on
@@ -230,6 +231,16 @@ _LAUNCH_INFO_SCHEMA = {
     "op_idx": pl.UInt32, "cpu_op": pl.String, "top_op": pl.String, "annotation": pl.String,
     "module": pl.String, "depth": pl.UInt32,
 }
+
+
+def _where_named(names: pl.Series, rows: pl.Series, test: Callable[[pl.Series], pl.Series]) -> pl.Series:
+    """A mask: ``test`` of the names of the ``rows`` (a mask, null as false), false elsewhere and
+    where ``test`` gives null. ``test`` sees only those rows' names (few of all)."""
+    where = rows.fill_null(False).arg_true()
+    mask = pl.repeat(False, names.len(), eager=True)
+    if where.len():
+        mask = mask.scatter(where, test(names.gather(where)).fill_null(False))
+    return mask
 
 
 def _unless_all_ended(flags: pl.DataFrame, cand: pl.Series) -> pl.Series:
