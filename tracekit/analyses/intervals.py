@@ -81,10 +81,11 @@ def _runs(ordered: pl.DataFrame, by: list[str]) -> pl.DataFrame | None:
         return None
     lo, hi = marked.select(pl.col("ts").min(), pl.col("end").max()).row(0)
     span = hi - lo + 1
-    if heads.height * span >= 2 ** 62:
+    if heads.height * span >= 2 ** 62 or abs(lo) >= 2 ** 62:  # lifted times must fit in Int64
         return None
-    lift = (pl.col("_start").cum_sum().cast(pl.Int64) - 1) * span
-    lifted = marked.select("_start", _ts=(pl.col("ts") - lo) + lift, _end=(pl.col("end") - lo) + lift)
+    lift = (pl.col("_start").cum_sum().cast(pl.Int64) - 1) * span - lo
+    lifted = (marked.with_columns(_lift=lift)
+              .select("_start", _ts=pl.col("ts") + pl.col("_lift"), _end=pl.col("end") + pl.col("_lift")))
     # Each row adds max(end, reach) - max(ts, reach), reach being the running maximum of the ends
     # before it (lifted times are >= 0, so -1 stands for "none").
     upto = pl.col("_end").cum_max()
