@@ -62,11 +62,15 @@ def analyze(trace: Trace) -> Attribution:
     gpu = _link(trace, work, launches)
     gpu = _assign_steps(gpu, trace.steps)
     gpu = classify_frame(gpu)
-    in_order = gpu.select((pl.col("ts").diff() > 0) | ((pl.col("ts").diff() == 0)
-                                                       & (pl.col("idx").cast(pl.Int64).diff() > 0))).to_series()
-    if not in_order.slice(1).all():  # the first row's diff is null
-        gpu = gpu.sort(["ts", "idx"])
-    return Attribution(tree=tree, gpu=gpu, launches=launches)
+    return Attribution(tree=tree, gpu=_by_ts_idx(gpu), launches=launches)
+
+
+def _by_ts_idx(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` sorted by (ts, idx); checked first, as it often is already (a sort moves every column)."""
+    in_order = frame.select((pl.col("ts").diff() > 0) | ((pl.col("ts").diff() == 0)
+                                                         & (pl.col("idx").cast(pl.Int64).diff() > 0))).to_series()
+    # The first row has no diff; a null anywhere else sorts (nulls go first).
+    return frame if in_order.slice(1).fill_null(False).all() else frame.sort(["ts", "idx"])
 
 
 def _link(trace: Trace, work: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
@@ -153,7 +157,7 @@ def orphans(gpu: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
 
 def _annotate_launches(launches: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
     """Per launch: what it launched, and which aux calls preceded it within the same op."""
-    launches = _with_gpu_kinds(launches, work).sort(["ts", "idx"])
+    launches = _by_ts_idx(_with_gpu_kinds(launches, work))
     # Per thread, launches in time order form scopes: runs of consecutive launches under the same op.
     # Within a scope, a kernel launch owns the aux calls issued since the previous kernel launch.
     # The threads are taken one after another by a stable sort on an integer code of (pid, tid); the
