@@ -48,3 +48,16 @@ def test_union_matches_merged_intervals():
             got = intervals.union_ns(frame, by)
             assert got.schema == pl.Schema({**{b: SCHEMA[b] for b in by}, "busy_ns": pl.Int64})
             assert got.equals(merged.sort(by)), (rows, by)
+
+
+def test_merge_by_hand():
+    # In time order device 0's rows come first, then device 1's (one run each: the running-maximum
+    # path): [0,5) and [5,8) touch and merge, [2,3) lies inside; device 1's empty [12,12) touches
+    # [9,12). Listed with device 1 first: the result is sorted by device, then start.
+    runs = pl.DataFrame({"d": [1, 1, 0, 0, 0], "ts": [9, 12, 0, 2, 5], "end": [12, 12, 5, 3, 8]})
+    assert intervals.merge(runs, ["d"]).rows() == [(0, 0, 8), (1, 9, 12)]
+    # Device 0 comes back after device 1 (interleaved: the per-group window path): device 0 keeps
+    # [0,4) and [6,7) apart; device 1's [1,10) holds [3,5); without groups all is [0,10).
+    mixed = pl.DataFrame({"d": [0, 1, 1, 0], "ts": [0, 1, 3, 6], "end": [4, 10, 5, 7]})
+    assert intervals.merge(mixed, ["d"]).rows() == [(0, 0, 4), (0, 6, 7), (1, 1, 10)]
+    assert intervals.merge(mixed).rows() == [(0, 10)]

@@ -18,6 +18,10 @@ def merge(intervals: pl.DataFrame, by: list[str] | None = None) -> pl.DataFrame:
     by = by or []
     if intervals.height == 0:
         return intervals.select(*by, "ts", "end")
+    if (intervals.schema["ts"] == intervals.schema["end"] == pl.Int64) and not _unordered(intervals):
+        merged = _merge_runs(intervals.select(*by, "ts", "end").sort("ts"), by)
+        if merged is not None:
+            return merged
     ordered = intervals.select(*by, "ts", "end").sort([*by, "ts", "end"])
     prev_end = pl.col("end").cum_max().shift(1)
     if by:
@@ -47,8 +51,7 @@ def union_ns(intervals: pl.DataFrame, by: list[str] | None = None) -> pl.DataFra
         if not by:
             return pl.DataFrame({"busy_ns": [0]}, schema={"busy_ns": pl.Int64})
         return pl.DataFrame(schema={**{b: intervals.schema[b] for b in by}, "busy_ns": pl.Int64})
-    if intervals.select(
-            pl.col("ts").has_nulls() | pl.col("end").has_nulls() | (pl.col("end") < pl.col("ts")).any()).item():
+    if _unordered(intervals):
         return _union_ns_merged(intervals, by)
     # In ts order each interval adds what lies beyond the furthest end before it in its group
     # (everything between its start and that end is already covered): no merged intervals, and
@@ -67,33 +70,67 @@ def union_ns(intervals: pl.DataFrame, by: list[str] | None = None) -> pl.DataFra
             .group_by(by).agg(busy_ns=pl.col("_added").sum()).sort(by))
 
 
-def _runs(ordered: pl.DataFrame, by: list[str]) -> pl.DataFrame | None:
-    """:func:`union_ns` of ``ordered`` (sorted by ``ts``, no nulls) when each group is one run of
-    rows (steps, devices that do not interleave in time), else None.
+def _unordered(intervals: pl.DataFrame) -> bool:
+    """Whether some interval lacks a time or ends before it starts (the running-maximum paths need
+    neither)."""
+    return bool(intervals.select(
+        pl.col("ts").has_nulls() | pl.col("end").has_nulls() | (pl.col("end") < pl.col("ts")).any()).item())
 
-    Then the furthest end before a row is a running maximum over the whole column once each run is
-    lifted above the one before it (run number × the trace's span): no per-group window.
+
+def _lift(ordered: pl.DataFrame, by: list[str]) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """For ``ordered`` (sorted by ``ts``, no nulls, no end before its start) whose ``by`` groups are
+    each one run of rows (steps, devices that do not interleave in time): the groups' ``by`` values
+    in run order, and ``ordered`` plus ``_start`` (a run's first row), ``_lift``, ``_ts`` and
+    ``_end``, the times lifted by run number × the trace's span so that each run lies above the one
+    before it. None when a group has several runs or lifted times would not fit in Int64.
+
+    Then the furthest end before a row within its group is a running maximum over the whole column:
+    no per-group window.
     """
     starts = pl.any_horizontal(pl.int_range(pl.len()) == 0, *(pl.col(b).ne_missing(pl.col(b).shift(1)) for b in by))
     marked = ordered.with_columns(_start=starts)
     heads = marked.filter(pl.col("_start")).select(by)
-    if heads.is_duplicated().any():
+    if by and heads.is_duplicated().any():
         return None
     lo, hi = marked.select(pl.col("ts").min(), pl.col("end").max()).row(0)
     span = hi - lo + 1
-    if heads.height * span >= 2 ** 62 or abs(lo) >= 2 ** 62:  # lifted times must fit in Int64
+    if int(marked["_start"].sum()) * span >= 2 ** 62 or abs(lo) >= 2 ** 62:
         return None
     lift = (pl.col("_start").cum_sum().cast(pl.Int64) - 1) * span - lo
-    lifted = (marked.with_columns(_lift=lift)
-              .select("_start", _ts=pl.col("ts") + pl.col("_lift"), _end=pl.col("end") + pl.col("_lift")))
+    return heads, (marked.with_columns(_lift=lift)
+                   .with_columns(_ts=pl.col("ts") + pl.col("_lift"), _end=pl.col("end") + pl.col("_lift")))
+
+
+def _runs(ordered: pl.DataFrame, by: list[str]) -> pl.DataFrame | None:
+    """:func:`union_ns` of ``ordered`` through :func:`_lift`, else None."""
+    lifted = _lift(ordered, by)
+    if lifted is None:
+        return None
+    heads, frame = lifted
     # Each row adds max(end, reach) - max(ts, reach), reach being the running maximum of the ends
     # before it (lifted times are >= 0, so -1 stands for "none").
     upto = pl.col("_end").cum_max()
     added = upto - pl.max_horizontal("_ts", upto.shift(1, fill_value=-1))
     # A run's total: the running sum at its last row minus the one at the row before it.
-    totals = (lifted.select(_last=pl.col("_start").shift(-1, fill_value=True), _sum=added.cum_sum())
+    totals = (frame.select(_last=pl.col("_start").shift(-1, fill_value=True), _sum=added.cum_sum())
               .filter(pl.col("_last"))["_sum"])
     return heads.with_columns(busy_ns=totals.diff().fill_null(totals.first())).sort(by)
+
+
+def _merge_runs(ordered: pl.DataFrame, by: list[str]) -> pl.DataFrame | None:
+    """:func:`merge` of ``ordered`` through :func:`_lift`, else None: a merged interval starts at a
+    row that starts after every end before it and ends at the running maximum before the next one."""
+    lifted = _lift(ordered, by)
+    if lifted is None:
+        return None
+    upto = pl.col("_end").cum_max()
+    frame = lifted[1].with_columns(_new=pl.col("_ts") > upto.shift(1, fill_value=-1), _upto=upto)
+    merged = pl.concat([
+        frame.filter(pl.col("_new")).select(*by, "ts"),
+        frame.filter(pl.col("_new").shift(-1, fill_value=True)).select(end=pl.col("_upto") - pl.col("_lift")),
+    ], how="horizontal")
+    # Within a group the rows are in time order already: a stable sort by the group orders by both.
+    return merged.sort(by, maintain_order=True) if by else merged
 
 
 def _union_ns_merged(intervals: pl.DataFrame, by: list[str]) -> pl.DataFrame:
