@@ -483,20 +483,13 @@ class FrameBuilder:
         return sort_frames(frames) if sort else frames
 
 
-def sort_frames(frames: dict[str, pl.DataFrame], *, runs: bool = False) -> dict[str, pl.DataFrame]:
-    """Each frame in (ts, idx) order; threads without repeats.
-
-    ``runs``: each frame is a concatenation of runs that are each already in (ts, idx) order, every
-    index of a run above those of the runs before it (the shares of a parallel load, each sorted in
-    its own process): a stable sort on ts alone is then the (ts, idx) order, and the sort only
-    merges the runs it finds (Polars' stable sort is adaptive: ~0.05 s instead of ~0.3 s for the
-    1 GB trace's frames).
-    """
+def sort_frames(frames: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Each frame in (ts, idx) order; threads without repeats."""
     out = {}
     for name, df in frames.items():
         if name == "threads":
             out[name] = df.unique(maintain_order=True)
-        elif runs or df["idx"].is_sorted():
+        elif df["idx"].is_sorted():
             # Rows are in event order, so a stable sort on ts alone is the (ts, idx) order,
             # and far cheaper than a two-key sort (which row-encodes both keys).
             out[name] = (df.rechunk() if df["ts"].is_sorted()

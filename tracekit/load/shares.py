@@ -12,8 +12,7 @@ threads would take turns. Each worker maps the file itself (the kernel shares th
 compressed trace, the inflated copy :mod:`tracekit.load.source` wrote to shared memory), writes its
 frames as Arrow IPC files into a private temporary directory (in ``/dev/shm`` where there is one
 with room, so they never touch a disk) and this process maps them back without copying; event
-indices are local to a share and shifted when the shares are joined. Each process sorts its own
-share's frames, so the join only merges sorted runs.
+indices are local to a share and shifted when the shares are joined, then every frame is sorted once.
 
 A big gzip trace need not wait for its inflating to end: :class:`EarlyShare` hands the events that
 have already inflated to a worker while this process inflates the rest (see its docstring).
@@ -127,7 +126,7 @@ def _run_shares(path: Path, data: mmap.mmap, runs: list[Spans], exact: bool, scr
                 progress: Progress | None, extent: tuple[int, int],
                 mapped: str) -> tuple[Frames, int, bool, LoadCounts, list[ShareResult]]:
     """Decode ``runs[0]`` here while spawned workers decode the others; returns this share's frames
-    ((ts, idx) order), its event count, decimals flag and left-out counts, and the workers' results in
+    (event order), its event count, decimals flag and left-out counts, and the workers' results in
     run order."""
     with parallel.spawn_pool_unwaited(len(runs) - 1) as pool:
         futures = [pool.submit(_decode_share, str(path), mapped, run, exact, os.path.join(scratch, str(k)))
@@ -137,7 +136,7 @@ def _run_shares(path: Path, data: mmap.mmap, runs: list[Spans], exact: bool, scr
             progress, (mine[1] - mine[0]) / max(extent[1] - extent[0], 1))
         builder, count = decode_all(path, layout.span_chunks(data, runs[0]), share_progress,
                                     total=None, extent=mine, exact_times=exact)
-        frames = builder.finish()  # sorted here, while the workers sort theirs: the join only merges
+        frames = builder.finish(sort=False)
         fractional, counts = builder.times.fractional, builder.counts
         del builder
         return frames, count, fractional, counts, [f.result() for f in futures]
@@ -150,9 +149,8 @@ def _read_share(result: ShareResult) -> tuple[Frames, int]:
 
 
 def _join(shares: list[tuple[Frames, int]]) -> tuple[Frames, int]:
-    """The shares' frames (each in its own (ts, idx) order, indices from 0; given in file order)
-    joined, indices shifted past the shares before, in (ts, idx) order; returns (frames, total event
-    count)."""
+    """The shares' frames (each in event order, indices from 0; given in file order) joined, indices
+    shifted past the shares before, in (ts, idx) order; returns (frames, total event count)."""
     parts: dict[str, list[pl.DataFrame]] = {}
     count = 0
     for frames, n in shares:
@@ -163,12 +161,12 @@ def _join(shares: list[tuple[Frames, int]]) -> tuple[Frames, int]:
         count += n
     joined = {name: pl.concat(p, rechunk=False) if len(p) > 1 else p[0] for name, p in parts.items()}
     del parts
-    return sort_frames(joined, runs=True), count  # the sort copies out of the mapped files
+    return sort_frames(joined), count  # the sort copies out of the mapped files
 
 
 def _decode_share(path: str, mapped: str, spans: Spans, exact: bool, out_dir: str) -> ShareResult:
     """In a worker: decode ``spans`` of the file ``mapped`` (the trace named ``path``) and write each
-    frame ((ts, idx) order, indices from 0) to ``out_dir``; returns (frame files, event count, times had
+    frame (event order, indices from 0) to ``out_dir``; returns (frame files, event count, times had
     decimals)."""
     import gc
 
@@ -178,7 +176,7 @@ def _decode_share(path: str, mapped: str, spans: Spans, exact: bool, out_dir: st
         data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
     try:
         builder, count = decode_all(p, layout.span_chunks(data, spans), None, total=None, exact_times=exact)
-        frames = builder.finish()
+        frames = builder.finish(sort=False)
         fractional, counts = builder.times.fractional, builder.counts
         del builder
     finally:
@@ -292,7 +290,7 @@ class EarlyShare:
             result = future.result()
         except Exception:  # a TraceError, or a worker that could not run: the usual path words it
             return None
-        mine = builder.finish()
+        mine = builder.finish(sort=False)
         counts, fractional = builder.counts, builder.times.fractional or result[2]
         del builder
         counts.add(result[3])
