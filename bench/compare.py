@@ -17,7 +17,7 @@ One run on one machine, every measurement a separate child process:
   and not timed), with a timeout per run recorded as a lower bound (``> 900 s``);
 * plain ``json.load`` of the file (the floor any JSON reader pays);
 * native JSON readers against tracekit's loader on the largest trace (``bench/readers.py``: DuckDB,
-  pyarrow.json, simdjson on an NDJSON copy; equal results checked), unless ``--no-readers``;
+  pyarrow.json, Polars' read_ndjson, simdjson on an NDJSON copy; equal results checked), unless ``--no-readers``;
 * a per-stage timing of the largest report in one process (where the time goes: ``bench/stages.py``).
 
 Each child runs under a small wrapper that reports its wall seconds (process start to exit, imports
@@ -624,7 +624,7 @@ def render(args, sizes, hta_sizes, big, traces, b_summary, results, stages, mach
               "`bench/readers.py`: each reader in its own child process, timed from its first read to a "
               "Polars frame of the events' fields (imports not timed), on the same machine in the same run; "
               "the result compared is the number of kernels and the sum of their durations in ns. DuckDB, "
-              "pyarrow.json and simdjson read a newline-delimited copy of the events (a Kineto file is one "
+              "pyarrow.json, Polars' read_ndjson and simdjson read a newline-delimited copy of the events (a Kineto file is one "
               "JSON object, not NDJSON; the copy is made beforehand and not timed), so their figures are "
               "their best case.", "", readers.markdown(reader_rows)]
 
