@@ -28,6 +28,7 @@ timeline draws it one row below its innermost op).
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import polars as pl
@@ -186,16 +187,27 @@ def _nest(items: pl.DataFrame, gpu_launch: pl.Series) -> pl.DataFrame:
         active = active.filter((ends.gather(jumped) <= starts.gather(active)).fill_null(False))
     parent = cand
 
-    is_cpu = flags["is_cpu"]
-    inner_cpu = _nearest(parent, is_cpu, own)
-    inner_annotation = _nearest(parent, flags["is_annotation"], own) if flags["is_annotation"].any() else None
-    inner_module = _nearest(parent, flags["is_module"], own) if flags["is_module"].any() else None
-    # top_op: the outermost cpu_op of the chain (the sweep keeps the first non-null name).
-    named = flags["named_cpu"]
-    inner_named = inner_cpu if named.sum() == is_cpu.sum() else _nearest(parent, named, own)
-    top = _root(inner_named.gather(parent), own).gather(inner_named)
-    launches_gpu = _with_ancestors(parent, parent.filter(flags["gpu_launch"]), n)
-    depth = _depth(parent)
+    def cpu_and_top() -> tuple[pl.Series, pl.Series]:
+        is_cpu = flags["is_cpu"]
+        inner_cpu = _nearest(parent, is_cpu, own)
+        # top_op: the outermost cpu_op of the chain (the sweep keeps the first non-null name).
+        named = flags["named_cpu"]
+        inner_named = inner_cpu if named.sum() == is_cpu.sum() else _nearest(parent, named, own)
+        return inner_cpu, _root(inner_named.gather(parent), own).gather(inner_named)
+
+    def nearest_if_any(mark: pl.Series) -> pl.Series | None:
+        return _nearest(parent, mark, own) if mark.any() else None
+
+    # The passes below only read ``parent`` and ``own``; Polars releases the GIL inside its calls,
+    # so two threads overlap their gathers and scatters.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        cpu_top = pool.submit(cpu_and_top)
+        annotation = pool.submit(nearest_if_any, flags["is_annotation"])
+        module = pool.submit(nearest_if_any, flags["is_module"])
+        gpu = pool.submit(_with_ancestors, parent, parent.filter(flags["gpu_launch"]), n)
+        depth = _depth(parent)
+        (inner_cpu, top), inner_annotation = cpu_top.result(), annotation.result()
+        inner_module, launches_gpu = module.result(), gpu.result()
 
     # Back to the rows' own order: sweep position p is row order[p].
     back = own.scatter(order, own)  # the inverse permutation
