@@ -7,6 +7,7 @@ this process, which plans the spans the workers decode) so that every share hold
 from __future__ import annotations
 
 import gzip
+import re
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -285,9 +286,9 @@ def _early_rules(monkeypatch) -> list:
 
 
 def test_a_gzip_trace_is_decoded_while_it_inflates(train_json: Path, tmp_path: Path, monkeypatch) -> None:
-    """One gzip member: a worker decodes the events that have inflated when the copy in shared
-    memory passes EARLY_FRACTION of the size the gzip trailer gives, this process the rest; the
-    frames are the one-process frames."""
+    """One gzip member: a worker decodes the events as they inflate up to the first separator after
+    EARLY_FRACTION of the size the gzip trailer gives, this process the rest; the frames are the
+    one-process frames."""
     path = tmp_path / "train_eager.json.gz"
     plain = train_json.read_bytes()
     path.write_bytes(gzip.compress(plain, 1))
@@ -295,10 +296,10 @@ def test_a_gzip_trace_is_decoded_while_it_inflates(train_json: Path, tmp_path: P
     early = load(path, workers=2)
     (cut, result), = finished
     assert result is not None  # the early share was used
-    # The cut: a separator planned (in steps of CHUNK_BYTES) in what had inflated when the copy first
-    # passed the target (ISIZE x fraction; inflated in 64 KiB steps of compressed input here).
-    target = shares.EARLY_FRACTION * len(plain)
-    assert target - layout.CHUNK_BYTES <= cut < len(plain) * 0.8 and plain[cut:cut + 1] == b","
+    # The cut: the comma of the first event separator after the target (ISIZE x fraction).
+    target = int(shares.EARLY_FRACTION * len(plain))
+    assert plain[cut:cut + 1] == b"," and target < cut < target + 2_000
+    assert plain.find(b"},", target) == cut - 1 and not re.search(rb"\},\s*\{", plain[target:cut - 1])
     one = load(train_json, workers=1)
     for name in FRAMES:
         assert getattr(one, name).equals(getattr(early, name)), name
@@ -352,3 +353,79 @@ def test_a_truncated_gzip_is_the_same_error_and_partial_with_an_early_share(
     assert partial.meta.partial and partial.meta.partial == reference.meta.partial
     for name in FRAMES:
         assert getattr(reference, name).equals(getattr(partial, name)), name
+
+
+def _growing_events(fd: int, start: int, target: int, signal: Path) -> list:
+    """The events :func:`shares._growing_chunks` hands out, decoded, and the last span's end."""
+    from tracekit.load import events
+
+    out, last = [], None
+    for decode, hi in shares._growing_chunks(fd, start, target, str(signal)):
+        out += decode(events.EVENTS_DECODER)
+        last = hi
+    return out, last
+
+
+def test_the_worker_decodes_a_growing_copy_up_to_the_cut(train_json: Path, tmp_path: Path,
+                                                           monkeypatch) -> None:
+    """The early share's worker side, in this process: the copy holds a third of the JSON, then the
+    rest arrives and the cut is signalled; the worker's chunks end exactly at the cut and hold every
+    event before it, once each, in file order."""
+    import threading
+
+    from tracekit.load import events
+
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 200_000)
+    plain = train_json.read_bytes()
+    start = plain.index(b'"traceEvents": [') + len(b'"traceEvents": ')
+    target = len(plain) // 2
+    cut = layout.separator_after(plain, target, len(plain))
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(plain[:len(plain) // 3])
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    signal = scratch / "cut"
+
+    def grow() -> None:
+        with open(copy, "ab") as fh:
+            fh.write(plain[len(plain) // 3:])
+        signal.write_bytes(str(cut).encode())
+
+    timer = threading.Timer(0.2, grow)
+    timer.start()
+    with open(copy, "rb") as fh:
+        got, last = _growing_events(fh.fileno(), start, target, signal)
+    timer.join()
+    assert last == cut
+    expected = events.EVENTS_DECODER.decode(plain[start:cut] + b"]")
+    assert len(got) == len(expected) > 10_000
+    assert [(e.name, e.ts) for e in got] == [(e.name, e.ts) for e in expected]
+
+
+@pytest.mark.parametrize("how", ["abandon", "scratch removed"])
+def test_a_worker_waiting_for_the_cut_stops_when_the_load_gives_up(train_json: Path, tmp_path: Path,
+                                                                   how: str) -> None:
+    """A worker that has decoded everything before the target and waits for the cut ends when the
+    load signals that it gave the share up, or removed the scratch directory — never waits on."""
+    plain = train_json.read_bytes()
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(plain)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    signal = scratch / "cut"
+    start = plain.index(b'"traceEvents": [') + len(b'"traceEvents": ')
+    import threading
+    import time
+
+    def give_up() -> None:
+        if how == "abandon":
+            signal.write_bytes(shares._ABANDON)
+        else:
+            scratch.rmdir()
+
+    timer = threading.Timer(0.3, give_up)
+    began = time.monotonic()
+    timer.start()
+    with open(copy, "rb") as fh, pytest.raises(shares._Abandoned):
+        _growing_events(fh.fileno(), start, len(plain) // 2, signal)
+    assert 0.3 <= time.monotonic() - began < 10  # it waited for the signal, then stopped

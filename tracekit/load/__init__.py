@@ -82,6 +82,7 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
             return _load(p, src, opts, progress, workers, source.is_stream_path(path), early)
         finally:
             src.release()  # an inflated copy in shared memory goes when the load ends
+            source.close_in_background(src.data)
     finally:
         if early is not None:
             early.close()

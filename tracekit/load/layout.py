@@ -271,14 +271,19 @@ def chunk_spans(data: Buffer, lo: int, end: int, *, closed: bool = True) -> Span
     ends at the last separator found before ``end`` (no span when none is)."""
     spans: Spans = []
     while True:
-        m = _SEPARATOR.search(data, lo + CHUNK_BYTES, end)
-        if m is None:
+        comma = separator_after(data, lo + CHUNK_BYTES, end)
+        if comma is None:
             if closed:
                 spans.append((lo, end))
             return spans
-        comma = data.find(b",", m.start() + 1, m.end())
         spans.append((lo, comma))
         lo = comma  # the comma ends one span (as "]") and starts the next (as "[")
+
+
+def separator_after(data: Buffer, at: int, end: int) -> int | None:
+    """The comma of the first event separator lying wholly in ``data[at:end]``, or None."""
+    m = _SEPARATOR.search(data, at, end)
+    return None if m is None else data.find(b",", m.start() + 1, m.end())
 
 
 def array_start_guess(data: Buffer, first: bytes) -> int | None:

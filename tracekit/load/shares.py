@@ -14,8 +14,9 @@ frames as Arrow IPC files into a private temporary directory (in ``/dev/shm`` wh
 with room, so they never touch a disk) and this process maps them back without copying; event
 indices are local to a share and shifted when the shares are joined, then every frame is sorted once.
 
-A big gzip trace need not wait for its inflating to end: :class:`EarlyShare` hands the events that
-have already inflated to a worker while this process inflates the rest (see its docstring).
+A big gzip trace need not wait for its inflating to end: :class:`EarlyShare` hands the inflated copy
+to a worker as it grows, and the worker decodes its share's events as they inflate while this
+process inflates the rest (see its docstring).
 
 A worker that fails for a reason other than the trace (no space for its files, killed) makes the
 load fall back to one process; a :class:`~tracekit.errors.TraceError` in a share is raised as the
@@ -29,6 +30,7 @@ import mmap
 import os
 import shutil
 import tempfile
+import time
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -38,7 +40,7 @@ from tracekit import parallel
 from tracekit.errors import TraceError
 from tracekit.load import events, layout
 from tracekit.load.decode import Decoded, Progress, decode_all, decode_spans
-from tracekit.load.frames import LoadCounts, sort_frames, time_format
+from tracekit.load.frames import FrameBuilder, LoadCounts, sort_frames, time_format
 from tracekit.load.layout import Spans
 
 #: Each process gets at least this many bytes of events: below it, starting a process (an
@@ -167,21 +169,27 @@ def _join(shares: list[tuple[Frames, int]]) -> tuple[Frames, int]:
 def _decode_share(path: str, mapped: str, spans: Spans, exact: bool, out_dir: str) -> ShareResult:
     """In a worker: decode ``spans`` of the file ``mapped`` (the trace named ``path``) and write each
     frame (event order, indices from 0) to ``out_dir``; returns (frame files, event count, times had
-    decimals)."""
+    decimals, left out)."""
     import gc
 
     gc.disable()  # as in the one-process path: the structs and lists would only make it rescan
-    p = Path(path)
     with open(mapped, "rb") as fh:
         data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
     try:
-        builder, count = decode_all(p, layout.span_chunks(data, spans), None, total=None, exact_times=exact)
-        frames = builder.finish(sort=False)
-        fractional, counts = builder.times.fractional, builder.counts
-        del builder
+        decoded = decode_all(Path(path), layout.span_chunks(data, spans), None, total=None, exact_times=exact)
     finally:
         data.close()
-    os.makedirs(out_dir)
+    return _write_share(*decoded, out_dir)
+
+
+def _write_share(builder: FrameBuilder, count: int, out_dir: str) -> ShareResult:
+    """A worker's decoded share written as one Arrow IPC file per frame into ``out_dir`` (made here:
+    ``mkdir``, not ``makedirs``, so a share whose load was given up — its scratch directory already
+    removed — writes nothing)."""
+    frames = builder.finish(sort=False)
+    fractional, counts = builder.times.fractional, builder.counts
+    del builder
+    os.mkdir(out_dir)
     files = {}
     for name, frame in frames.items():
         files[name] = os.path.join(out_dir, f"{name}.arrow")
@@ -202,12 +210,24 @@ def _scaled(progress: Progress, fraction: float) -> Progress:
 #: worker's share is then worth more than the worker's start.
 EARLY_MIN_BYTES = 2 * SHARE_MIN_BYTES
 #: The worker's share of such a trace, as a fraction of its JSON. The worker decodes the first
-#: ``f`` of the events once they have inflated, while this process inflates the rest (``I`` s for the
-#: whole file) and then decodes it (``D`` s for the whole file, one process): both end together
-#: when ``f * I + f * D = I + (1 - f) * D``, i.e. ``f = (I + D) / (I + 2D)``; measured on the 1 GB
-#: benchmark trace (I ≈ 1.5 s with ISA-L while the worker runs, D ≈ 7.5 s with both cores busy, and
-#: the worker's start: it is handed its share at ``f * I``) that is about 0.5.
-EARLY_FRACTION = 0.5
+#: ``f`` of the events as they inflate, from when it has started (``S`` s: an interpreter and
+#: Polars), while this process inflates the whole file (``I`` s) and then decodes the rest (``D`` s
+#: for the whole file in one process): both end together when ``S + f * D = I + (1 - f) * D``, i.e.
+#: ``f = (I + D - S) / (2 * D)``. Measured on the 1 GB benchmark trace (I ≈ 1.6 s with ISA-L while
+#: the worker runs, D ≈ 7 s, S ≈ 0.5 s) that is about 0.58; 0.55 measured best (at 0.58 this
+#: process waited up to 0.2 s: the worker also writes its frames out, which this process reads back).
+EARLY_FRACTION = 0.55
+#: The copy in shared memory is handed to the worker once it holds this much: enough to find the
+#: event array and decide the time form from its first chunk.
+EARLY_HAND_OVER_BYTES = 4 * 1024 * 1024
+#: How long a worker waits before it looks again at a copy that has no new events for it yet.
+_POLL_S = 0.002
+#: What the signal file says when the load gave the early share up.
+_ABANDON = b"abandon"
+
+
+class _Abandoned(Exception):
+    """In a worker: the load that handed it the growing copy gave the early share up (or ended)."""
 
 
 class EarlyShare:
@@ -215,13 +235,18 @@ class EarlyShare:
 
     Made before the input is read (:func:`early_share`): the worker process starts at once, so its
     start overlaps the inflating. :meth:`spilled` is :func:`tracekit.load.source.read_input`'s
-    ``on_spilled`` callback: once the inflated copy in shared memory holds :data:`EARLY_FRACTION` of
-    the JSON, the events in it up to the last separator are planned (as
-    :func:`tracekit.load.layout.plan_spans` would) and handed to the worker. :meth:`finish` decodes
-    the rest here and joins both, or returns None when the early share cannot be used — none was
-    started, the input was damaged or left shared memory, the array is not where the guess put it,
-    or a share failed: the caller then loads the inflated trace as usual (which words any error).
-    :meth:`close` ends the worker and removes its files.
+    ``on_spilled`` callback. Once the inflated copy in shared memory holds
+    :data:`EARLY_HAND_OVER_BYTES`, the worker is handed the copy, where the event array starts (as
+    :func:`tracekit.load.layout.plan_spans` guesses it) and the target (:data:`EARLY_FRACTION` of the
+    JSON the gzip trailer announces): it decodes the events as they inflate, in chunks ending at
+    separators before the target (:func:`_growing_chunks`). Once the copy holds the first separator
+    after the target, this process writes that cut to a signal file in the share's scratch directory;
+    the worker decodes up to it and ends. :meth:`finish` decodes the rest here and joins both, or
+    returns None when the early share cannot be used — none was started, the input was damaged or
+    left shared memory, the array is not where the guess put it, no separator follows the target
+    inside it, or a share failed: the caller then loads the inflated trace as usual (which words any
+    error). :meth:`close` tells a worker still waiting that the share is given up, lets it end, and
+    removes its files.
     """
 
     def __init__(self, path: Path, expected_bytes: int) -> None:
@@ -238,17 +263,23 @@ class EarlyShare:
 
     def spilled(self, file: str, size: int) -> None:
         """The inflated copy ``file`` now holds ``size`` bytes (never raises)."""
-        if self.future is not None or self.given_up or size < self.target:
+        if self.given_up or (self.future is None and size < EARLY_HAND_OVER_BYTES) or self.cut:
             return
         try:
-            handed = self._hand_over(file, size)
+            if self.future is None:
+                self.given_up = not self._hand_over(file, size)  # one try
+            elif size > self.target and file == self.file:
+                with open(file, "rb") as fh, mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) as data:
+                    cut = layout.separator_after(data, max(self.target, self.start + 1), size)
+                if cut is not None:
+                    self._signal(str(cut).encode())
+                    self.cut = cut
         except Exception:  # planning must never break the read: the load then goes the usual way
-            handed = False
-        self.given_up = not handed  # one try
+            self.given_up = True
 
     def _hand_over(self, file: str, size: int) -> bool:
-        """Plan the events of ``file``'s first ``size`` bytes and hand them to the worker; False
-        when the prefix shows no event array or too few events to share."""
+        """Find the event array in ``file``'s first ``size`` bytes and hand the growing copy to the
+        worker; False when the prefix shows no event array or not even one chunk of events."""
         with open(file, "rb") as fh:
             data = mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_COPY)
         try:
@@ -257,30 +288,46 @@ class EarlyShare:
             if start is None or start < 0:
                 return False
             spans = layout.chunk_spans(data, start, size, closed=False)
-            if len(spans) < 2:
+            if not spans:
                 return False
             chunk, _ = events.decode_chunk(self.path, functools.partial(layout.decode_span, data, *spans[0]), 0)
             exact = events.needs_exact_times(chunk)
             del chunk
         finally:
             data.close()
-        self.scratch = tempfile.mkdtemp(prefix="tracekit-load-", dir=parallel.shared_memory_dir(size))
-        self.future = self.pool.submit(_decode_share, str(self.path), file, spans, exact,
-                                       os.path.join(self.scratch, "0"))
-        self.file, self.start, self.cut, self.exact = file, start, spans[-1][1], exact
+        self.scratch = tempfile.mkdtemp(prefix="tracekit-load-", dir=parallel.shared_memory_dir(self.target))
+        self.future = self.pool.submit(_decode_growing, str(self.path), file, start, self.target, exact,
+                                       os.path.join(self.scratch, "cut"), os.path.join(self.scratch, "0"))
+        self.file, self.start, self.exact = file, start, exact
         return True
+
+    def _signal(self, text: bytes) -> None:
+        """Tell the worker the cut (or :data:`_ABANDON`): a file replaced whole, never read half-written."""
+        assert self.scratch is not None
+        signal = os.path.join(self.scratch, "cut")
+        with open(signal + ".tmp", "wb") as fh:
+            fh.write(text)
+        os.replace(signal + ".tmp", signal)
 
     def finish(self, data: layout.Buffer, mapped: str | None, first: bytes,
                progress: Progress | None) -> tuple[events.TopLevel, Decoded] | None:
         """(the trace's metadata, (frames, time format, event count, left out)) of the whole
         inflated ``data`` (mapped from ``mapped``), or None (see the class docstring). Once only."""
         future, self.future = self.future, None
-        if future is None or mapped != self.file or not isinstance(data, mmap.mmap):
+        if future is None or self.given_up or mapped != self.file or not isinstance(data, mmap.mmap):
             return None
         bounds = layout.array_bounds(data, first)
-        if bounds is None or bounds[1] != self.start or not self.cut < bounds[2]:
+        if bounds is None or bounds[1] != self.start:
             return None
         top, _, end = bounds
+        if not self.cut:  # the copy ended before it showed a separator after the target
+            cut = layout.separator_after(data, max(self.target, self.start + 1), end)
+            if cut is None:
+                return None
+            self._signal(str(cut).encode())
+            self.cut = cut
+        if not self.cut < end:
+            return None
         rest = layout.chunk_spans(data, self.cut, end)
         share_progress = None if progress is None else _scaled(
             progress, (end - self.cut) / max(end - self.start, 1))
@@ -300,10 +347,75 @@ class EarlyShare:
         return top, (frames, time_format(frames, fractional), total, counts)
 
     def close(self) -> None:
-        """Let the worker end (after the share it runs, if any; not waited for) and remove its files."""
+        """Tell a worker still decoding that its share is given up, let it end (not waited for) and
+        remove its files."""
+        if self.scratch is not None:
+            try:
+                self._signal(_ABANDON)
+            except OSError:
+                pass
         self.pool.shutdown(wait=False, cancel_futures=True)  # its ending is off the load's path
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _decode_growing(path: str, mapped: str, start: int, target: int, exact: bool, signal: str,
+                    out_dir: str) -> ShareResult:
+    """In a worker: decode the events of the inflated copy ``mapped`` (still being written) from the
+    array's ``[`` at ``start`` up to the cut the load writes to ``signal`` (see :class:`EarlyShare`)
+    and write the frames as :func:`_decode_share` does. Raises :class:`_Abandoned` when told to stop
+    or when the process that started it is gone."""
+    import gc
+
+    gc.disable()
+    with open(mapped, "rb") as fh:
+        decoded = decode_all(Path(path), _growing_chunks(fh.fileno(), start, target, signal), None,
+                             total=None, exact_times=exact)
+    if _read_signal(signal) is None:  # given up while the last chunk decoded: write nothing
+        raise _Abandoned
+    return _write_share(*decoded, out_dir)
+
+
+def _growing_chunks(fd: int, start: int, target: int, signal: str) -> layout.Chunks:
+    """Chunks of the events in the file ``fd`` as it grows: spans ending at separators before
+    ``target`` while no cut is known, then the last span up to the cut; waits (polling every
+    :data:`_POLL_S`) while the file holds no further span. The file is mapped again as it grows;
+    spans already handed out keep their own mapping alive."""
+    parent = os.getppid()
+    data: mmap.mmap | None = None
+    pos = start
+    while True:
+        cut = _read_signal(signal)
+        if cut is None:
+            raise _Abandoned
+        size = os.fstat(fd).st_size
+        limit = min(size, target) if cut < 0 else cut
+        spans: Spans = []
+        if limit > pos:
+            if data is None or len(data) <= limit:
+                data = mmap.mmap(fd, size, access=mmap.ACCESS_COPY)
+            spans = layout.chunk_spans(data, pos, limit, closed=cut >= 0)
+        for lo, hi in spans:
+            yield functools.partial(layout.decode_span, data, lo, hi), hi
+        if spans:
+            pos = spans[-1][1]
+        if cut >= 0 and pos >= cut:
+            return
+        if not spans:
+            if os.getppid() != parent:
+                raise _Abandoned
+            time.sleep(_POLL_S)
+
+
+def _read_signal(signal: str) -> int | None:
+    """The cut the load wrote to ``signal``: -1 while there is none yet, None once it gave up (or
+    removed the scratch directory the signal lives in)."""
+    try:
+        with open(signal, "rb") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        return -1 if os.path.isdir(os.path.dirname(signal)) else None
+    return None if text == _ABANDON else int(text)
 
 
 def early_share(path: str | os.PathLike[str], workers: int | None,

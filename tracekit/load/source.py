@@ -37,6 +37,7 @@ import re
 import resource
 import stat
 import tempfile
+import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -111,6 +112,22 @@ class Source:
         if self.mapped is not None:
             _unlink(self.mapped)
             self.mapped = None
+
+
+def close_in_background(data: Buffer) -> None:
+    """Unmap ``data`` (when it is a mapping) in a daemon thread: once a load holds its frames,
+    nothing reads the text again, and giving back the pages of a 1 GB inflated copy (removed by
+    :meth:`Source.release`) takes a quarter of a second the caller need not wait for (``munmap``
+    runs without the GIL). A mapping something still exports is left to the garbage collector."""
+    if isinstance(data, mmap.mmap):
+        threading.Thread(target=_close_quietly, args=(data,), name="tracekit-unmap", daemon=True).start()
+
+
+def _close_quietly(data: mmap.mmap) -> None:
+    try:
+        data.close()
+    except (BufferError, ValueError):  # still exported: it goes with its last user
+        pass
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
