@@ -204,7 +204,8 @@ def _spy_sources(monkeypatch) -> list:
 def test_gzip_is_inflated_to_shared_memory_and_decoded_in_shares(train_json: Path, train_gz: Path,
                                                                   monkeypatch) -> None:
     """A compressed trace is inflated into a file the workers map by path (the trace keeps its own
-    name), decoded in shares to the same frames as the plain file, and the file is gone after."""
+    name), decoded in shares to the same frames as the plain file; the file is removed and unmapped
+    once every share is decoded, before the frames are joined."""
     from tracekit.load import source
 
     monkeypatch.setattr(layout, "CHUNK_BYTES", 200_000)
@@ -213,10 +214,16 @@ def test_gzip_is_inflated_to_shared_memory_and_decoded_in_shares(train_json: Pat
     real = shares.decode_in_shares
     monkeypatch.setattr(shares, "decode_in_shares", lambda *a: calls.append(a) or real(*a))
     seen = _spy_sources(monkeypatch)
+    at_join = []
+    real_join = shares._join
+    monkeypatch.setattr(shares, "_join", lambda parts: at_join.append(
+        (Path(calls[0][6]).exists(), seen[0].data.closed)) or real_join(parts))
     many = load(train_gz, workers=2)
-    (path, *_, mapped), = calls
+    (path, *_, mapped, decoded_all), = calls
     assert path == train_gz and mapped is not None and mapped != str(train_gz)
-    assert not Path(mapped).exists() and seen[0].mapped is None  # removed when the load ended
+    assert decoded_all == seen[0].give_back_copy
+    assert at_join == [(False, True)]  # gone before the join, not only when the load ended
+    assert not Path(mapped).exists() and seen[0].mapped is None
     one = load(train_json, workers=1)
     for name in FRAMES:
         assert getattr(one, name).equals(getattr(many, name)), name
@@ -288,14 +295,20 @@ def _early_rules(monkeypatch) -> list:
 def test_a_gzip_trace_is_decoded_while_it_inflates(train_json: Path, tmp_path: Path, monkeypatch) -> None:
     """One gzip member: a worker decodes the events as they inflate up to the first separator after
     EARLY_FRACTION of the size the gzip trailer gives, this process the rest; the frames are the
-    one-process frames."""
+    one-process frames. The inflated copy is removed and unmapped before the frames are joined."""
     path = tmp_path / "train_eager.json.gz"
     plain = train_json.read_bytes()
     path.write_bytes(gzip.compress(plain, 1))
     finished = _early_rules(monkeypatch)
+    seen = _spy_sources(monkeypatch)
+    at_join = []
+    real_join = shares._join
+    monkeypatch.setattr(shares, "_join", lambda parts: at_join.append(
+        (seen[0].mapped, seen[0].data.closed)) or real_join(parts))
     early = load(path, workers=2)
     (cut, result), = finished
     assert result is not None  # the early share was used
+    assert at_join == [(None, True)]
     # The cut: the comma of the first event separator after the target (ISIZE x fraction).
     target = int(shares.EARLY_FRACTION * len(plain))
     assert plain[cut:cut + 1] == b"," and target < cut < target + 2_000

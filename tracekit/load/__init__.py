@@ -102,10 +102,11 @@ def _load(p: Path, src: source.Source, opts: ReadOptions, progress: Callable[[in
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        decoded = None if early is None or partial is not None else early.finish(data, src.mapped, first, progress)
+        decoded = (None if early is None or partial is not None
+                   else early.finish(data, src.mapped, first, progress, src.give_back_copy))
         for attempt in range(0 if decoded is not None else 3):
             try:
-                decoded = _decode(p, data, first, progress, workers, src.mapped)
+                decoded = _decode(p, data, first, progress, workers, src.mapped, src.give_back_copy)
                 break
             except TraceError as err:
                 json_error = getattr(err, "json_error", None)
@@ -132,17 +133,19 @@ def _load(p: Path, src: source.Source, opts: ReadOptions, progress: Callable[[in
 
 
 def _decode(p: Path, data: layout.Buffer, first: bytes, progress: Callable[[int, int], None] | None,
-            workers: int | None, mapped: str | None) -> tuple[TopLevel, Decoded]:
+            workers: int | None, mapped: str | None,
+            decoded_all: Callable[[], None] | None = None) -> tuple[TopLevel, Decoded]:
     """The frames of ``data``: planned from Kineto's layout when it has it (in shares for a big
     mapped file; ``mapped``: the file the workers map when it is not ``p`` itself), else by the
-    exact top-level decode."""
+    exact top-level decode. ``decoded_all`` is called, in shares, once no process reads ``data``
+    again (see :meth:`tracekit.load.source.Source.give_back_copy`)."""
     plan = layout.plan_spans(data, first)
     if plan is not None:
         top, spans, events_lo, events_hi = plan
         try:
             count = shares.share_count(workers, data, spans)
             extent = (events_lo, events_hi)
-            return top, (shares.decode_in_shares(p, data, spans, count, progress, extent, mapped)
+            return top, (shares.decode_in_shares(p, data, spans, count, progress, extent, mapped, decoded_all)
                          if count > 1 else decode_spans(p, data, spans, progress, extent))
         except TraceError:
             pass  # the layout guess was wrong somewhere: take the exact path instead

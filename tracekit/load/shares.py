@@ -31,6 +31,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -91,10 +92,13 @@ ShareResult = tuple[dict[str, str], int, bool, LoadCounts]
 
 
 def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int, progress: Progress | None,
-                     extent: tuple[int, int], mapped: str | None = None) -> Decoded:
+                     extent: tuple[int, int], mapped: str | None = None,
+                     decoded_all: Callable[[], None] | None = None) -> Decoded:
     """(frames, time format, event count, what was left out) of the events in ``spans`` (see the
     module docstring). ``path`` names the trace in errors; ``mapped`` is the file the workers map
-    (``data``'s file: an inflated gzip trace's copy in shared memory), ``path`` itself when None."""
+    (``data``'s file: an inflated gzip trace's copy in shared memory), ``path`` itself when None.
+    ``decoded_all`` is called once every share is decoded, before they are joined: nothing reads
+    ``data`` after it (the caller may free an inflated copy then)."""
     runs = split(spans, shares)
     if len(runs) < 2:
         return decode_spans(path, data, spans, progress, extent)
@@ -113,6 +117,8 @@ def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int, pro
             raise
         except Exception:  # a worker could not run or write its share: do it all here
             return decode_spans(path, data, spans, progress, extent, exact_times=exact)
+        if decoded_all is not None:
+            decoded_all()
         for _, _, _, share_counts in others:
             counts.add(share_counts)
         fractional = fractional or any(result[2] for result in others)
@@ -213,10 +219,10 @@ EARLY_MIN_BYTES = 2 * SHARE_MIN_BYTES
 #: ``f`` of the events as they inflate, from when it has started (``S`` s: an interpreter and
 #: Polars), while this process inflates the whole file (``I`` s) and then decodes the rest (``D`` s
 #: for the whole file in one process): both end together when ``S + f * D = I + (1 - f) * D``, i.e.
-#: ``f = (I + D - S) / (2 * D)``. Measured on the 1 GB benchmark trace (I ≈ 1.6 s with ISA-L while
-#: the worker runs, D ≈ 7 s, S ≈ 0.5 s) that is about 0.58; 0.55 measured best (at 0.58 this
-#: process waited up to 0.2 s: the worker also writes its frames out, which this process reads back).
-EARLY_FRACTION = 0.55
+#: ``f = (I + D - S) / (2 * D)``. Measured on the 1 GB benchmark trace (I ≈ 1.0 s with ISA-L while
+#: the worker runs, D ≈ 7 s, S ≈ 0.5 s) that is about 0.54; 0.50 measured best (this process still
+#: waits about 0.2 s: the worker also writes its frames out, which this process reads back).
+EARLY_FRACTION = 0.50
 #: The copy in shared memory is handed to the worker once it holds this much: enough to find the
 #: event array and decide the time form from its first chunk.
 EARLY_HAND_OVER_BYTES = 4 * 1024 * 1024
@@ -309,10 +315,11 @@ class EarlyShare:
             fh.write(text)
         os.replace(signal + ".tmp", signal)
 
-    def finish(self, data: layout.Buffer, mapped: str | None, first: bytes,
-               progress: Progress | None) -> tuple[events.TopLevel, Decoded] | None:
+    def finish(self, data: layout.Buffer, mapped: str | None, first: bytes, progress: Progress | None,
+               decoded_all: Callable[[], None] | None = None) -> tuple[events.TopLevel, Decoded] | None:
         """(the trace's metadata, (frames, time format, event count, left out)) of the whole
-        inflated ``data`` (mapped from ``mapped``), or None (see the class docstring). Once only."""
+        inflated ``data`` (mapped from ``mapped``), or None (see the class docstring). Once only.
+        ``decoded_all`` as in :func:`decode_in_shares` (not called when this returns None)."""
         future, self.future = self.future, None
         if future is None or self.given_up or mapped != self.file or not isinstance(data, mmap.mmap):
             return None
@@ -340,6 +347,8 @@ class EarlyShare:
         mine = builder.finish(sort=False)
         counts, fractional = builder.counts, builder.times.fractional or result[2]
         del builder
+        if decoded_all is not None:
+            decoded_all()
         counts.add(result[3])
         frames, total = _join([_read_share(result), (mine, count)])
         if progress is not None:
