@@ -491,3 +491,21 @@ def test_hostile_trace_names_are_escaped_in_compare(tmp_path):
         with pytest.raises(SystemExit) as done:
             main(["compare", str(first), str(second), "--format", fmt, "-o", str(out)])
         assert done.value.code == 0 and check(out.read_text(encoding="utf-8")), fmt
+
+
+def test_unit_shape_keys_do_not_depend_on_the_files_whitespace(tmp_path):
+    """The sweep re-saved minified (as other tools re-save traces) and indented keys its units by
+    the same shapes as Kineto's own file, written as Kineto writes them."""
+    import msgspec
+
+    doc = json.loads(gzip.decompress((SWEEP / "mlp_compile-sweep.json.gz").read_bytes()))
+    minified, indented = tmp_path / "min.json", tmp_path / "indented.json"
+    minified.write_bytes(msgspec.json.encode(doc))
+    indented.write_text(json.dumps(doc, indent=3))
+    assert b'"Input Dims":[[' in minified.read_bytes()  # the re-saved text really differs
+    keys = [tracekit.open(path).report().compilation.units.select("step", "shape").rows()
+            for path in (SWEEP / "mlp_compile-sweep.json.gz", minified, indented)]
+    assert keys[0] == keys[1] == keys[2]
+    # The key op multiplies the flattened [batch x seq, 768] input by a [768, 3072] weight.
+    rows = [batch * seq for batch, seq, _ in _manifest()["compile"]["shapes"]["sweep"]]
+    assert {shape for _, shape in keys[0]} == {f"[[{n}, 768], [768, 3072], [{n}, 3072]]" for n in rows}

@@ -190,13 +190,14 @@ def analyse(trace: Trace, *, execution_trace: Any = None, unit: str | None = Non
     compiled = compilations_mod.analyze(scoped, attributed.gpu)
     # Autotuning benchmarks and other GPU work a compilation launched are not the workload.
     attributed = replace(attributed, gpu=compiled.workload(attributed.gpu))
-    summary = steps_analysis.summarize(scoped, attributed.gpu, partial=found.partial, compilation=compiled)
-    compiled = replace(compiled, steady=compilations_mod.steady(summary))
-    # The three per-unit analyses only read what is above; Polars releases the GIL inside its
-    # calls, so round trips (the longest) in a second thread overlap the other two (analyse() of
-    # the 1 GB benchmark trace on 2 cores, 6 alternating runs: median 2.17 → 2.07 s).
+    # Round trips (the longest analysis left) need nothing below: a second thread runs them while
+    # this one summarises the units and runs launch gaps and breakdown. Polars releases the GIL
+    # inside its calls, so the two overlap (analyse() of the 1 GB benchmark trace on 2 cores,
+    # 6 alternating runs: median 2.11 s all in one thread, 2.02 s so).
     with ThreadPoolExecutor(max_workers=1) as pool:
         trips = pool.submit(round_trips.analyze, scoped, attributed, execution_trace=execution_trace)
+        summary = steps_analysis.summarize(scoped, attributed.gpu, partial=found.partial, compilation=compiled)
+        compiled = replace(compiled, steady=compilations_mod.steady(summary))
         gaps = launch_gaps.analyze(scoped, attributed, summary=summary)
         split = breakdown_mod.analyze(attributed.gpu, summary)
         return TraceAnalyses(attribution=attributed, units=found, steps=summary, compilation=compiled,

@@ -2,7 +2,8 @@
 
 ``Input Dims`` is nested unevenly: a tensor is ``[d0, d1, …]``, a scalar or None is ``[]``, a
 TensorList is a list of such lists. :func:`parse_dims` returns the decoded nested lists;
-:func:`tensor_dims` keeps only plain tensor shapes (lists of ints) by position.
+:func:`tensor_dims` keeps only plain tensor shapes (lists of ints) by position; :func:`kineto_text`
+writes such text the one way Kineto does, whatever whitespace the file had.
 """
 
 from __future__ import annotations
@@ -87,3 +88,25 @@ def _freeze(value):
             return tuple(value)
         return tuple(_freeze(v) for v in value)
     return value
+
+
+@lru_cache(maxsize=4096)
+def kineto_text(raw: str | None) -> str | None:
+    """``raw`` JSON text (``Input Dims``, ``Input type``) written as Kineto writes it: ``", "``
+    between items, no other whitespace, so the same shapes read the same from a trace re-saved
+    minified or indented (``[[1,2],[]]`` and ``[[1, 2], []]`` both give the latter). Text that is
+    not JSON, or nested past the decoder's limit, is returned as it is."""
+    if not raw:
+        return raw
+    try:
+        return _kineto(_DECODER.decode(raw))
+    except (msgspec.DecodeError, RecursionError):
+        return raw
+
+
+def _kineto(value: object) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_kineto(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_kineto(k)}: {_kineto(v)}" for k, v in value.items()) + "}"
+    return msgspec.json.encode(value).decode()

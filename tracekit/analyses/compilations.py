@@ -64,7 +64,7 @@ from typing import Any
 import polars as pl
 
 from tracekit.analyses import steps as steps_analysis
-from tracekit.shapes import parse_dims
+from tracekit.shapes import kineto_text, parse_dims
 from tracekit.trace import Trace
 
 #: What counts as compile work: (kind, regex on the op or launch-call name, why), first match wins.
@@ -444,8 +444,10 @@ def _shape_keys(trace: Trace, work: pl.DataFrame) -> tuple[pl.DataFrame, str | N
                                                    _first=pl.col("ts").min())
     best = (per_unit.group_by("name").agg(_units=pl.len(), _first=pl.col("_first").min())
             .sort(["_units", "_first", "name"], descending=[True, False, False]).row(0, named=True)["name"])
-    keys = (steps.join(per_unit.filter(pl.col("name") == best).select("step", shape=pl.col("input_dims")),
-                       on="step", how="left")
+    # The key is written as Kineto writes it: a trace re-saved minified keys its units the same.
+    chosen = per_unit.filter(pl.col("name") == best).select("step", "input_dims")  # one row per unit
+    chosen = chosen.select("step", shape=pl.Series([kineto_text(v) for v in chosen["input_dims"]], dtype=pl.String))
+    keys = (steps.join(chosen, on="step", how="left")
             .with_columns(pl.col("shape").backward_fill()).select("step", "shape"))
     return keys, best
 
