@@ -5,7 +5,8 @@ work by cores asks it, so loading, ``diff`` and ``report DIR`` agree. :func:`spa
 process pool every parallel step uses (the loader's shares, ``diff``'s two profiles, one process per
 rank); it starts its workers with *spawn*, so a worker imports the caller's main module again, and
 only a program written for that (an ``if __name__ == "__main__":`` guard, or the ``tracekit``
-command) should make one. :func:`shared_memory_dir` is where files that processes hand each other
+command) should make one; :func:`threads_unwaited` is a thread pool that, like
+:func:`spawn_pool_unwaited`, does not hold its caller up at exit. :func:`shared_memory_dir` is where files that processes hand each other
 go when memory has room for them (the loader's shares, an inflated gzip trace).
 """
 
@@ -15,7 +16,7 @@ import multiprocessing
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 
 def cores() -> int:
@@ -40,6 +41,18 @@ def spawn_pool_unwaited(max_workers: int) -> Iterator[ProcessPoolExecutor]:
     share) is off the caller's path; work still queued is cancelled, a worker still running ends
     after it (the interpreter waits for it at exit)."""
     pool = spawn_pool(max_workers)
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+@contextmanager
+def threads_unwaited(max_workers: int) -> Iterator[ThreadPoolExecutor]:
+    """A pool of ``max_workers`` threads of this process whose exit, like
+    :func:`spawn_pool_unwaited`'s, does not wait for work still running (a thread waiting on a
+    worker that an error made useless ends with that worker)."""
+    pool = ThreadPoolExecutor(max_workers=max_workers)
     try:
         yield pool
     finally:
