@@ -637,7 +637,9 @@ def render(args, sizes, hta_sizes, big, traces, b_summary, results, stages, mach
         total_parts = sum(parts.values())
         L += ["", f"## Where the {big:g} MB report's time goes (one process, stage by stage)", "",
               "Peak RSS is the process's high-water mark at the end of the stage, so the stage where it "
-              "jumps is the one that needs the memory.", "",
+              "jumps is the one that needs the memory. The analyses are timed one at a time; the report "
+              "itself runs round trips in a second thread beside the unit summary (steps), launch gaps "
+              "and breakdown, so `report.build()` alone (below the table) takes less than their sum.", "",
               "| stage | seconds | share | peak RSS after |", "|---|---:|---:|---:|"]
         for k in parts:
             v = parts[k]

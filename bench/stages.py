@@ -6,8 +6,11 @@ Loads TRACE as ``tracekit report`` does (one process per core), then runs the re
 ``tracekit.report.build`` once with every public function of each analysis module wrapped in a
 timer, so the stages are exactly the calls the report makes — never a copy of them that could drift.
 A stage's time is exclusive: a stage called inside another (``op_tree`` inside ``attribution``)
-is counted once, in its own row; ``build()``'s own work between the analyses is one more row. Then
-``build()`` runs again unwrapped, for reference, the report is rendered as Markdown, and (given a
+is counted once, in its own row; ``build()``'s own work between the analyses is one more row. While timed, the analyses run one at
+a time: the work ``build()`` hands a second thread (round trips beside the unit summary, launch gaps
+and breakdown) runs where it is handed, so each row is that stage's own work and the rows add up;
+their sum is then more than ``build()``'s wall time. Then ``build()`` runs again unwrapped and
+threaded, as the command runs it, for reference, the report is rendered as Markdown, and (given a
 Parquet file) the converted trace is loaded.
 
 Prints one JSON line: ``{"seconds": {stage: s}, "peak_rss_after": {stage: bytes}}``; rows whose
@@ -24,6 +27,7 @@ import io
 import json
 import sys
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from types import ModuleType
 
@@ -92,6 +96,28 @@ class Clock:
         return timed
 
 
+class InlineExecutor:
+    """Stands in for ``concurrent.futures.ThreadPoolExecutor`` in the report while it is timed: each
+    task runs when it is submitted, in this thread, so the stages never overlap."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def __enter__(self) -> InlineExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def submit(self, fn, *args, **kwargs) -> Future:
+        done: Future = Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except BaseException as err:  # noqa: BLE001 - handed to whoever asks for the result
+            done.set_exception(err)
+        return done
+
+
 def instrument(clock: Clock, modules: dict[str, ModuleType]) -> list[tuple[ModuleType, str, object]]:
     """Wrap every public function defined in each stage's modules (calls between analyses go through
     module attributes, so the report's own calls reach the wrappers); returns what to put back."""
@@ -128,6 +154,9 @@ def main(argv: list[str]) -> None:
     trace = open_trace(argv[0], workers=None)
     clock.tick("load (tracekit/load/, one process per core)")
     originals = instrument(clock, modules)
+    if hasattr(report_mod, "ThreadPoolExecutor"):  # one stage at a time (see the module docstring)
+        originals.append((report_mod, "ThreadPoolExecutor", report_mod.ThreadPoolExecutor))
+        report_mod.ThreadPoolExecutor = InlineExecutor
     for name, names in STAGES:  # rows in the order the report runs them, whichever is first to end
         if any(m in modules for m in names):
             clock.seconds[name] = 0.0
