@@ -6,8 +6,9 @@ process pool every parallel step uses (the loader's shares, ``diff``'s two profi
 rank); it starts its workers with *spawn*, so a worker imports the caller's main module again, and
 only a program written for that (an ``if __name__ == "__main__":`` guard, or the ``tracekit``
 command) should make one; :func:`threads_unwaited` is a thread pool that, like
-:func:`spawn_pool_unwaited`, does not hold its caller up at exit. :func:`shared_memory_dir` is where files that processes hand each other
-go when memory has room for them (the loader's shares, an inflated gzip trace).
+:func:`spawn_pool_unwaited`, does not hold its caller up at exit. :func:`shared_memory_dir` is
+where files that processes hand each other go when memory has room for them (the loader's shares,
+an inflated gzip trace).
 """
 
 from __future__ import annotations

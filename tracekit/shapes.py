@@ -92,15 +92,16 @@ def _freeze(value):
 
 @lru_cache(maxsize=4096)
 def kineto_text(raw: str | None) -> str | None:
-    """``raw`` JSON text (``Input Dims``, ``Input type``) written as Kineto writes it: ``", "``
+    """``raw`` JSON list text (``Input Dims``, ``Input type``) written as Kineto writes it: ``", "``
     between items, no other whitespace, so the same shapes read the same from a trace re-saved
     minified or indented (``[[1,2],[]]`` and ``[[1, 2], []]`` both give the latter). Text that is
-    not JSON, or nested past the decoder's limit, is returned as it is."""
-    if not raw:
+    not a JSON list, or nested too deep to write back, is returned as it is."""
+    value = _decode_list(raw)
+    if value is None:
         return raw
     try:
-        return _kineto(_DECODER.decode(raw))
-    except (msgspec.DecodeError, RecursionError):
+        return _kineto(value)
+    except RecursionError:
         return raw
 
 

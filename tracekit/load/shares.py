@@ -120,10 +120,12 @@ def decode_in_shares(path: Path, data: mmap.mmap, spans: Spans, shares: int, pro
             return decode_spans(path, data, spans, progress, extent, exact_times=exact)
         if decoded_all is not None:
             decoded_all()
-        for (_, n, share_fractional, share_counts), _ in others:
+        joined = [(frames, count)]
+        for (_, n, share_fractional, share_counts), share in others:
             counts.add(share_counts)
             fractional = fractional or share_fractional
-        frames, count = _join([(frames, count)] + [(share, n) for (_, n, _, _), share in others])
+            joined.append((share, n))
+        frames, count = _join(joined)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if progress is not None:

@@ -31,6 +31,7 @@ environment (:data:`MAX_INFLATED_ENV`, :data:`PARTIAL_ENV`), set by :func:`confi
 from __future__ import annotations
 
 import errno
+import functools
 import mmap
 import os
 import re
@@ -427,9 +428,9 @@ def _decompressor(compression: str, fast: bool = False) -> Callable[[], object]:
 
 #: glibc ``mallopt`` parameters (malloc.h): M_TRIM_THRESHOLD and M_MMAP_THRESHOLD.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_reuse_done: list[bool] = []
 
 
+@functools.cache  # once per process
 def _reuse_inflate_buffers() -> None:
     """Make glibc's malloc reuse the buffer each inflate call returns (once per process).
 
@@ -441,9 +442,6 @@ def _reuse_inflate_buffers() -> None:
     serves every call: 20,000 faults, 0.87 s. Only this process's C heap is affected (Polars
     allocates with its own allocator); elsewhere than glibc nothing is done.
     """
-    if _reuse_done:
-        return
-    _reuse_done.append(True)
     try:
         import ctypes
         import platform
