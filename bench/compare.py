@@ -673,9 +673,9 @@ def render(args, sizes, hta_sizes, big, traces, b_summary, results, stages, mach
                 why.append(f"- **≤ 8 s, {form}**: {fmt_s(r)}, with {r['user_s']:.1f} s of user and "
                            f"{r['system_s']:.1f} s of system CPU against {rep_big['user_s']:.1f} s and "
                            f"{rep_big['system_s']:.1f} s for the plain file: the difference is what this "
-                           "form adds to the same decode in shares (a gzip trace is inflated into shared "
-                           "memory while a worker decodes the part already inflated, then this process "
-                           "decodes the rest; a minified one is planned at its event separators).")
+                           "form adds to the same decode in shares (a gzip trace is inflated by both "
+                           "processes, each decoding its own part as it inflates; a minified one is "
+                           "planned at its event separators).")
         if rss_big and rss_big > 2.5 * GB:
             prev, jumps = 0, []
             for k in parts:

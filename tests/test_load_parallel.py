@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import re
+from dataclasses import replace
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 
 from tracekit import parallel
 from tracekit.errors import TraceError
-from tracekit.load import layout, load, shares
+from tracekit.load import layout, load, shares, source, streamed
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -193,8 +194,6 @@ def train_gz(train_json: Path) -> Path:
 
 def _spy_sources(monkeypatch) -> list:
     """The :class:`~tracekit.load.source.Source` of every read, kept to look at after the load."""
-    from tracekit.load import source
-
     seen = []
     real = source.read_input
     monkeypatch.setattr(source, "read_input", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
@@ -206,8 +205,6 @@ def test_gzip_is_inflated_to_shared_memory_and_decoded_in_shares(train_json: Pat
     """A compressed trace is inflated into a file the workers map by path (the trace keeps its own
     name), decoded in shares to the same frames as the plain file; the file is removed and unmapped
     once every share is decoded, before the frames are joined."""
-    from tracekit.load import source
-
     monkeypatch.setattr(layout, "CHUNK_BYTES", 200_000)
     monkeypatch.setattr(source, "SPILL_MIN_BYTES", 1 << 20)  # big-file rules for a 16 MB trace
     calls = []
@@ -215,8 +212,8 @@ def test_gzip_is_inflated_to_shared_memory_and_decoded_in_shares(train_json: Pat
     monkeypatch.setattr(shares, "decode_in_shares", lambda *a: calls.append(a) or real(*a))
     seen = _spy_sources(monkeypatch)
     at_join = []
-    real_join = shares._join
-    monkeypatch.setattr(shares, "_join", lambda parts: at_join.append(
+    real_join = shares.join_shares
+    monkeypatch.setattr(shares, "join_shares", lambda parts: at_join.append(
         (Path(calls[0][6]).exists(), seen[0].data.closed)) or real_join(parts))
     many = load(train_gz, workers=2)
     (path, *_, mapped, decoded_all), = calls
@@ -232,8 +229,6 @@ def test_gzip_is_inflated_to_shared_memory_and_decoded_in_shares(train_json: Pat
 
 
 def test_the_inflated_copy_goes_when_the_load_fails(train_json: Path, tmp_path: Path, monkeypatch) -> None:
-    from tracekit.load import source
-
     monkeypatch.setattr(source, "SPILL_MIN_BYTES", 1 << 20)
     text = train_json.read_bytes()
     cut = text.rindex(b'"ph": "X"')
@@ -253,8 +248,6 @@ def test_inflating_falls_back_to_memory_when_shared_memory_fills(train_json: Pat
     """ENOSPC part-way (a small /dev/shm): the bytes written come back into memory and the rest
     follows there; no /dev/shm at all: memory from the start. The JSON is the same either way."""
     import errno
-
-    from tracekit.load import source
 
     monkeypatch.setattr(source, "SPILL_MIN_BYTES", 1 << 20)
     plain = train_json.read_bytes()
@@ -276,54 +269,67 @@ def test_inflating_falls_back_to_memory_when_shared_memory_fills(train_json: Pat
     assert isinstance(src.data, bytearray) and bytes(src.data) == plain
 
 
-def _early_rules(monkeypatch) -> list:
-    """Big-file rules for the 16 MB training capture (spill, chunks and the early share scaled
-    down); returns the list that collects each :meth:`EarlyShare.finish` result."""
-    from tracekit.load import source
-
+def _stream_rules(monkeypatch) -> list:
+    """Big-file rules for the 16 MB training capture (chunks, windows and the size that streams
+    scaled down in this process; the worker keeps its own defaults, which changes nothing it
+    decodes); returns the list that collects each :meth:`StreamedLoad.decode` result."""
     monkeypatch.setattr(layout, "CHUNK_BYTES", 200_000)
-    monkeypatch.setattr(source, "SPILL_MIN_BYTES", 1 << 20)
-    monkeypatch.setattr(source, "_INFLATE_STEP", 1 << 16)  # reports as fine-grained as on a big file
-    monkeypatch.setattr(shares, "EARLY_MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(streamed, "STREAM_MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(streamed, "WINDOW_BYTES", 300_000)
     finished = []
-    real = shares.EarlyShare.finish
-    monkeypatch.setattr(shares.EarlyShare, "finish",
-                        lambda self, *a: finished.append((self.cut, real(self, *a))) or finished[-1][1])
+    real = streamed.StreamedLoad.decode
+    monkeypatch.setattr(streamed.StreamedLoad, "decode",
+                        lambda self, *a: finished.append(real(self, *a)) or finished[-1])
     return finished
 
 
-def test_a_gzip_trace_is_decoded_while_it_inflates(train_json: Path, tmp_path: Path, monkeypatch) -> None:
-    """One gzip member: a worker decodes the events as they inflate up to the first separator after
-    EARLY_FRACTION of the size the gzip trailer gives, this process the rest; the frames are the
-    one-process frames. The inflated copy is removed and unmapped before the frames are joined."""
+def _spy_cuts(monkeypatch) -> list:
+    cuts = []
+    real = streamed.find_cut
+    monkeypatch.setattr(streamed, "find_cut", lambda *a: cuts.append(real(*a)) or cuts[-1])
+    return cuts
+
+
+def test_a_gzip_trace_is_decoded_as_it_inflates(train_json: Path, tmp_path: Path, monkeypatch) -> None:
+    """One gzip member: a worker decodes the events up to the first separator at or after
+    EARLY_FRACTION of the size the gzip trailer gives, this process the rest, both as the text
+    inflates; no inflated copy is made, and the trace is the one-process trace."""
     path = tmp_path / "train_eager.json.gz"
     plain = train_json.read_bytes()
     path.write_bytes(gzip.compress(plain, 1))
-    finished = _early_rules(monkeypatch)
+    finished = _stream_rules(monkeypatch)
+    cuts = _spy_cuts(monkeypatch)
     seen = _spy_sources(monkeypatch)
-    at_join = []
-    real_join = shares._join
-    monkeypatch.setattr(shares, "_join", lambda parts: at_join.append(
-        (seen[0].mapped, seen[0].data.closed)) or real_join(parts))
-    early = load(path, workers=2)
-    (cut, result), = finished
-    assert result is not None  # the early share was used
-    assert at_join == [(None, True)]
+    got = load(path, workers=2)
+    assert finished[0] is not None and seen == []  # streamed: the whole text was never read
     # The cut: the comma of the first event separator after the target (ISIZE x fraction).
-    target = int(shares.EARLY_FRACTION * len(plain))
+    (cut,) = cuts
+    target = int(streamed.EARLY_FRACTION * len(plain))
     assert plain[cut:cut + 1] == b"," and target < cut < target + 2_000
     assert plain.find(b"},", target) == cut - 1 and not re.search(rb"\},\s*\{", plain[target:cut - 1])
+    monkeypatch.undo()
     one = load(train_json, workers=1)
     for name in FRAMES:
-        assert getattr(one, name).equals(getattr(early, name)), name
-    assert early.meta.event_count == one.meta.event_count == 32_651
-    assert early.meta.path == str(path) and early.meta.size_bytes == one.meta.size_bytes
+        assert getattr(one, name).equals(getattr(got, name)), name
+    assert got.meta.event_count == one.meta.event_count == 32_651
+    assert got.meta.path == str(path) and got.meta.size_bytes == one.meta.size_bytes == len(plain)
+    assert replace(got.meta, path=one.meta.path) == one.meta
+
+
+def test_a_concatenated_gzip_streams_whole(train_json: Path, train_gz: Path, monkeypatch) -> None:
+    """Two members (the trailer gives only the second one's size, so the cut falls early): every
+    member is read, the trace is the one-process trace."""
+    finished = _stream_rules(monkeypatch)
+    got = load(train_gz, workers=2)
+    assert finished[0] is not None
+    monkeypatch.undo()
+    _assert_same(load(train_gz, workers=1), got)
 
 
 def test_a_wrong_guess_of_the_array_start_takes_the_usual_path(train_json: Path, tmp_path: Path,
                                                                monkeypatch) -> None:
-    """A ``"traceEvents": [`` inside metadata before the real array fools the prefix's guess; the
-    early share is dropped and the usual load gives the right frames."""
+    """A ``"traceEvents": [`` inside metadata before the real array fools the guess; the check of
+    the metadata at the end drops the streamed load and the usual load gives the right frames."""
     import msgspec
 
     top = msgspec.json.decode(train_json.read_bytes())
@@ -331,114 +337,155 @@ def test_a_wrong_guess_of_the_array_start_takes_the_usual_path(train_json: Path,
     text = msgspec.json.encode(top)
     path = tmp_path / "decoy.json.gz"
     path.write_bytes(gzip.compress(text, 1))
-    finished = _early_rules(monkeypatch)
-    early = load(path, workers=2)
-    (_, result), = finished
-    assert result is None
+    finished = _stream_rules(monkeypatch)
+    got = load(path, workers=2)
+    assert finished == [None]
     plain = tmp_path / "decoy.json"
     plain.write_bytes(text)
     monkeypatch.undo()
     one = load(plain, workers=1)
     for name in FRAMES:
-        assert getattr(one, name).equals(getattr(early, name)), name
+        assert getattr(one, name).equals(getattr(got, name)), name
 
 
-def test_a_truncated_gzip_is_the_same_error_and_partial_with_an_early_share(
-        train_json: Path, tmp_path: Path, monkeypatch) -> None:
-    """Cut short after the early share started: the same error as without it; ``--partial`` reports
-    the same events (the early share is dropped: the cut JSON is decoded as usual)."""
+def test_a_cut_the_worker_does_not_share_takes_the_usual_path(train_json: Path, tmp_path: Path,
+                                                               monkeypatch) -> None:
+    """Should this process and the worker ever cut at different separators, the events between
+    would be lost or decoded twice: the load checks the worker's cut and goes the usual way."""
+    path = tmp_path / "train_eager.json.gz"
+    path.write_bytes(gzip.compress(train_json.read_bytes(), 1))
+    finished = _stream_rules(monkeypatch)
+    real = streamed.find_cut
+    monkeypatch.setattr(streamed, "find_cut", lambda text, at: real(text, real(text, at) + 1))
+    got = load(path, workers=2)
+    assert finished == [None]
+    monkeypatch.undo()
+    _assert_same(load(train_json, workers=1), replace_path(got, train_json))
+
+
+def replace_path(trace, path: Path):
+    """``trace`` with ``path`` in its metadata (the same trace read from another file)."""
+    return replace(trace, meta=replace(trace.meta, path=str(path)))
+
+
+@pytest.mark.parametrize("damage", ["truncated", "trailing", "corrupt"])
+def test_a_damaged_gzip_is_the_same_error_and_partial_when_streamed(
+        train_json: Path, tmp_path: Path, monkeypatch, damage: str) -> None:
+    """A stream cut short (its trailer kept), junk after the last member, or a damaged block: the
+    same error as without streaming, and ``--partial`` reports the same events."""
     from tracekit.load.source import ReadOptions
 
     whole = gzip.compress(train_json.read_bytes(), 1)
-    path = tmp_path / "cut.json.gz"
-    path.write_bytes(whole[:int(len(whole) * 0.9)] + whole[-8:])  # the trailer still says the size
-    finished = _early_rules(monkeypatch)
-    with pytest.raises(TraceError, match="truncated gzip"):
-        load(path, workers=2)
-    started = []
-    real_close = shares.EarlyShare.close
-    monkeypatch.setattr(shares.EarlyShare, "close",
-                        lambda self: started.append(self.scratch is not None) or real_close(self))
-    partial = load(path, workers=2, options=ReadOptions(max_inflated_size=None, partial=True))
-    assert started == [True] and finished == []  # handed to the worker, never used
+    path = tmp_path / f"{damage}.json.gz"
+    if damage == "truncated":
+        path.write_bytes(whole[:int(len(whole) * 0.9)] + whole[-8:])  # the trailer still says the size
+    elif damage == "trailing":
+        path.write_bytes(whole + b"junk after the stream")
+    else:
+        at = int(len(whole) * 0.7)
+        path.write_bytes(whole[:at] + bytes(b ^ 0x5A for b in whole[at:at + 64]) + whole[at + 64:])
+    finished = _stream_rules(monkeypatch)
+    partial = ReadOptions(max_inflated_size=None, partial=True)
+    streamed_outcomes = [_outcome(path, 2, None), _outcome(path, 2, partial)]
+    assert finished == [None, None]
     monkeypatch.undo()
-    reference = load(path, workers=1, options=ReadOptions(max_inflated_size=None, partial=True))
-    assert partial.meta.partial and partial.meta.partial == reference.meta.partial
-    for name in FRAMES:
-        assert getattr(reference, name).equals(getattr(partial, name)), name
-
-
-def _growing_events(fd: int, start: int, target: int, signal: Path) -> list:
-    """The events :func:`shares._growing_chunks` hands out, decoded, and the last span's end."""
-    from tracekit.load import events
-
-    out, last = [], None
-    for decode, hi in shares._growing_chunks(fd, start, target, str(signal)):
-        out += decode(events.EVENTS_DECODER)
-        last = hi
-    return out, last
-
-
-def test_the_worker_decodes_a_growing_copy_up_to_the_cut(train_json: Path, tmp_path: Path,
-                                                           monkeypatch) -> None:
-    """The early share's worker side, in this process: the copy holds a third of the JSON, then the
-    rest arrives and the cut is signalled; the worker's chunks end exactly at the cut and hold every
-    event before it, once each, in file order."""
-    import threading
-
-    from tracekit.load import events
-
-    monkeypatch.setattr(layout, "CHUNK_BYTES", 200_000)
-    plain = train_json.read_bytes()
-    start = plain.index(b'"traceEvents": [') + len(b'"traceEvents": ')
-    target = len(plain) // 2
-    cut = layout.separator_after(plain, target, len(plain))
-    copy = tmp_path / "copy.json"
-    copy.write_bytes(plain[:len(plain) // 3])
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    signal = scratch / "cut"
-
-    def grow() -> None:
-        with open(copy, "ab") as fh:
-            fh.write(plain[len(plain) // 3:])
-        signal.write_bytes(str(cut).encode())
-
-    timer = threading.Timer(0.2, grow)
-    timer.start()
-    with open(copy, "rb") as fh:
-        got, last = _growing_events(fh.fileno(), start, target, signal)
-    timer.join()
-    assert last == cut
-    expected = events.EVENTS_DECODER.decode(plain[start:cut] + b"]")
-    assert len(got) == len(expected) > 10_000
-    assert [(e.name, e.ts) for e in got] == [(e.name, e.ts) for e in expected]
-
-
-@pytest.mark.parametrize("how", ["abandon", "scratch removed"])
-def test_a_worker_waiting_for_the_cut_stops_when_the_load_gives_up(train_json: Path, tmp_path: Path,
-                                                                   how: str) -> None:
-    """A worker that has decoded everything before the target and waits for the cut ends when the
-    load signals that it gave the share up, or removed the scratch directory — never waits on."""
-    plain = train_json.read_bytes()
-    copy = tmp_path / "copy.json"
-    copy.write_bytes(plain)
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    signal = scratch / "cut"
-    start = plain.index(b'"traceEvents": [') + len(b'"traceEvents": ')
-    import threading
-    import time
-
-    def give_up() -> None:
-        if how == "abandon":
-            signal.write_bytes(shares._ABANDON)
+    usual_outcomes = [_outcome(path, 1, None), _outcome(path, 1, partial)]
+    assert isinstance(streamed_outcomes[0], str) and streamed_outcomes[0] == usual_outcomes[0]
+    if damage == "truncated":  # what --partial keeps: the events before the cut
+        assert streamed_outcomes[1].meta.partial
+    for got, expected in zip(streamed_outcomes[1:], usual_outcomes[1:]):
+        if isinstance(expected, str):
+            assert got == expected
         else:
-            scratch.rmdir()
+            assert got.meta.partial == expected.meta.partial
+            for name in FRAMES:
+                assert getattr(expected, name).equals(getattr(got, name)), name
 
-    timer = threading.Timer(0.3, give_up)
-    began = time.monotonic()
-    timer.start()
-    with open(copy, "rb") as fh, pytest.raises(shares._Abandoned):
-        _growing_events(fh.fileno(), start, len(plain) // 2, signal)
-    assert 0.3 <= time.monotonic() - began < 10  # it waited for the signal, then stopped
+
+def _outcome(path: Path, workers: int, options):
+    """The trace ``load`` gives, or its error's one line."""
+    try:
+        return load(path, workers=workers, options=options)
+    except TraceError as err:
+        return str(err)
+
+
+def test_the_inflate_cap_stops_a_streamed_load_as_the_usual_one(train_json: Path, tmp_path: Path,
+                                                                monkeypatch) -> None:
+    """A trailer that understates the size (a bomb says what it likes) passes the size check; the
+    cap still stops the inflating, and the error is the usual one."""
+    from tracekit.load.source import ReadOptions
+
+    plain = train_json.read_bytes()
+    path = tmp_path / "liar.json.gz"
+    path.write_bytes(gzip.compress(plain, 1)[:-4] + (2 << 20).to_bytes(4, "little"))
+    finished = _stream_rules(monkeypatch)
+    options = ReadOptions(max_inflated_size=4 << 20)
+    with pytest.raises(TraceError, match="decompression bomb"):
+        load(path, workers=2, options=options)
+    assert finished == [None]
+
+
+def _gz_text(tmp_path: Path, plain: bytes) -> streamed.InflatedText:
+    path = tmp_path / "text.json.gz"
+    path.write_bytes(gzip.compress(plain, 1))
+    return streamed.InflatedText(source.gzip_pieces(path, None))
+
+
+@pytest.fixture()
+def big_event_text(train_json: Path) -> bytes:
+    """The training capture with one event whose name (400 kB) is longer than a window."""
+    plain = train_json.read_bytes()
+    at = plain.index(b'"name": "', len(plain) // 4) + len(b'"name": "')
+    return plain[:at] + b"x" * 400_000 + plain[at:]
+
+
+def test_both_sides_of_the_cut_decode_every_event_once(big_event_text: bytes, tmp_path: Path,
+                                                       monkeypatch) -> None:
+    """In this process, with windows (100 kB) smaller than chunks and than one event: the worker's
+    chunks run from the array's ``[`` to the cut, this process's from the cut to the ``]``; they
+    meet at the same cut, and together hold every event once, in file order."""
+    from tracekit.load import events
+
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 150_000)
+    monkeypatch.setattr(streamed, "WINDOW_BYTES", 100_000)
+    plain = big_event_text
+    start = plain.index(b'"traceEvents": [') + len(b'"traceEvents": ')
+    at = len(plain) // 5  # before the big event: the worker's windows grow past it
+    worker = _gz_text(tmp_path, plain)
+    got = [(first + worker.base, last + worker.base, layout.decode_span(window, first, last, events.EVENTS_DECODER))
+           for window, first, last in streamed._spans(worker, start, at)]
+    mine = _gz_text(tmp_path, plain)
+    cut = streamed.find_cut(mine, at)
+    closing: list = []
+    head = plain[:start]
+    got += [(first + mine.base, last + mine.base, layout.decode_span(window, first, last, events.EVENTS_DECODER))
+            for window, first, last in streamed._to_the_end(mine, cut, b"{", head, closing)]
+    worker.close()
+    mine.close()
+    assert cut == layout.separator_after(plain, at, len(plain)) and cut < plain.index(b"x" * 400_000)
+    bounds = [(first, last) for first, last, _ in got]
+    end = plain.rindex(b"]")
+    assert bounds[0][0] == start and bounds[-1][1] == end and cut in [last for _, last in bounds]
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))  # no gap, no overlap
+    decoded = [e for _, _, chunk in got for e in chunk]
+    expected = events.EVENTS_DECODER.decode(plain[start:end + 1])
+    assert len(decoded) == len(expected) == 32_651
+    assert [(e.name, e.ts) for e in decoded] == [(e.name, e.ts) for e in expected]
+    assert closing[0].traceEvents is None and closing[0] == layout.metadata_around(head, plain[end + 1:])
+
+
+def test_a_worker_stops_when_its_load_is_given_up(train_json: Path, tmp_path: Path, monkeypatch) -> None:
+    """The worker's pieces stop once the scratch directory (removed when the load ends or gives the
+    streamed way up) is gone — it never inflates on for nobody."""
+    monkeypatch.setattr(streamed, "_CHECK_EVERY", 1)
+    monkeypatch.setattr(source, "_PIECE_STEP", 1 << 14)
+    path = tmp_path / "text.json.gz"
+    path.write_bytes(gzip.compress(train_json.read_bytes(), 1))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    pieces = streamed._while_wanted(source.gzip_pieces(path, None), str(scratch))
+    assert next(pieces) and next(pieces)
+    scratch.rmdir()
+    with pytest.raises(streamed._Abandoned):
+        next(pieces)

@@ -27,8 +27,9 @@ The modules, in the order a load runs them (how it stays fast is measured in ``b
 - :mod:`~tracekit.load.events`: the msgspec structs and decoders, strict and lenient.
 - :mod:`~tracekit.load.frames`: events routed into columns, columns into Polars frames; metadata.
 - :mod:`~tracekit.load.decode`: the loop from chunks to frames in this process.
-- :mod:`~tracekit.load.shares`: the same loop in shares, one spawned process per core (for a big
-  gzip trace, the first share starts while the rest still inflates).
+- :mod:`~tracekit.load.shares`: the same loop in shares, one spawned process per core.
+- :mod:`~tracekit.load.streamed`: a big gzip trace decoded in two processes as it inflates, its
+  text never held whole (anything it cannot take goes the usual way: source, then shares).
 - :mod:`~tracekit.load.parquet`: a trace's frames to and from one Parquet file.
 
 The cyclic GC is paused while Python objects are being made (the structs are ``gc=False``; the lists
@@ -41,11 +42,12 @@ import gc
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tracekit.errors import TraceError
-from tracekit.load import layout, parquet, shares, source
+from tracekit.load import layout, parquet, shares, source, streamed
 from tracekit.load.decode import Decoded, decode_all, decode_spans
 from tracekit.load.events import TopLevel
 from tracekit.load.frames import steps, time_format, trace_meta
@@ -74,22 +76,24 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
     """
     opts = source.options() if options is None else options
     p = Path("<stdin>") if os.fspath(path) == "-" else Path(path)
-    # A big gzip trace: a worker decodes its first part while the rest inflates.
-    early = shares.early_share(path, workers, opts.max_inflated_size)
+    # A big gzip trace: decoded in two processes as it inflates, its text never held whole.
+    streaming = streamed.start(path, workers, opts.max_inflated_size)
+    if streaming is not None:
+        with streaming, _gc_paused():
+            done = streaming.decode(progress)
+        if done is not None:
+            top, decoded, size = done
+            return _trace(p, size, top, decoded, None)
+    src = source.read_input(path, opts=opts, spill=True)
     try:
-        src = source.read_input(path, opts=opts, spill=True, on_spilled=None if early is None else early.spilled)
-        try:
-            return _load(p, src, opts, progress, workers, source.is_stream_path(path), early)
-        finally:
-            src.release()  # an inflated copy in shared memory goes when the load ends
-            source.close_in_background(src.data)
+        return _load(p, src, opts, progress, workers, source.is_stream_path(path))
     finally:
-        if early is not None:
-            early.close()
+        src.release()  # an inflated copy in shared memory goes when the load ends
+        source.close_in_background(src.data)
 
 
 def _load(p: Path, src: source.Source, opts: ReadOptions, progress: Callable[[int, int], None] | None,
-          workers: int | None, stream: bool, early: shares.EarlyShare | None = None) -> Trace:
+          workers: int | None, stream: bool) -> Trace:
     data, partial = src.data, src.partial
     size = len(data)  # the JSON's size, whatever it was stored as
     first = layout.first_byte(data)
@@ -99,12 +103,9 @@ def _load(p: Path, src: source.Source, opts: ReadOptions, progress: Callable[[in
         raise TraceError(p, "a Parquet file cannot be read from a stream: pass its path")
     if partial is not None:  # the inflated JSON ends early: keep its complete events
         data = _cut(p, data)
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        decoded = (None if early is None or partial is not None
-                   else early.finish(data, src.mapped, first, progress, src.give_back_copy))
-        for attempt in range(0 if decoded is not None else 3):
+    with _gc_paused():
+        decoded = None
+        for attempt in range(3):
             try:
                 decoded = _decode(p, data, first, progress, workers, src.mapped, src.give_back_copy)
                 break
@@ -118,11 +119,26 @@ def _load(p: Path, src: source.Source, opts: ReadOptions, progress: Callable[[in
                 else:
                     raise
         assert decoded is not None
-        top, (frames, fmt, total, counts) = decoded
+        top, found = decoded
         del data, decoded
+    return _trace(p, size, top, found, partial)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic GC off while events become structs and lists (see the module docstring)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
-        if gc_was_enabled:
+        if was_enabled:
             gc.enable()
+
+
+def _trace(p: Path, size: int, top: TopLevel, decoded: Decoded, partial: str | None) -> Trace:
+    """The :class:`Trace` of a decoded JSON text of ``size`` bytes (``partial``: why it ends early)."""
+    frames, fmt, total, counts = decoded
     if total and counts.not_an_event == total:
         raise TraceError(p, f"not a trace: none of the {total:,} entries of traceEvents is an event "
                             "(an object with a 'ph')")

@@ -303,7 +303,7 @@ def array_bounds(data: Buffer, first: bytes) -> tuple[TopLevel, int, int] | None
     end = data.rfind(b"]")
     if first == b"[":
         return (TopLevel(), start, end) if start < end else None  # type: ignore[operator]
-    if start is not None and end > start + 1 and _closes_objects(data, end):
+    if start is not None and end > start + 1 and closes_objects(data, end):
         top = _metadata(data, start, end)
         if top is not None:
             return top, start, end
@@ -353,7 +353,7 @@ def event_array_bounds(data: Buffer) -> tuple[int, int] | None:
     return bounds if bounds is not None and _metadata(data, *bounds) is not None else None
 
 
-def _closes_objects(data: Buffer, end: int) -> bool:
+def closes_objects(data: Buffer, end: int) -> bool:
     """Whether the ``]`` at ``end`` can close an array of events: the last byte before it that is not
     white space is an event's ``}`` (or the ``[`` of an empty array). A later array of numbers or
     strings (old traces' trailing logs) fails here, before any event is decoded."""
@@ -369,8 +369,15 @@ _WHITESPACE = frozenset(b" \t\r\n")
 def _metadata(data: Buffer, start: int, end: int) -> TopLevel | None:
     """The file's metadata decoded with ``data[start:end + 1]`` replaced by an empty array, or
     None when that is not a trace object whose ``traceEvents`` is that array."""
+    return metadata_around(bytes(data[:start]), bytes(data[end + 1:]))
+
+
+def metadata_around(before: bytes, after: bytes) -> TopLevel | None:
+    """The metadata of a trace object whose text is ``before``, its event array, then ``after``
+    (decoded with an empty array in between), or None when that is not a trace object whose
+    ``traceEvents`` is that array."""
     try:
-        top = TOP_DECODER.decode(bytes(data[:start]) + b"[]" + bytes(data[end + 1:]))
+        top = TOP_DECODER.decode(before + b"[]" + after)
     except (msgspec.MsgspecError, RecursionError):
         return None
     if top.traceEvents != []:
