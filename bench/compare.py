@@ -348,41 +348,52 @@ def main(argv: list[str] | None = None) -> int:
         """Measure ``cmd`` ``repeat`` times; keep the run with the median wall time (its RSS, CPU
         and faults with it) and every run's seconds, so one slow moment of a shared machine
         neither makes nor breaks a figure."""
-        log(f"run {key}" + (f" ({repeat}×)" if repeat > 1 else ""))
-        runs = []
+        return run_together([(key, cmd)], timeout, repeat)[key]
+
+    def run_together(commands: list[tuple[str, list[str]]], timeout: float | None = None,
+                     repeat: int = 1) -> dict[str, dict]:
+        """:func:`run` of several commands, their runs taken in turn (A, B, C, A, B, C, ...), so
+        that the machine's drift (see below) falls on each of them alike."""
+        for key, _ in commands:
+            log(f"run {key}" + (f" ({repeat}×)" if repeat > 1 else ""))
+        runs: dict[str, list[dict]] = {key: [] for key, _ in commands}
         for _ in range(repeat):
-            load_before = os.getloadavg()[0]
-            r = measure(cmd, timeout or args.timeout)
-            r["loadavg_1min_before"] = round(load_before, 2)
-            log(f"  -> {fmt_s(r)}, peak {fmt_rss(r)}" + ("" if r.get("ok") else f"\n{r.get('stderr', '')}"))
-            runs.append(r)
-            if not r.get("ok"):
-                break
-        if all(x.get("ok") for x in runs) and len(runs) > 1:
-            ordered = sorted(runs, key=lambda x: x["seconds"])
-            r = dict(ordered[len(ordered) // 2])
-            r["all_seconds"] = [round(x["seconds"], 3) for x in runs]
-            r["median_run_peak_rss"] = r["peak_rss"]
-            r["peak_rss"] = max(x["peak_rss"] for x in runs)  # memory: the worst run counts
-        else:
-            r = runs[-1]
-        results[key] = r
-        return r
+            for key, cmd in commands:
+                if runs[key] and not runs[key][-1].get("ok"):
+                    continue
+                load_before = os.getloadavg()[0]
+                r = measure(cmd, timeout or args.timeout)
+                r["loadavg_1min_before"] = round(load_before, 2)
+                log(f"  {key} -> {fmt_s(r)}, peak {fmt_rss(r)}" + ("" if r.get("ok") else f"\n{r.get('stderr', '')}"))
+                runs[key].append(r)
+        for key, done in runs.items():
+            if all(x.get("ok") for x in done) and len(done) > 1:
+                ordered = sorted(done, key=lambda x: x["seconds"])
+                r = dict(ordered[len(ordered) // 2])
+                r["all_seconds"] = [round(x["seconds"], 3) for x in done]
+                r["median_run_peak_rss"] = r["peak_rss"]
+                r["peak_rss"] = max(x["peak_rss"] for x in done)  # memory: the worst run counts
+            else:
+                r = done[-1]
+            results[key] = r
+        return {key: results[key] for key, _ in commands}
 
     out_dir = Path(tempfile.mkdtemp(prefix="tracekit-bench-out-"))
+    # Every tracekit report first, json.load after: a process that has just freed gigabytes (json.load
+    # of 1000 MB peaks at 6.7 GB) leaves the next one's fresh pages slower on this virtual machine
+    # (a 1 GB gzip report: 7.88-8.11 s, 8.42-8.52 s right after a 7 GB process exited). The three forms
+    # of the biggest trace run in turn, so that drift falls on each alike.
     for size in sizes:
-        path = name(size)
-        run(f"report:{size:g}", tracekit_cmd("report", str(path), "-o", str(out_dir / "report.md")),
-            repeat=args.repeat)
-        run(f"json:{size:g}", [sys.executable, "-c", _JSON_LOAD, str(path)])
+        if size != big:
+            run(f"report:{size:g}", tracekit_cmd("report", str(name(size)), "-o", str(out_dir / "report.md")),
+                repeat=args.repeat)
+    forms = [(f"report:{big:g}", name(big))]
+    forms += [(f"report-gz:{size:g}", name(size, True)) for size in args.gzip_sizes]
+    forms += [(f"report-min:{size:g}", name(size, suffix="_min")) for size in args.minified_sizes]
+    run_together([(key, tracekit_cmd("report", str(path), "-o", str(out_dir / "report.md")))
+                  for key, path in forms], repeat=args.repeat)
     # The default output (no -o): the terminal renderer, here to a pipe (stdout not a terminal).
     run(f"report-term:{sizes[0]:g}", tracekit_cmd("report", str(name(sizes[0]))))
-    for size in args.gzip_sizes:
-        run(f"report-gz:{size:g}", tracekit_cmd("report", str(name(size, True)), "-o",
-                                                str(out_dir / "report.md")), repeat=args.repeat)
-    for size in args.minified_sizes:
-        run(f"report-min:{size:g}", tracekit_cmd("report", str(name(size, suffix="_min")), "-o",
-                                                 str(out_dir / "report.md")), repeat=args.repeat)
     # The HTML report of the largest trace (timelines of every step, charts, tables), then opened in
     # a real headless Chromium: console errors, marks drawn, a screenshot to look at.
     html = out_dir / "report.html"
@@ -425,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
         reader_rows = readers.measure(name(big), ndjson, timeout=args.timeout)
         for row in reader_rows:
             log(f"  {row['reader']}: " + (f"{row['seconds']:.2f} s" if "error" not in row else row["error"]))
+    for size in sizes:  # after every tracekit run (see above)
+        run(f"json:{size:g}", [sys.executable, "-c", _JSON_LOAD, str(name(size))])
     if not args.no_hta:
         for size in hta_sizes:
             directory = stage_for_hta(name(size), work / f"hta_{size:g}mb")
@@ -507,6 +520,10 @@ def render(args, sizes, hta_sizes, big, traces, b_summary, results, stages, mach
         "peak RSS of them; `convert`, json.load and HTA run once. tracekit writes its Markdown report to "
         "a file. HTA: `TraceAnalysis` load + `get_temporal_breakdown` + `get_idle_time_breakdown` on a "
         f"staged copy (staging not timed), timeout {args.hta_timeout:.0f} s per run.",
+        "- Order: every tracekit report runs before json.load and HTA (a process that has just freed "
+        "gigabytes leaves the next one's fresh pages slower on this virtual machine: a 1 GB gzip report "
+        "took 7.88–8.11 s, and 8.42–8.52 s right after a 7 GB process exited); the three forms of the "
+        f"{big:g} MB trace run in turn (plain, gzip, minified, plain, …), so drift falls on each alike.",
         "",
         "## Results",
         "",

@@ -489,3 +489,24 @@ def test_a_worker_stops_when_its_load_is_given_up(train_json: Path, tmp_path: Pa
     scratch.rmdir()
     with pytest.raises(streamed._Abandoned):
         next(pieces)
+
+
+def test_without_a_process_pool_a_gzip_trace_loads_the_usual_way(train_json: Path, tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """Where no worker process can be made, the streamed way is not taken (its scratch directory
+    is removed) and the trace loads as usual, in one process."""
+    path = tmp_path / "train_eager.json.gz"
+    path.write_bytes(gzip.compress(train_json.read_bytes(), 1))
+    finished = _stream_rules(monkeypatch)
+    made = []
+    real_mkdtemp = streamed.tempfile.mkdtemp
+    monkeypatch.setattr(streamed.tempfile, "mkdtemp", lambda **k: made.append(real_mkdtemp(**k)) or made[-1])
+
+    def no_pool(workers: int):
+        raise OSError("no semaphores here")
+
+    monkeypatch.setattr(parallel, "spawn_pool", no_pool)
+    got = load(path, workers=2)
+    assert finished == [] and len(made) == 1 and not Path(made[0]).exists()
+    monkeypatch.undo()
+    _assert_same(load(path, workers=1), got)

@@ -168,9 +168,13 @@ class StreamedLoad:
     def __init__(self, path: Path, expected_bytes: int, cap: int | None) -> None:
         self.path, self.expected, self.cap = path, expected_bytes, cap
         self.target = int(expected_bytes * EARLY_FRACTION)
-        self.pool = parallel.spawn_pool(1)
-        self.pool.submit(_warm_up)  # the worker starts now, not when its share is known
         self.scratch = tempfile.mkdtemp(prefix="tracekit-load-", dir=parallel.shared_memory_dir(self.target))
+        try:
+            self.pool = parallel.spawn_pool(1)
+            self.pool.submit(_warm_up)  # the worker starts now, not when its share is known
+        except BaseException:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            raise
 
     def __enter__(self) -> StreamedLoad:
         return self
@@ -315,7 +319,10 @@ def start(path: str | os.PathLike[str], workers: int | None, cap: int | None) ->
     expected = source.inflated_size_hint(path)
     if expected is None or expected < STREAM_MIN_BYTES or (cap is not None and expected > cap):
         return None
-    return StreamedLoad(Path(os.fspath(path)), expected, cap)
+    try:
+        return StreamedLoad(Path(os.fspath(path)), expected, cap)
+    except Exception:  # no room for a scratch directory, no process pool here: the usual way
+        return None
 
 
 def _warm_up() -> None:
