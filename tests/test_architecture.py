@@ -4,6 +4,7 @@ line imports before it needs it."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -112,3 +113,21 @@ def test_python_dash_m_tracekit_reports_a_sample_trace():
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("# tracekit report: mlp\\_eager.json.gz")
     assert "nvjet\\_sm90" in done.stdout
+
+
+@pytest.mark.parametrize("users", [None, "narenas:2"], ids=["default", "user's own"])
+def test_the_command_sets_polars_allocator_before_polars_starts(users):
+    """``keep_freed_memory``: Polars composes its allocator settings when imported, its own first
+    and ours after (later ones win); a setting of the user's own is left as it is."""
+    code = ("import os, sys\nfrom tracekit.commands import main\nassert 'polars' not in sys.modules\n"
+            "try:\n    main(['report', 'sample_traces/mlp_eager.json.gz', '--format', 'md'])\n"
+            "except SystemExit:\n    pass\nprint(os.environ['_RJEM_MALLOC_CONF'])")
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    if users is not None:
+        env["_RJEM_MALLOC_CONF"] = users
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=PACKAGE.parent, env=env)
+    assert done.returncode == 0, done.stderr
+    settings = done.stdout.strip().splitlines()[-1]
+    ours = "dirty_decay_ms:5000,muzzy_decay_ms:5000" if users is None else "narenas:2"
+    assert settings.endswith("," + ours) and len(settings) > len(ours) + 1  # Polars' own, then ours

@@ -66,6 +66,28 @@ for _command in (report.report, convert.convert, diff.diff, check.check, compare
     cli.add_command(_command)
 
 
+#: Polars' allocator (jemalloc) reads its settings from this variable when Polars is imported.
+ALLOCATOR_ENV = "_RJEM_MALLOC_CONF"
+#: What the command asks of it: keep freed memory 5 s before giving it back to the OS (Polars'
+#: own default: 0.5 s, then 1 s more before it is gone).
+KEEP_FREED_MEMORY = "dirty_decay_ms:5000,muzzy_decay_ms:5000"
+
+
+def keep_freed_memory() -> None:
+    """Make the command's processes (this one and the workers it spawns, which inherit the
+    environment) reuse the memory Polars frees instead of giving it back within a second.
+
+    An analysis frees its temporaries and the next one allocates as much again; given back, those
+    pages are fresh when touched again, and a fresh page costs a virtual machine like the
+    benchmark's 3-4 us to fault in. A report of the 1 GB benchmark trace (3 alternating runs per
+    form): 13 % fewer page faults, 0.3-0.5 s less system CPU, peak RSS 2.0 -> 2.2-2.3 GB. Only the
+    command does this — a notebook's process keeps Polars' defaults — and never over a setting of
+    the user's own. Must run before Polars is imported (``tracekit.commands`` imports no Polars).
+    """
+    os.environ.setdefault(ALLOCATOR_ENV, KEEP_FREED_MEMORY)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of ``tracekit`` and ``python -m tracekit``."""
+    keep_freed_memory()
     boundary.run(cli, argv, "tracekit")
