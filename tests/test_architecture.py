@@ -115,10 +115,12 @@ def test_python_dash_m_tracekit_reports_a_sample_trace():
     assert "nvjet\\_sm90" in done.stdout
 
 
-@pytest.mark.parametrize("users", [None, "narenas:2"], ids=["default", "user's own"])
+@pytest.mark.parametrize("users", [None, "narenas:2", "dirty_decay_ms:500,muzzy_decay_ms:1000"],
+                         ids=["default", "user's own", "inherited from a parent's Polars"])
 def test_the_command_sets_polars_allocator_before_polars_starts(users):
     """``keep_freed_memory``: Polars composes its allocator settings when imported, its own first
-    and ours after (later ones win); a setting of the user's own is left as it is."""
+    and ours after (later ones win); a setting of the user's own is left as it is, the one a parent
+    process's Polars left in the environment is not the user's."""
     code = ("import os, sys\nfrom tracekit.commands import main\nassert 'polars' not in sys.modules\n"
             "try:\n    main(['report', 'sample_traces/mlp_eager.json.gz', '--format', 'md'])\n"
             "except SystemExit:\n    pass\nprint(os.environ['_RJEM_MALLOC_CONF'])")
@@ -129,5 +131,5 @@ def test_the_command_sets_polars_allocator_before_polars_starts(users):
                           cwd=PACKAGE.parent, env=env)
     assert done.returncode == 0, done.stderr
     settings = done.stdout.strip().splitlines()[-1]
-    ours = "dirty_decay_ms:5000,muzzy_decay_ms:5000" if users is None else "narenas:2"
+    ours = "narenas:2" if users == "narenas:2" else "dirty_decay_ms:5000,muzzy_decay_ms:5000"
     assert settings.endswith("," + ours) and len(settings) > len(ours) + 1  # Polars' own, then ours
