@@ -115,8 +115,8 @@ def test_python_dash_m_tracekit_reports_a_sample_trace():
     assert "nvjet\\_sm90" in done.stdout
 
 
-@pytest.mark.parametrize("users", [None, "narenas:2", "dirty_decay_ms:500,muzzy_decay_ms:1000"],
-                         ids=["default", "user's own", "inherited from a parent's Polars"])
+@pytest.mark.parametrize("users", [None, "", "narenas:2", "dirty_decay_ms:500,muzzy_decay_ms:1000"],
+                         ids=["default", "empty", "user's own", "inherited from a parent's Polars"])
 def test_the_command_sets_polars_allocator_before_polars_starts(users):
     """``keep_freed_memory``: Polars composes its allocator settings when imported, its own first
     and ours after (later ones win); a setting of the user's own is left as it is, the one a parent
