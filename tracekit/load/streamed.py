@@ -11,11 +11,12 @@ How. Gzip cannot be inflated from its middle, so both processes inflate it from 
 (spawned at once, so its start overlaps this process's first steps) inflates the file and decodes
 the events from the array's ``[`` up to the *cut*: the comma of the first event separator at or
 after :data:`EARLY_FRACTION` of the JSON size the gzip trailer announces. Meanwhile this process
-inflates up to the cut without decoding (ISA-L: about 0.2 s for half of the 1 GB benchmark trace)
-and decodes from the cut to the array's ``]``. Each reads the JSON through a window of a few MB
-that moves forward (:class:`InflatedText`): no copy of the whole text is written, mapped, faulted
-in or freed (for the 1 GB benchmark trace a copy in shared memory cost about a second of CPU: 262,000
-fresh pages at 3-4 us each on the benchmark machine, written, read by both processes and freed).
+inflates up to the cut without decoding (ISA-L: about a quarter of a second for half of the 1 GB
+benchmark trace) and decodes from the cut to the array's ``]``. Each reads the JSON through a window
+of a few MB that moves forward (:class:`InflatedText`): no copy of the whole text is written,
+mapped, faulted in or freed (for the 1 GB benchmark trace, a copy in shared memory took 262,000
+fresh pages at 3-4 us each on the benchmark machine, written, read by both processes and freed:
+alternating runs of the report, 3.8-6.5 s of system CPU with the copy, 2.9-3.1 s without).
 
 The cut is a function of the text alone (the leftmost separator that starts at or after the
 target), so both processes find the same one without talking; the worker returns the one it found
@@ -49,8 +50,10 @@ STREAM_MIN_BYTES = 2 * SHARE_MIN_BYTES
 #: Polars), then inflates and decodes the first ``f`` of the text; this process inflates up to the
 #: cut and decodes the rest, then reads the worker's frames back. With ``D`` s to decode the whole
 #: text in one process and ``I`` s to inflate it, both end together when
-#: ``S + f * (I + D) = f * I + (1 - f) * (D + I)``.
-EARLY_FRACTION = 0.50
+#: ``S + f * (I + D) = f * I + (1 - f) * (D + I)``; the worker also writes its frames out, which
+#: this process reads back. Report of the 1 GB benchmark trace, 4 alternating runs each: medians
+#: 7.9 s at 0.44 and 0.46, 7.8 s at 0.47, 7.85-7.95 s at 0.50, 8.2 s at 0.54.
+EARLY_FRACTION = 0.47
 #: Bytes of JSON a window holds beyond what it carries over (the bytes after the last whole chunk).
 WINDOW_BYTES = 8 << 20
 #: The array's ``[`` is looked for in at most this many bytes of the text's start.
