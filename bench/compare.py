@@ -57,23 +57,45 @@ GB = 1_000_000_000
 
 #: Runs the command in argv[1:] and prints {"rc", "seconds", "peak_rss", ...} of it and its children.
 #: Peak RSS is the larger of the biggest single process's VmHWM and the sum of the RSS of every
-#: process of the run (its session), sampled every 50 ms: a run that works in several processes
-#: (``diff``, ``report DIR``) needs their memory together. CPU seconds (user, system) and minor page
+#: process of the run (the command and its descendants), sampled every 50 ms: a run that works in
+#: several processes (``diff``, ``report DIR``) needs their memory together. The descendants are
+#: found through ``/proc/PID/task/TID/children``, a few reads per sample; scanning every process of
+#: the machine instead (its session) took a few ms per sample, CPU the measured run lost (the same
+#: gzip report: 8.67-9.95 s sampled that way, 8.2-8.95 s unsampled, alternating). Where the kernel
+#: has no ``children`` files the session scan is kept. CPU seconds (user, system) and minor page
 #: faults come from the kernel's accounting of the waited-for children.
 _WRAPPER = r"""
 import json, os, resource, signal, subprocess, sys, threading, time
 limit = float(sys.argv[1]); cmd = sys.argv[2:]
 page = os.sysconf("SC_PAGE_SIZE")
-def session_rss(sid):
-    total = 0
+def descendants(root):
+    found, i = [root], 0
+    while i < len(found):
+        pid = found[i]
+        i += 1
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                    found += [int(p) for p in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+    return found
+def in_session(sid):
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
             with open(f"/proc/{pid}/stat") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
-            if int(fields[3]) != sid:  # field 6 of stat: the session id
-                continue
+            if int(fields[3]) == sid:  # field 6 of stat: the session id
+                yield int(pid)
+        except (OSError, IndexError, ValueError):
+            continue
+have_children = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+def session_rss(root):
+    total = 0
+    for pid in (descendants(root) if have_children else in_session(root)):
+        try:
             with open(f"/proc/{pid}/statm") as fh:
                 total += int(fh.read().split()[1]) * page
         except (OSError, IndexError, ValueError):
