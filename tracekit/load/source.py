@@ -42,7 +42,6 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tracekit import parallel

@@ -153,11 +153,11 @@ def find_cut(text: InflatedText, at: int) -> int:
             raise _Unusable("the text ends before the cut")
 
 
-def _chunks(spans: Iterator[tuple[bytearray, int, int]], base: InflatedText) -> layout.Chunks:
-    """:data:`~tracekit.load.layout.Chunks` of ``spans``, each with its last byte's offset in the
-    text (``base`` gives the window's offset when the chunk is handed out)."""
+def _chunks(spans: Iterator[tuple[bytearray, int, int]], text: InflatedText) -> layout.Chunks:
+    """:data:`~tracekit.load.layout.Chunks` of ``spans`` (read through ``text``), each with its last
+    byte's offset in the text (the window's offset is ``text.base`` while the chunk is handed out)."""
     for window, first, last in spans:
-        yield functools.partial(layout.decode_span, window, first, last), base.base + last
+        yield functools.partial(layout.decode_span, window, first, last), text.base + last
 
 
 class StreamedLoad:
