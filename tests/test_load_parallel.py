@@ -368,9 +368,10 @@ def replace_path(trace, path: Path):
     return replace(trace, meta=replace(trace.meta, path=str(path)))
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("damage", ["truncated", "trailing", "corrupt"])
 def test_a_damaged_gzip_is_the_same_error_and_partial_when_streamed(
-        train_json: Path, tmp_path: Path, monkeypatch, damage: str) -> None:
+        train_json: Path, tmp_path: Path, monkeypatch, damage: str, workers: int) -> None:
     """A stream cut short (its trailer kept), junk after the last member, or a damaged block: the
     same error as without streaming, and ``--partial`` reports the same events."""
     from tracekit.load.source import ReadOptions
@@ -386,7 +387,7 @@ def test_a_damaged_gzip_is_the_same_error_and_partial_when_streamed(
         path.write_bytes(whole[:at] + bytes(b ^ 0x5A for b in whole[at:at + 64]) + whole[at + 64:])
     finished = _stream_rules(monkeypatch)
     partial = ReadOptions(max_inflated_size=None, partial=True)
-    streamed_outcomes = [_outcome(path, 2, None), _outcome(path, 2, partial)]
+    streamed_outcomes = [_outcome(path, workers, None), _outcome(path, workers, partial)]
     assert finished == [None, None]
     monkeypatch.undo()
     usual_outcomes = [_outcome(path, 1, None), _outcome(path, 1, partial)]
@@ -510,3 +511,23 @@ def test_without_a_process_pool_a_gzip_trace_loads_the_usual_way(train_json: Pat
     assert finished == [] and len(made) == 1 and not Path(made[0]).exists()
     monkeypatch.undo()
     _assert_same(load(path, workers=1), got)
+
+
+def test_one_process_streams_a_big_gzip_trace_too(train_json: Path, tmp_path: Path, monkeypatch) -> None:
+    """``workers=1`` (the Python API's default): no worker process, no inflated copy; this process
+    decodes every event as the text inflates, to the trace the plain file gives, progress to the end."""
+    path = tmp_path / "train_eager.json.gz"
+    path.write_bytes(gzip.compress(train_json.read_bytes(), 1))
+    finished = _stream_rules(monkeypatch)
+    seen = _spy_sources(monkeypatch)
+
+    def no_pool(workers: int):
+        raise AssertionError("one process only")
+
+    monkeypatch.setattr(parallel, "spawn_pool", no_pool)
+    reported = []
+    got = load(path, workers=1, progress=lambda done, total: reported.append((done, total)))
+    assert finished[0] is not None and seen == []
+    assert reported[-1] == (32_651, 32_651) and len(reported) > 10
+    monkeypatch.undo()
+    _assert_same(load(train_json, workers=1), replace_path(got, train_json))

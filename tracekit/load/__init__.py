@@ -64,8 +64,8 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
 
     ``progress``, when given, is called as ``progress(events_done, events_total)`` after each chunk.
     ``workers``: processes that decode a big trace (a plain file, or a compressed one inflated into
-    shared memory; see :mod:`tracekit.load.shares`); None picks one per core, as many as the
-    trace's size warrants.
+    shared memory; see :mod:`tracekit.load.shares`; a big gzip trace is decoded as it inflates, see
+    :mod:`tracekit.load.streamed`); None picks one per core, as many as the trace's size warrants.
     The default, 1, keeps everything in this process: worker processes are *spawned*, which
     imports the caller's main module again, and only a program written for that (the ``tracekit``
     command, a script with an ``if __name__ == "__main__":`` guard) should ask for them.

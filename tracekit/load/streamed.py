@@ -18,6 +18,9 @@ mapped, faulted in or freed (for the 1 GB benchmark trace, a copy in shared memo
 fresh pages at 3-4 us each on the benchmark machine, written, read by both processes and freed:
 alternating runs of the report, 3.8-6.5 s of system CPU with the copy, 2.9-3.1 s without).
 
+Where only one process may decode (``workers=1``, the Python API's default, or one core), this
+process decodes every event the same way as the text inflates, with no worker and no cut.
+
 The cut is a function of the text alone (the leftmost separator that starts at or after the
 target), so both processes find the same one without talking; the worker returns the one it found
 and this process checks it. The checks are those of :func:`tracekit.load.layout.plan_spans`: the
@@ -32,7 +35,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 from tracekit import parallel
@@ -168,9 +171,13 @@ class StreamedLoad:
     its files (its ending is not waited for).
     """
 
-    def __init__(self, path: Path, expected_bytes: int, cap: int | None) -> None:
+    def __init__(self, path: Path, expected_bytes: int, cap: int | None, *, shared: bool = True) -> None:
         self.path, self.expected, self.cap = path, expected_bytes, cap
         self.target = int(expected_bytes * EARLY_FRACTION)
+        self.pool: ProcessPoolExecutor | None = None
+        self.scratch: str | None = None
+        if not shared:  # one process: this one decodes every event as the text inflates
+            return
         self.scratch = tempfile.mkdtemp(prefix="tracekit-load-", dir=parallel.shared_memory_dir(self.target))
         try:
             self.pool = parallel.spawn_pool(1)
@@ -183,8 +190,10 @@ class StreamedLoad:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
     def decode(self, progress: Progress | None) -> tuple[TopLevel, Decoded, int] | None:
         """(metadata, decoded, JSON size) of the trace, or None (see the module docstring)."""
@@ -199,6 +208,8 @@ class StreamedLoad:
     def _decode(self, text: InflatedText, progress: Progress | None) -> tuple[TopLevel, Decoded, int]:
         first, start, exact = _head(self.path, text)
         head = bytes(text.window[:start - text.base])
+        if self.pool is None or self.scratch is None:
+            return self._decode_alone(text, progress, first, start, exact, head)
         at = max(self.target, start + 1)
         future = self.pool.submit(_decode_worker_share, str(self.path), self.cap, start, at, exact,
                                   os.path.join(self.scratch, "0"))
@@ -222,6 +233,18 @@ class StreamedLoad:
         if progress is not None:
             progress(total, total)
         return closing[0], (frames, time_format(frames, fractional), total, counts), text.end
+
+
+    def _decode_alone(self, text: InflatedText, progress: Progress | None, first: bytes, start: int,
+                      exact: bool, head: bytes) -> tuple[TopLevel, Decoded, int]:
+        """Every event decoded in this process as the text inflates (no worker)."""
+        closing: list[TopLevel] = []
+        builder, count = decode_all(self.path, _chunks(_to_the_end(text, start, first, head, closing), text),
+                                    progress, total=None, extent=(start, self.expected), exact_times=exact)
+        frames = builder.finish()
+        if progress is not None:
+            progress(count, count)
+        return closing[0], (frames, time_format(frames, builder.times.fractional), count, builder.counts), text.end
 
 
 def _head(path: Path, text: InflatedText) -> tuple[bytes, int, bool]:
@@ -314,16 +337,17 @@ def _while_wanted(pieces: Iterator[bytes], scratch: str) -> Iterator[bytes]:
 
 def start(path: str | os.PathLike[str], workers: int | None, cap: int | None) -> StreamedLoad | None:
     """A :class:`StreamedLoad` of ``path`` when it pays: a gzip file (not a stream) that says it
-    inflates to at least :data:`STREAM_MIN_BYTES` and no more than the cap, and ``workers``
-    allowing two processes (None: two cores); else None."""
-    if source.is_stream_path(path) or (workers is not None and workers < 2) or \
-            (workers is None and parallel.cores() < 2):
+    inflates to at least :data:`STREAM_MIN_BYTES` and no more than the cap; else None. It decodes in
+    two processes when ``workers`` allows two (None: two cores), else in this one alone (then what
+    it saves is the inflated copy in shared memory: a gigabyte for the 1 GB benchmark trace)."""
+    if source.is_stream_path(path):
         return None
     expected = source.inflated_size_hint(path)
     if expected is None or expected < STREAM_MIN_BYTES or (cap is not None and expected > cap):
         return None
+    shared = workers >= 2 if workers is not None else parallel.cores() >= 2
     try:
-        return StreamedLoad(Path(os.fspath(path)), expected, cap)
+        return StreamedLoad(Path(os.fspath(path)), expected, cap, shared=shared)
     except Exception:  # no room for a scratch directory, no process pool here: the usual way
         return None
 
