@@ -501,12 +501,21 @@ def _inflate_members(view: memoryview, compression: str, cap: int | None,
         if compression == "gzip":
             out += inflater.flush()
         pos -= len(inflater.unused_data)
-        rest = view[pos:]
-        if not rest or not any(rest):
-            return None, False  # the end, or zero padding after it
-        if compression_of(rest) != compression:
+        following = _after_member(view, pos, compression)
+        if following is False:
+            return None, False
+        if following is None:
             return f"{total - pos:,} bytes of trailing data after the {compression} data", True
-        del rest
+
+
+def _after_member(view: memoryview, pos: int, compression: str) -> bool | None:
+    """What follows the member (stream) that ends at ``pos``: True another member of
+    ``compression``, False the input's end (nothing, or zero padding), None other bytes (trailing
+    data). The one rule of both the whole read and :func:`gzip_pieces`."""
+    with view[pos:] as rest:
+        if not rest or not any(rest):
+            return False
+        return True if compression_of(rest) == compression else None
 
 
 #: :func:`_member`'s error when the cap is passed.
@@ -630,11 +639,10 @@ def _gzip_members(view: memoryview, cap: int | None) -> Iterator[bytes]:
         if out:
             yield out
         pos -= len(inflater.unused_data)
-        if pos >= len(view):
+        following = _after_member(view, pos, "gzip")
+        if following is False:
             return
-        if bytes(view[pos:pos + 2]) != GZIP_MAGIC:
-            if not any(view[pos:]):
-                return  # zero padding after the last member
+        if following is None:
             raise NotStreamable("data after the gzip stream")
 
 

@@ -250,20 +250,16 @@ class StreamedLoad:
 def _head(path: Path, text: InflatedText) -> tuple[bytes, int, bool]:
     """(the text's first byte, where the event array starts, whether times need the exact path),
     from the text's start, as :func:`tracekit.load.layout.plan_spans` and the shares decide them."""
-    text.more(0)
-    first = layout.first_byte(text.window)
-    start = None if first is None else layout.array_start_guess(text.window, first)
-    while start is None or start < 0:
+    while True:  # the window grows from the text's start until it shows the array's start
         if text.end > HEAD_MAX_BYTES or not text.more(0):
             raise _Unusable("no event array at the start")
         first = layout.first_byte(text.window)
         start = None if first is None else layout.array_start_guess(text.window, first)
-    assert first is not None
-    spans = layout.chunk_spans(text.window, start, len(text.window), closed=False)
-    while not spans:
+        if first is not None and start is not None and start >= 0:
+            break
+    while not (spans := layout.chunk_spans(text.window, start, len(text.window), closed=False)):
         if not text.more(0):
             raise _Unusable("not one chunk of events")
-        spans = layout.chunk_spans(text.window, start, len(text.window), closed=False)
     chunk, _ = events.decode_chunk(path, functools.partial(layout.decode_span, text.window, *spans[0]), 0)
     return first, start, events.needs_exact_times(chunk)
 
@@ -308,14 +304,13 @@ def _decode_worker_share(path: str, cap: int | None, start: int, at: int, exact:
 
     gc.disable()  # as in the one-process path: the structs and lists would only make it rescan
     text = InflatedText(_while_wanted(source.gzip_pieces(path, cap), os.path.dirname(out_dir)))
-    try:
-        spans = _spans(text, start, at)
-        last: list[int] = []
+    last: list[int] = []  # the last chunk's end: the cut, once every chunk is decoded
 
-        def chunks() -> layout.Chunks:
-            for window, first, end in spans:
-                last[:] = [text.base + end]
-                yield functools.partial(layout.decode_span, window, first, end), None
+    def chunks() -> layout.Chunks:
+        for decode, end in _chunks(_spans(text, start, at), text):
+            last[:] = [end]
+            yield decode, end
+    try:
         decoded = decode_all(Path(path), chunks(), None, total=None, exact_times=exact)
     finally:
         text.close()
