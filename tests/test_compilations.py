@@ -436,6 +436,21 @@ def test_compare_gates_parse_like_diffs():
         gates.parse("gpu_time>5", gates.COMPARE_GATES)
 
 
+def test_compare_gates_test_every_trace_and_relative_ones_against_the_baseline():
+    c = _comparison()
+    base = c.rows[c.baseline]
+    change = {r.label: 100.0 * (r.gpu_ns / base.gpu_ns - 1.0) for r in c.rows if not r.is_baseline}
+    assert all(pct < 0 for pct in change.values())  # every compiled or hand-tuned variant saves GPU time
+    faster, slower, most = gates.evaluate_comparison(
+        [gates.parse(t, gates.COMPARE_GATES) for t in ("gpu_time<-0%", "gpu_time>+0%", "recompiles>=3")], c)
+    assert faster.failed and faster.traces == tuple(change) and faster.observed == min(change.values())
+    assert not slower.failed and slower.traces == () and slower.observed == max(change.values())
+    assert most.traces == ("mlp_compile-static-sweep",) and most.observed == 3
+    assert not faster.within_noise  # a comparison has no noise test: exceeded is failed
+    with pytest.raises(UsageError, match="not a metric of tracekit compare"):
+        gates.evaluate_comparison([gates.parse("kernels>0")], c)
+
+
 def test_report_shows_a_compilation_section_and_json_key():
     import io
 

@@ -283,6 +283,16 @@ def test_gates_fail_only_outside_noise():
     assert r.exceeded and r.within_noise and not r.failed
 
 
+def test_a_metric_name_takes_the_same_unit_in_every_command():
+    # TIME_METRICS and BYTE_METRICS (which renderers read) hold for diff's and compare's gates alike.
+    units: dict[str, str] = {}
+    for table in (gates.DIFF_GATES, gates.COMPARE_GATES):
+        for metric in table.metrics:
+            assert units.setdefault(metric.name, metric.unit) == metric.unit, metric.name
+    assert set(gates.TIME_METRICS) == {name for name, unit in units.items() if unit == "ns"}
+    assert gates.parse("cpu_time>+20us", gates.COMPARE_GATES) == gates.parse("cpu_time>+20us")
+
+
 # peak_memory needs [memory] events, which this trace has not (tests/test_memory.py gates it).
 EVERY_GATE = [f"{m}{op}{v}" for m in gates.DIFF_GATES.names if m not in gates.MISSING for op in (">", ">=", "<", "<=")
               for v in (("+0",) if m not in gates.TIME_METRICS else ("+0%", "+0us"))]
