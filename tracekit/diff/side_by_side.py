@@ -20,7 +20,7 @@ more once and no more per call; ``slower`` (never) when X costs more once and do
 ``overtaken`` when X costs less once but more per call (B catches up after ``n`` calls);
 ``unmeasured`` without a steady GPU time on either side. GPU time per call is the basis because it
 is what a compiled kernel saves and what a GPU-bound loop waits for; CPU dispatch is shown beside it
-(profiling inflates it, and a ``cpu_bound`` finding says where it exceeds the GPU time).
+(profiling inflates it, and a ``cpu_bound`` clause says where it exceeds the GPU time).
 """
 
 from __future__ import annotations
