@@ -65,8 +65,32 @@ def test_render_imports_neither_the_loader_nor_the_diffs_machinery():
     # Renderers word results; they may name result types (under TYPE_CHECKING or as data classes)
     # but never load traces or run the diff's alignment/profiling.
     assert _offences("render", ("tracekit.load", "tracekit.session", "tracekit.diff.align",
-                                "tracekit.diff.profile", "tracekit.diff.compare.compare",
+                                "tracekit.diff.profile", "tracekit.diff.pairwise",
                                 "tracekit.commands")) == []
+
+
+def _module_of(path: Path) -> str:
+    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+
+
+def test_the_diff_rooms_modules_import_each_other_in_no_circle():
+    # A circle (the Diff's builder and its verdict rules, once) means neither module can be read or
+    # tested alone; every import counts, those under TYPE_CHECKING and inside functions too.
+    modules = {_module_of(path) for path in _room("diff")}
+    graph = {_module_of(path): {m for m in modules if m in _imports(path) and m != _module_of(path)}
+             for path in _room("diff")}
+    done: set[str] = set()
+
+    def circle_from(module: str, path: tuple[str, ...]) -> tuple[str, ...] | None:
+        if module in path:
+            return path[path.index(module):] + (module,)
+        if module in done:
+            return None
+        found = next((c for m in sorted(graph[module]) if (c := circle_from(m, path + (module,)))), None)
+        done.add(module)
+        return found
+
+    assert [c for m in sorted(graph) if (c := circle_from(m, ()))] == []
 
 
 def test_analyses_render_nothing():

@@ -15,8 +15,8 @@ import polars as pl
 import pytest
 
 import tracekit
-from tracekit import compare as compare_mod
 from tracekit.analyses import steps as steps_analysis
+from tracekit.diff import gates, side_by_side
 from tracekit.errors import UsageError
 
 from factory import make_annotation, make_kernel, make_launch, make_op, span, write_trace
@@ -171,7 +171,7 @@ def test_every_renderer_reports_an_empty_and_a_cpu_only_trace(tmp_path):
                                       ("cpu", [make_op("aten::add", 0, 5)], False, "immediately")):
         path = write_trace(tmp_path / f"{name}.json", events, gpu=gpu)
         report = tracekit.open(path, execution_trace=None).report()
-        comparison = compare_mod.compare([("a", report), ("b", report)])
+        comparison = side_by_side.compare([("a", report), ("b", report)])
         assert comparison.rows[1].break_even.reason == reason
         for renderer in RENDERERS.values():
             renderer.report(report, io.StringIO())
@@ -364,7 +364,7 @@ def test_real_traces_show_no_compilation(path):
 
 @functools.cache
 def _comparison():
-    return compare_mod.compare([(f"mlp_{m}-sweep", _report(m)) for m in MODES])
+    return side_by_side.compare([(f"mlp_{m}-sweep", _report(m)) for m in MODES])
 
 
 def test_compare_rows_and_break_even_follow_the_formula():
@@ -417,8 +417,8 @@ def test_compare_command_in_every_format_and_its_gates(tmp_path):
     data = json.loads(out.read_text())
     assert data["schema"] == "tracekit.compare/1" and data["baseline"] == "mlp_eager-sweep"
     assert [r["label"] for r in data["rows"]] == ["mlp_eager-sweep", "mlp_compile-sweep", "mlp_liger-sweep"]
-    gates = {g["expr"]: (g["failed"], g["traces"]) for g in data["gates"]}
-    assert gates == {"recompiles>0": (True, ["mlp_compile-sweep"]), "jit_time>1s": (False, [])}
+    outcome = {g["expr"]: (g["failed"], g["traces"]) for g in data["gates"]}
+    assert outcome == {"recompiles>0": (True, ["mlp_compile-sweep"]), "jit_time>1s": (False, [])}
     assert any("pays off after ~" in line for line in data["verdict"])
     md = tmp_path / "c.md"
     with pytest.raises(SystemExit) as done:
@@ -429,11 +429,26 @@ def test_compare_command_in_every_format_and_its_gates(tmp_path):
 
 
 def test_compare_gates_parse_like_diffs():
-    assert compare_mod.parse_gate("compile_time>2s").value == 2e9
+    assert gates.parse("compile_time>2s", gates.COMPARE_GATES).value == 2e9
     with pytest.raises(UsageError, match="unknown metric 'kernels'"):
-        compare_mod.parse_gate("kernels>0")
+        gates.parse("kernels>0", gates.COMPARE_GATES)
     with pytest.raises(UsageError, match="needs a time unit"):
-        compare_mod.parse_gate("gpu_time>5")
+        gates.parse("gpu_time>5", gates.COMPARE_GATES)
+
+
+def test_compare_gates_test_every_trace_and_relative_ones_against_the_baseline():
+    c = _comparison()
+    base = c.rows[c.baseline]
+    change = {r.label: 100.0 * (r.gpu_ns / base.gpu_ns - 1.0) for r in c.rows if not r.is_baseline}
+    assert all(pct < 0 for pct in change.values())  # every compiled or hand-tuned variant saves GPU time
+    faster, slower, most = gates.evaluate_comparison(
+        [gates.parse(t, gates.COMPARE_GATES) for t in ("gpu_time<-0%", "gpu_time>+0%", "recompiles>=3")], c)
+    assert faster.failed and faster.traces == tuple(change) and faster.observed == min(change.values())
+    assert not slower.failed and slower.traces == () and slower.observed == max(change.values())
+    assert most.traces == ("mlp_compile-static-sweep",) and most.observed == 3
+    assert not faster.within_noise  # a comparison has no noise test: exceeded is failed
+    with pytest.raises(UsageError, match="not a metric of tracekit compare"):
+        gates.evaluate_comparison([gates.parse("kernels>0")], c)
 
 
 def test_report_shows_a_compilation_section_and_json_key():

@@ -17,7 +17,7 @@ from factory import make_kernel, make_launch, make_op, make_step, write_trace
 from tracekit import execution_trace
 from tracekit import report as report_mod
 from tracekit.commands import main
-from tracekit.diff import align, compare, findings, gates, profile
+from tracekit.diff import align, diff_verdict, gates, pairwise, profile, result
 from tracekit.diff.profile import KernelRef
 from tracekit.errors import UsageError
 from tracekit.load import load
@@ -42,8 +42,8 @@ def prof(name: str, unit: str | None = None, complete: bool = True) -> profile.P
 
 
 @lru_cache(maxsize=None)
-def diff(a: str, b: str) -> compare.Diff:
-    return compare.compare(prof(a), prof(b))
+def diff(a: str, b: str) -> result.Diff:
+    return pairwise.diff(prof(a), prof(b))
 
 
 # --- alignment rules --------------------------------------------------------------------------
@@ -126,11 +126,11 @@ def test_inductor_identity_ignores_the_graph_index():
 # --- noise rule -------------------------------------------------------------------------------
 
 def test_change_smaller_than_the_spread_is_within_noise():
-    q = compare.quantity("gpu_time", "GPU", "ns", [100, 104, 102], [103, 101, 105])
+    q = result.quantity("gpu_time", "GPU", "ns", [100, 104, 102], [103, 101, 105])
     assert (q.a, q.b, q.delta, q.noise, q.within_noise, q.direction) == (102, 103, 1, 4, True, "within noise")
-    q = compare.quantity("gpu_time", "GPU", "ns", [100, 101, 102], [90, 91, 92])
+    q = result.quantity("gpu_time", "GPU", "ns", [100, 101, 102], [90, 91, 92])
     assert (q.delta, q.noise, q.within_noise, q.direction, q.delta_pct) == (-10, 2, False, "down", -9.9)
-    q = compare.quantity("kernels", "k", "count", [5, 5, 5], [5, 5, 5])
+    q = result.quantity("kernels", "k", "count", [5, 5, 5], [5, 5, 5])
     assert q.within_noise and q.direction == "same"
 
 
@@ -207,14 +207,14 @@ def test_unit_option_aligns_per_annotation_span():
     assert p.units == [1, 2, 3] and p.unit_labels[1] == "mlp_fwd#1"
     # Dispatch, idle time and round trips are measured per unit, whatever the units are.
     assert not p.unavailable and p.per_unit["round_trip_tensors"].to_list() == [4, 4, 4]
-    d = compare.compare(p, prof("mlp_compile", unit="mlp_fwd"))
+    d = pairwise.diff(p, prof("mlp_compile", unit="mlp_fwd"))
     assert d.alignment.fusions[0].after.name == "triton_poi_fused__unsafe_view_gelu_mul_0"
     with pytest.raises(UsageError, match="no span named"):
         prof("mlp_eager", unit="nope")
 
 
 def test_missing_analyses_are_reported_unavailable_not_zero():
-    d = compare.compare(prof("mlp_eager", complete=False), prof("mlp_compile", complete=False))
+    d = pairwise.diff(prof("mlp_eager", complete=False), prof("mlp_compile", complete=False))
     assert "round_trip_bytes" not in d.quantities and "cpu_time" not in d.quantities
     assert "not computed" in d.unavailable["round_trip_bytes"]
     data = diff_data(d)
@@ -276,15 +276,25 @@ def test_gates_fail_only_outside_noise():
     results = gates.evaluate([gates.parse(t) for t in (
         "gpu_time>+5%", "kernels>+0", "round_trip_bytes>+0", "launches>+1", "gpu_time>+50%")], d)
     assert [r.failed for r in results] == [True, True, True, False, False]
-    noisy = compare.Diff.__new__(compare.Diff)  # a within-noise change never fails
-    object.__setattr__(noisy, "quantities", {"gpu_time": compare.quantity("gpu_time", "g", "ns", [100, 110], [106, 108])})
+    noisy = result.Diff.__new__(result.Diff)  # a within-noise change never fails
+    object.__setattr__(noisy, "quantities", {"gpu_time": result.quantity("gpu_time", "g", "ns", [100, 110], [106, 108])})
     object.__setattr__(noisy, "unavailable", {})
     (r,) = gates.evaluate([gates.parse("gpu_time>+1%")], noisy)
     assert r.exceeded and r.within_noise and not r.failed
 
 
+def test_a_metric_name_takes_the_same_unit_in_every_command():
+    # TIME_METRICS and BYTE_METRICS (which renderers read) hold for diff's and compare's gates alike.
+    units: dict[str, str] = {}
+    for table in (gates.DIFF_GATES, gates.COMPARE_GATES):
+        for metric in table.metrics:
+            assert units.setdefault(metric.name, metric.unit) == metric.unit, metric.name
+    assert set(gates.TIME_METRICS) == {name for name, unit in units.items() if unit == "ns"}
+    assert gates.parse("cpu_time>+20us", gates.COMPARE_GATES) == gates.parse("cpu_time>+20us")
+
+
 # peak_memory needs [memory] events, which this trace has not (tests/test_memory.py gates it).
-EVERY_GATE = [f"{m}{op}{v}" for m in gates.METRICS if m not in gates.MISSING for op in (">", ">=", "<", "<=")
+EVERY_GATE = [f"{m}{op}{v}" for m in gates.DIFF_GATES.names if m not in gates.MISSING for op in (">", ">=", "<", "<=")
               for v in (("+0",) if m not in gates.TIME_METRICS else ("+0%", "+0us"))]
 
 
@@ -356,7 +366,7 @@ def test_every_renderer_on_empty_cpu_only_and_hostile_names(tmp_path, fmt):
     for (a, b), verdict in zip(((empty, empty), (empty, cpu), (cpu, hostile), (hostile, cpu)), verdicts):
         pa = profile.build(load(a), report_mod.build(load(a)))
         pb = profile.build(load(b), report_mod.build(load(b)))
-        text = _render(render, compare.compare(pa, pb), [])
+        text = _render(render, pairwise.diff(pa, pb), [])
         assert text.strip()
         if fmt == "md":
             assert "<b>" not in text  # HTML in names never reaches GitHub raw
@@ -418,17 +428,17 @@ def test_findings_name_a_few_and_count_the_rest():
     base = diff("mlp_eager", "mlp_eager")
     replaced = align.align((G1, GELU, G1, MUL, G1, ADD, G2), (G1, sums[0], G1, sums[1], G1, sums[2], G2))
     kinds = [(f.kind, [s.name for s in f.subjects], dict(f.quantities))
-             for f in findings.find(dataclasses.replace(base, alignment=replaced))]
+             for f in diff_verdict.judge(dataclasses.replace(base, alignment=replaced))]
     assert kinds[:4] == [("replaced", ["gelu_kernel", "sum0_kernel"], {}),
                          ("replaced", ["mul_kernel", "sum1_kernel"], {}),
                          ("more_replaced", [], {"kernels": 1}), ("gemms_unchanged", [], {"kernels": 4})]
     removed = align.align((G1, GELU, MUL, ADD, G2), (G1, G2))
     d = dataclasses.replace(base, alignment=removed)
-    d = dataclasses.replace(d, findings=findings.find(d))
+    d = dataclasses.replace(d, findings=diff_verdict.judge(d))
     assert [(f.kind, f.subjects, dict(f.quantities)) for f in d.findings][0] == ("removed", (), {"kernels": 3})
     assert plain(verdict_parts(d)).startswith("3 kernels removed; the two GEMMs unchanged; GPU time per step unchanged")
     two = dataclasses.replace(base, alignment=align.align((G1, GELU, MUL, G2), (G1, G2)))
-    (first, *_) = findings.find(two)
+    (first, *_) = diff_verdict.judge(two)
     assert (first.kind, [s.name for s in first.subjects]) == ("removed", ["gelu_kernel", "mul_kernel"])
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from tracekit import report as report_mod
 from tracekit.analyses import units as units_mod
-from tracekit.diff import compare, profile
+from tracekit.diff import pairwise, profile, result
 from tracekit.load import load
 from tracekit.render import renderer_for
 from tracekit.render.diff_sections import plain, verdict_parts
@@ -35,11 +35,11 @@ def prof(path: Path) -> profile.Profile:
     return profile.build(trace, report_mod.build(trace))
 
 
-def diff(a: Path, b: Path) -> compare.Diff:
-    return compare.compare(prof(a), prof(b))
+def diff(a: Path, b: Path) -> result.Diff:
+    return pairwise.diff(prof(a), prof(b))
 
 
-def kinds(d: compare.Diff) -> list[str]:
+def kinds(d: result.Diff) -> list[str]:
     return [f.kind for f in d.findings]
 
 
@@ -115,7 +115,7 @@ def test_resnet_cut_at_another_point_of_the_iteration_announces_no_fusion(monkey
     monkeypatch.setattr(units_mod, "ITERATION_MARKERS", (("Optimizer.step#", "the optimizer step"),))
     b = profile.build(trace, report_mod.build(trace))
     assert a.unit_kind.startswith("enumerate(DataLoader)") and b.unit_kind.startswith("Optimizer.step")
-    d = compare.compare(a, b)
+    d = pairwise.diff(a, b)
     al = d.alignment
     assert not (al.fusions or al.splits or al.changed or al.replaced or al.removed or al.added)
     assert al.moved > 0 and al.is_identical
@@ -144,7 +144,7 @@ def test_host_sync_that_vanished():
     assert plain(verdict_parts(d)).count("the host sync aten::item (") == 1
 
 
-def _render(fmt: str, d: compare.Diff) -> str:
+def _render(fmt: str, d: result.Diff) -> str:
     import io
 
     out = io.StringIO()

@@ -31,7 +31,7 @@ from tracekit.load import open_trace, parquet
 from tracekit.trace import Trace, TraceMeta
 
 if TYPE_CHECKING:
-    from tracekit.diff.compare import Diff
+    from tracekit.diff.result import Diff
     from tracekit.diff.expect import CheckResult, Expectations
     from tracekit.diff.profile import Profile
     from tracekit.report import Report, TraceAnalyses
@@ -226,15 +226,15 @@ class Session:
 
         Returns
         -------
-        tracekit.diff.compare.Diff
+        tracekit.diff.result.Diff
             ``findings`` (the verdict as data), per-step ``quantities`` with their noise, the
             kernel ``alignment`` and per-class times.
         """
-        from tracekit.diff import compare
+        from tracekit.diff import pairwise
 
         if not isinstance(other, Session):
             other = Session(other, workers=self.workers)
-        return compare.compare(self.profile(unit, timelines=timelines), other.profile(unit, timelines=timelines))
+        return pairwise.diff(self.profile(unit, timelines=timelines), other.profile(unit, timelines=timelines))
 
     def check(self, expectations: Expectations | str | os.PathLike[str], *,
               unit: str | None = None) -> CheckResult:

@@ -41,10 +41,10 @@ def compare(traces: tuple[str, ...], baseline: str | None, unit: str | None, fai
             fmt: str | None, output: str | None) -> None:
     """Compare traces of one workload (eager, compiled, hand-tuned kernels): what each compiled, what it
     cost once, its steady GPU time and CPU dispatch per call, and after how many calls it pays off."""
-    from tracekit import compare as compare_mod
+    from tracekit.diff import gates, side_by_side
     from tracekit.session import Session
 
-    parsed = [compare_mod.parse_gate(text) for text in fail_if]  # a typo fails before the slow part
+    parsed = [gates.parse(text, gates.COMPARE_GATES) for text in fail_if]  # a typo fails before the slow part
     paths = list(traces)
     index = 0
     if baseline is not None:
@@ -53,15 +53,15 @@ def compare(traces: tuple[str, ...], baseline: str | None, unit: str | None, fai
             index = found[0]
         else:
             paths.insert(0, baseline)
-    labels = [compare_mod.label_of(p) for p in paths]
+    labels = [side_by_side.label_of(p) for p in paths]
     if len(set(labels)) != len(labels):
         labels = [os.path.basename(p) for p in paths]
     if len(set(labels)) != len(labels):
         raise UsageError("compare: two traces have the same file name; give each a distinct name")
     refuse_inputs(output, paths)
     reports = [(label, Session(p, execution_trace=None).report(unit=unit)) for label, p in zip(labels, paths)]
-    result = compare_mod.compare(reports, baseline=index)
-    results = compare_mod.evaluate(parsed, result)
+    result = side_by_side.compare(reports, baseline=index)
+    results = gates.evaluate_comparison(parsed, result)
     renderer = options.renderer(fmt, output)
     options.write_then_gate(output, lambda out: renderer.compare(result, out, results, color=options.colour(output)),
                             results, lambda r: f"{r.gate.text} ({', '.join(r.traces)})")

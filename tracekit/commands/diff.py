@@ -48,7 +48,7 @@ def profiles(a_path: str, b_path: str, unit: str | None, execution_trace: str | 
 def diff(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], no_et: bool,
          fmt: str | None, output: str | None) -> None:
     """Compare trace A (before) with trace B (after): fusions, kernel changes, per-step deltas."""
-    from tracekit.diff import compare, gates
+    from tracekit.diff import gates, pairwise
     from tracekit.session import Session
 
     parsed = [gates.parse(text) for text in fail_if]  # a typo fails before the slow part
@@ -58,7 +58,7 @@ def diff(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], n
     inputs = [a_path, b_path, *(Session(p, execution_trace=et_choice).execution_trace_path for p in (a_path, b_path))]
     if target is None:
         refuse_inputs(output, inputs)
-    result = compare.compare(*profiles(a_path, b_path, unit, et_choice, renderer.needs_timelines))
+    result = pairwise.diff(*profiles(a_path, b_path, unit, et_choice, renderer.needs_timelines))
     results = gates.evaluate(parsed, result)
     options.write_then_gate(output, lambda out: renderer.diff(result, out, results, color=options.colour(output)),
                             results, target=target, inputs=inputs,

@@ -1,10 +1,13 @@
-"""``tracekit diff`` and ``tracekit check``: compare two traces' reports, gate on the result, and
-assert expectations about one trace.
+"""``tracekit diff``, ``tracekit compare`` and ``tracekit check``: compare traces' results, gate on
+the result, and assert expectations about one trace.
 
 Modules: :mod:`~tracekit.diff.profile` (per-unit figures of a trace and its report, with
 :mod:`~tracekit.diff.syncs` for host syncs and CUDA-graph launches),
-:mod:`~tracekit.diff.align` (kernel-sequence alignment, fusions), :mod:`~tracekit.diff.compare`
-(the :class:`~tracekit.diff.compare.Diff` with noise-aware quantities), :mod:`~tracekit.diff.findings`
-(its verdict as typed findings), :mod:`~tracekit.diff.gates`
-(``--fail-if`` grammar), :mod:`~tracekit.diff.expect` (TOML expectations for ``check``).
+:mod:`~tracekit.diff.align` (kernel-sequence alignment, fusions), :mod:`~tracekit.diff.result`
+(the :class:`~tracekit.diff.result.Diff` with noise-aware quantities), :mod:`~tracekit.diff.pairwise`
+(builds the ``Diff`` of two profiles), :mod:`~tracekit.diff.diff_verdict` (what counts as a change:
+the diff's verdict), :mod:`~tracekit.diff.side_by_side` (compile or hand-tuned: traces side by side
+and break-even), :mod:`~tracekit.diff.verdict` (the verdict vocabulary both speak),
+:mod:`~tracekit.diff.gates` (the ``--fail-if`` grammar of diff and compare),
+:mod:`~tracekit.diff.expect` (TOML expectations for ``check``).
 """

@@ -1,36 +1,50 @@
-"""Regression gates for ``tracekit diff A B --fail-if EXPR``.
+"""Regression gates: ``tracekit diff A B --fail-if EXPR`` and ``tracekit compare TRACE… --fail-if EXPR``.
+
+Contract: one grammar (:func:`parse`) for both commands, each command's metrics as data
+(:data:`DIFF_GATES`, :data:`COMPARE_GATES`: a metric's name, its unit, the figure it reads), and
+one :class:`GateResult` for a gate tested on a diff (:func:`evaluate`) or a comparison
+(:func:`evaluate_comparison`). A malformed gate or one the inputs cannot give raises
+:class:`~tracekit.errors.UsageError` (exit 2).
 
 Grammar (one expression per ``--fail-if``, repeatable; spaces are allowed anywhere)::
 
     EXPR   := METRIC OP VALUE
-    METRIC := gpu_time | cpu_time | idle_time | kernels | launches | round_trip_bytes
-              | round_trip_tensors | memsets | memcpys | preop_tax | host_sync | graph_launches
-              | peak_memory
+    METRIC := a name of the command's table (diff: gpu_time | cpu_time | idle_time | kernels | launches
+              | round_trip_bytes | round_trip_tensors | memsets | memcpys | preop_tax | host_sync
+              | graph_launches | peak_memory; compare: recompiles | compilations | graph_records
+              | compile_time | jit_time | gpu_time | cpu_time | break_even)
     OP     := ">" | ">=" | "<" | "<="
     VALUE  := [+|-] NUMBER [UNIT]
-    UNIT   := "%"                                   (relative to A, any metric)
-            | "ns" | "us" | "µs" | "ms" | "s"        (time metrics: gpu_time, cpu_time, idle_time, preop_tax,
-                                                     host_sync)
-            | "B" | "KB" | "MB" | "GB" | "KiB" | "MiB" | "GiB"   (round_trip_bytes, peak_memory)
+    UNIT   := "%"                                   (relative to A / the baseline, any metric)
+            | "ns" | "us" | "µs" | "ms" | "s"        (time metrics: unit "ns" in the table)
+            | "B" | "KB" | "MB" | "GB" | "KiB" | "MiB" | "GiB"   (byte metrics: unit "bytes")
             | nothing                               (counts; or 0 for any metric)
 
-Every metric is a per-step figure (the median over each trace's profiled steps) and the gate tests
-the change ``B - A``: ``gpu_time>+5%`` fails when B's GPU time per step is more than 5 % above A's;
-``kernels>+0`` when B launches any more kernels per step; ``round_trip_bytes>+0`` when any more
-bytes round-trip through memory per step; ``cpu_time>+20us`` when CPU dispatch grew by more than
-20 µs per step; ``gpu_time<-10%`` when B is more than 10 % *faster* (to catch a suspicious win).
+**tracekit diff.** Every metric is a per-step figure (the median over each trace's profiled
+steps) and the gate tests the change ``B - A``: ``gpu_time>+5%`` fails when B's GPU time per step
+is more than 5 % above A's; ``kernels>+0`` when B launches any more kernels per step;
+``round_trip_bytes>+0`` when any more bytes round-trip through memory per step;
+``cpu_time>+20us`` when CPU dispatch grew by more than 20 µs per step; ``gpu_time<-10%`` when B is
+more than 10 % *faster* (to catch a suspicious win).
 
 A gate fails only when its threshold is exceeded **and** the change is outside the step-to-step
-noise (see :mod:`tracekit.diff.compare`); an exceeded threshold within noise is reported, not
+noise (see :mod:`tracekit.diff.result`); an exceeded threshold within noise is reported, not
 failed. So a trace compared with itself passes every gate. Metrics: ``gpu_time`` GPU busy time,
 ``cpu_time`` CPU dispatch time, ``idle_time`` GPU idle inside the step, ``kernels`` kernel count,
 ``launches`` launch calls, ``round_trip_bytes``/``round_trip_tensors`` intermediate tensors written
 to and read back from HBM, ``memsets``/``memcpys`` hidden memory operations, ``preop_tax`` the CPU
 time of torch.compile's wrappers, ``host_sync`` the time the CPU was blocked in host syncs
 (``aten::item``, ``cudaStreamSynchronize``, device-to-host copies: ``host_sync>+1ms``),
-``graph_launches`` CUDA-graph launch calls (``graph_launches<-0`` fails when replays vanished). A gate on a metric the traces cannot provide (e.g. ``cpu_time``
-with ``--unit``) is a usage error (exit 2). Exit status of ``tracekit diff``: 0 all gates pass,
-1 one or more failed (the output lists which), 2 bad input.
+``graph_launches`` CUDA-graph launch calls (``graph_launches<-0`` fails when replays vanished),
+``peak_memory`` the peak of memory allocated. A gate on a metric the traces cannot provide (e.g.
+``cpu_time`` with ``--unit``) is a usage error (exit 2). Exit status of ``tracekit diff``: 0 all
+gates pass, 1 one or more failed (the output lists which), 2 bad input.
+
+**tracekit compare.** Each metric is a per-trace figure (:class:`~tracekit.diff.side_by_side.Row`;
+times in ns) tested on every trace; with ``%`` the change against the baseline, the baseline itself
+left out. ``recompiles>0`` fails when any trace recompiled, ``compile_time>2s`` when any spent more
+than 2 s compiling, ``break_even>1000`` when a trace needs more than 1000 calls to pay off (never
+counts as infinite). A failed gate names the traces that exceed it; there is no noise test.
 """
 
 from __future__ import annotations
@@ -38,17 +52,77 @@ from __future__ import annotations
 import math
 import operator
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from tracekit.diff.result import QUANTITIES
 from tracekit.errors import UsageError
 
-TIME_METRICS = ("gpu_time", "cpu_time", "idle_time", "preop_tax", "host_sync")
-BYTE_METRICS = ("round_trip_bytes", "peak_memory")
-COUNT_METRICS = ("kernels", "launches", "round_trip_tensors", "memsets", "memcpys", "graph_launches")
-METRICS = TIME_METRICS[:3] + ("kernels", "launches", "round_trip_bytes", "round_trip_tensors",
-                              "memsets", "memcpys", "preop_tax", "host_sync", "graph_launches",
-                              "peak_memory")
-#: Why a metric is missing when the traces cannot give it (else "not measured").
+if TYPE_CHECKING:
+    from tracekit.diff.result import Diff
+    from tracekit.diff.side_by_side import Comparison
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One ``--fail-if`` metric of a command.
+
+    Attributes
+    ----------
+    name : str
+        What an expression names (``gpu_time``).
+    unit : str
+        ``"ns"`` | ``"bytes"`` | ``"count"``: which units VALUE takes besides ``%``.
+    reads : str
+        The figure it tests: a :class:`~tracekit.diff.result.Diff` quantity key, or a
+        :meth:`~tracekit.diff.side_by_side.Row.value` key.
+    """
+
+    name: str
+    unit: str
+    reads: str
+
+
+@dataclass(frozen=True)
+class GateMetrics:
+    """The metrics one command's ``--fail-if`` accepts.
+
+    Attributes
+    ----------
+    metrics : tuple of Metric
+        In the order a usage error lists them.
+    example : str
+        An expression a usage error shows.
+    """
+
+    metrics: tuple[Metric, ...]
+    example: str
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.metrics)
+
+    def get(self, name: str) -> Metric | None:
+        """The metric called ``name``; None when the command has none."""
+        return next((m for m in self.metrics if m.name == name), None)
+
+
+#: ``tracekit diff``: the diff's headline quantities (:data:`tracekit.diff.result.QUANTITIES`).
+DIFF_GATES = GateMetrics(tuple(Metric(key, unit, key) for key, _label, unit, _column in QUANTITIES), "gpu_time>+5%")
+#: ``tracekit compare``: per-trace figures of a comparison's rows.
+COMPARE_GATES = GateMetrics((
+    Metric("recompiles", "count", "recompiles"), Metric("compilations", "count", "compilations"),
+    Metric("graph_records", "count", "graph_records"), Metric("compile_time", "ns", "compile_ns"),
+    Metric("jit_time", "ns", "jit_ns"), Metric("gpu_time", "ns", "gpu_ns"), Metric("cpu_time", "ns", "cpu_dispatch_ns"),
+    Metric("break_even", "count", "break_even_calls"),
+), "recompiles>0")
+#: Metric names that take a time (in ns) or a size (in bytes), in either command; a name means the
+#: same figure's unit in both.
+TIME_METRICS = tuple(dict.fromkeys(m.name for t in (DIFF_GATES, COMPARE_GATES) for m in t.metrics if m.unit == "ns"))
+BYTE_METRICS = tuple(dict.fromkeys(m.name for t in (DIFF_GATES, COMPARE_GATES) for m in t.metrics
+                                   if m.unit == "bytes"))
+#: Why a diff metric is missing when the traces cannot give it (else "not measured").
 MISSING = {"peak_memory": "a trace has no [memory] events: record them with profile_memory=True"}
 _TIME_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _BYTE_UNITS = {"b": 1, "kb": 1_000, "mb": 1_000_000, "gb": 1_000_000_000, "kib": 1024,
@@ -69,7 +143,21 @@ _EXPR = re.compile(r"^\s*([a-z_]+)\s*(>=|<=|>|<)\s*([+-]?)\s*(\d+(?:\.\d+)?)\s*(
 
 @dataclass(frozen=True)
 class Gate:
-    """A parsed ``--fail-if`` expression; ``value`` is in % when ``relative`` else in base units."""
+    """A parsed ``--fail-if`` expression.
+
+    Attributes
+    ----------
+    text : str
+        The expression as given, stripped.
+    metric : str
+        The metric's name.
+    op : str
+        ``>`` | ``>=`` | ``<`` | ``<=``.
+    value : float
+        The threshold: in % when ``relative``, else in the metric's base unit (ns, bytes, count).
+    relative : bool
+        Whether the threshold is a change in % (against A, or the baseline).
+    """
 
     text: str
     metric: str
@@ -80,46 +168,74 @@ class Gate:
 
 @dataclass(frozen=True)
 class GateResult:
+    """A gate tested on a diff or a comparison.
+
+    Attributes
+    ----------
+    gate : Gate
+        The gate.
+    observed : float or None
+        A diff's change ``B - A``; a comparison's most extreme value over its traces (the largest
+        for ``>``/``>=``, the smallest for ``<``/``<=``). In % when the gate is relative (infinite
+        when A's value is 0), else in base units (ns, bytes, count).
+    exceeded : bool
+        Whether the threshold is exceeded (a comparison: by any trace).
+    within_noise : bool
+        Whether a diff's change is within the step-to-step noise (:mod:`tracekit.diff.result`);
+        always False for a comparison.
+    traces : tuple of str
+        The labels of a comparison's traces that exceed the gate; empty for a diff.
+    """
+
     gate: Gate
-    observed: float | None  # delta in % when relative, else in base units (ns, bytes, count)
+    observed: float | None
     exceeded: bool
-    within_noise: bool
+    within_noise: bool = False
+    traces: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
+        """Exceeded, and not within the noise."""
         return self.exceeded and not self.within_noise
 
 
-def parse(text: str, *, metrics: tuple[str, ...] = METRICS, time_metrics: tuple[str, ...] = TIME_METRICS,
-          example: str = "gpu_time>+5%") -> Gate:
-    """Parse one expression; a malformed one raises :class:`UsageError` naming the problem.
-    ``metrics``/``time_metrics``: the names a command accepts (``tracekit compare`` has its own)."""
+def parse(text: str, metrics: GateMetrics = DIFF_GATES) -> Gate:
+    """Parse one expression over ``metrics`` (the command's table); a malformed one raises
+    :class:`UsageError` naming the problem."""
     m = _EXPR.match(text)
     if not m:
-        raise UsageError(f"--fail-if {text!r}: expected METRIC OP VALUE, e.g. '{example}'")
-    metric, op, sign, number, unit = m.groups()
-    if metric not in metrics:
-        raise UsageError(f"--fail-if {text!r}: unknown metric {metric!r} (choose from {', '.join(metrics)})")
+        raise UsageError(f"--fail-if {text!r}: expected METRIC OP VALUE, e.g. '{metrics.example}'")
+    name, op, sign, number, unit = m.groups()
+    metric = metrics.get(name)
+    if metric is None:
+        raise UsageError(f"--fail-if {text!r}: unknown metric {name!r} (choose from {', '.join(metrics.names)})")
     value = float(number) * (-1 if sign == "-" else 1)
     if unit == "%":
-        return Gate(text.strip(), metric, op, value, True)
-    if metric in time_metrics:
+        return Gate(text.strip(), name, op, value, True)
+    if metric.unit == "ns":
         scale = _TIME_UNITS.get(unit)
         if scale is None and not (unit == "" and value == 0):
-            raise UsageError(f"--fail-if {text!r}: {metric} needs a time unit (ns, us, ms, s) or %")
-    elif metric in BYTE_METRICS:
+            raise UsageError(f"--fail-if {text!r}: {name} needs a time unit (ns, us, ms, s) or %")
+    elif metric.unit == "bytes":
         scale = _BYTE_UNITS.get(unit.lower()) if unit else 1
         if scale is None:
-            raise UsageError(f"--fail-if {text!r}: {metric} takes B, KB, MB, GB, KiB, MiB, GiB or %")
+            raise UsageError(f"--fail-if {text!r}: {name} takes B, KB, MB, GB, KiB, MiB, GiB or %")
     else:
         if unit:
-            raise UsageError(f"--fail-if {text!r}: {metric} is a count; give a plain number or %")
+            raise UsageError(f"--fail-if {text!r}: {name} is a count; give a plain number or %")
         scale = 1
-    return Gate(text.strip(), metric, op, value * (scale or 1), False)
+    return Gate(text.strip(), name, op, value * (scale or 1), False)
 
 
-def evaluate(gates: list[Gate], diff) -> list[GateResult]:
-    """Test each gate against ``diff`` (a :class:`tracekit.diff.compare.Diff`)."""
+def _percent(value: float, reference: float) -> float:
+    """``value`` as a change in % of ``reference``; a change from 0 is infinite (signed)."""
+    if reference:
+        return 100.0 * (value / reference - 1.0)
+    return 0.0 if value == 0 else math.copysign(math.inf, value)
+
+
+def evaluate(gates: Sequence[Gate], diff: Diff) -> list[GateResult]:
+    """Test each gate (of :data:`DIFF_GATES`) against ``diff``."""
     results = []
     for gate in gates:
         q = diff.quantities.get(gate.metric)
@@ -127,9 +243,36 @@ def evaluate(gates: list[Gate], diff) -> list[GateResult]:
             reason = diff.unavailable.get(gate.metric, MISSING.get(gate.metric, "not measured"))
             raise UsageError(f"--fail-if {gate.text!r}: {gate.metric} is not available ({reason})")
         if gate.relative:
-            observed = q.delta_pct if q.delta_pct is not None else (
-                0.0 if q.delta == 0 else math.copysign(math.inf, q.delta))
+            observed = q.delta_pct if q.delta_pct is not None else _percent(q.b, q.a)
         else:
             observed = q.delta
         results.append(GateResult(gate, observed, bool(_OPS[gate.op](observed, gate.value)), q.within_noise))
+    return results
+
+
+def evaluate_comparison(gates: Sequence[Gate], comparison: Comparison) -> list[GateResult]:
+    """Test each gate (of :data:`COMPARE_GATES`) on every trace of ``comparison`` (relative gates
+    on every trace but the baseline)."""
+    base = comparison.rows[comparison.baseline]
+    results = []
+    for gate in gates:
+        metric = COMPARE_GATES.get(gate.metric)
+        if metric is None:
+            raise UsageError(f"--fail-if {gate.text!r}: {gate.metric} is not a metric of tracekit compare")
+        values: list[tuple[str, float]] = []
+        for row in comparison.rows:
+            value = row.value(metric.reads)
+            if value is None:
+                continue
+            if gate.relative:
+                ref = base.value(metric.reads)
+                if row.is_baseline or ref is None:
+                    continue
+                value = _percent(value, ref)
+            values.append((row.label, value))
+        if not values:
+            raise UsageError(f"--fail-if {gate.text!r}: {gate.metric} is not measured in these traces")
+        pick = max if gate.op in (">", ">=") else min
+        failing = tuple(label for label, v in values if _OPS[gate.op](v, gate.value))
+        results.append(GateResult(gate, pick(v for _, v in values), bool(failing), traces=failing))
     return results

@@ -24,11 +24,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, TextIO
 
 if TYPE_CHECKING:
-    from tracekit.compare import Comparison
-    from tracekit.compare import GateResult as CompareGateResult
-    from tracekit.diff.compare import Diff
     from tracekit.diff.expect import CheckResult
     from tracekit.diff.gates import GateResult
+    from tracekit.diff.result import Diff
+    from tracekit.diff.side_by_side import Comparison
     from tracekit.ranks import RankReport
     from tracekit.report import Report
 
@@ -82,6 +81,6 @@ class Renderer(abc.ABC):
         """``tracekit report DIR``: one summary row per rank trace."""
 
     @abc.abstractmethod
-    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[CompareGateResult] = (), *,
+    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[GateResult] = (), *,
                 color: bool = False, width: int | None = None) -> None:
         """``tracekit compare TRACE…``: the traces side by side, the verdict, and its ``--fail-if`` gates."""

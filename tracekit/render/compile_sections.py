@@ -2,7 +2,7 @@
 
 Like :mod:`tracekit.render.sections`, each table is ``(title, headers, rows)`` of plain strings (names
 as :class:`~tracekit.render.text.Code`), shared by the terminal and Markdown renderers, which escape
-them; the compare verdict is worded here from its findings (:mod:`tracekit.compare`), so every
+them; the compare verdict is worded here from its findings (:mod:`tracekit.diff.side_by_side`), so every
 format says the same sentence. Nothing here computes a figure.
 """
 
@@ -15,8 +15,9 @@ from tracekit.classify.names import short_kernel_name
 from tracekit.render.text import Code, Table, us
 
 if TYPE_CHECKING:
-    from tracekit.compare import Comparison, Finding
-    from tracekit.compare import GateResult as CompareGateResult
+    from tracekit.diff.gates import GateResult
+    from tracekit.diff.side_by_side import Comparison
+    from tracekit.diff.verdict import Verdict
     from tracekit.report import Report
 
 #: How a frame compilation's trigger and a unit's state are worded.
@@ -197,8 +198,8 @@ def compare_table(comparison: Comparison) -> Table:
              "GPU/call", "CPU/call", "steady", "break-even calls"], rows)
 
 
-def finding_sentence(f: Finding) -> str:
-    """One finding of a comparison as a sentence (:data:`tracekit.compare.FINDING_KINDS`)."""
+def finding_sentence(f: Verdict) -> str:
+    """One finding of a comparison as a sentence (:data:`tracekit.diff.side_by_side.VERDICT_KINDS`)."""
     q = f.quantities
     who = f.subject
     shapes = f"Over {_count(q['shapes'], 'shape')}, " if q.get("shapes") else ""
@@ -265,14 +266,14 @@ def verdict_lines(comparison: Comparison) -> list[str]:
 
 def method_lines(comparison: Comparison) -> list[str]:
     """How the figures were measured (under the table)."""
-    from tracekit.compare import BREAK_EVEN_RULE, STEADY_RULE
+    from tracekit.diff.side_by_side import BREAK_EVEN_RULE, STEADY_RULE
 
     return [STEADY_RULE, BREAK_EVEN_RULE]
 
 
-def gate_rows(results: Sequence[CompareGateResult]) -> Table:
+def gate_rows(results: Sequence[GateResult]) -> Table:
     """The ``--fail-if`` gates of a comparison: the most extreme value and the traces that failed."""
-    from tracekit.compare import GATE_TIME_METRICS
+    from tracekit.diff.gates import TIME_METRICS
 
     rows = []
     for r in results:
@@ -282,7 +283,7 @@ def gate_rows(results: Sequence[CompareGateResult]) -> Table:
             observed = f"{r.observed:+.1f}%" if abs(r.observed) != float("inf") else "new"
         elif r.observed == float("inf"):
             observed = "never"
-        elif r.gate.metric in GATE_TIME_METRICS:
+        elif r.gate.metric in TIME_METRICS:
             observed = duration(r.observed)
         else:
             observed = f"{r.observed:,.0f}"

@@ -1,10 +1,10 @@
 """The diff's and the check's content as display rows, shared by the terminal, Markdown and JSON renderers.
 
 Cells are plain strings, or :class:`~tracekit.render.text.Code` for names (kernels, ops) that
-Markdown shows as code. Functions word a :class:`~tracekit.diff.compare.Diff` or a
+Markdown shows as code. Functions word a :class:`~tracekit.diff.result.Diff` or a
 :class:`~tracekit.diff.expect.CheckResult`; they never compute a figure nor decide what counts:
 medians, deltas and noise come from the Diff, the verdict's clauses from its findings
-(:mod:`tracekit.diff.findings`), an expectation's figures from its check item.
+(:mod:`tracekit.diff.diff_verdict`), an expectation's figures from its check item.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from tracekit.classify.names import short_kernel_name
 from tracekit.render.text import Code, Table, us
 
 if TYPE_CHECKING:
-    from tracekit.diff.compare import Diff, Quantity
     from tracekit.diff.expect import CheckResult, Item
-    from tracekit.diff.findings import Finding
     from tracekit.diff.gates import GateResult
+    from tracekit.diff.result import Diff, Quantity
+    from tracekit.diff.verdict import Verdict
 
 
 class Kernel(Protocol):
@@ -66,15 +66,15 @@ def _ops(ops: Sequence[str]) -> str:
 
 # -- the verdict: one clause per finding ---------------------------------------------------------
 
-def _n(f: Finding, key: str) -> float:
-    """A number of a finding (the kinds' quantities are documented in :mod:`tracekit.diff.findings`)."""
+def _n(f: Verdict, key: str) -> float:
+    """A number of a finding (the kinds' quantities are documented in :mod:`tracekit.diff.diff_verdict`)."""
     value = f.quantities[key]
     if not isinstance(value, (int, float)):
         raise TypeError(f"{f.kind}.{key} is not a number: {value!r}")
     return value
 
 
-def _fusion(f: Finding) -> list[str]:
+def _fusion(f: Verdict) -> list[str]:
     before, (after,) = f.of("before"), f.of("after")
     ops, n = _ops([s.name for s in f.of("op")]), int(_n(f, "kernels"))
     head = f"fused {ops} ({n} kernels) into "
@@ -89,22 +89,22 @@ def _fusion(f: Finding) -> list[str]:
     return [head + f"one {after.kernel_class} kernel ", kname(after)]
 
 
-def _split(f: Finding) -> list[str]:
+def _split(f: Verdict) -> list[str]:
     return ["split ", kname(f.of("before")[0]), f" into {int(_n(f, 'kernels'))} kernels"]
 
 
-def _variant_change(f: Finding) -> list[str]:
+def _variant_change(f: Verdict) -> list[str]:
     n = int(_n(f, "kernels"))
     fields = "; ".join(", ".join(f"{k} {va}→{vb}" for k, va, vb in s.changes) or "name" for s in f.of("after"))
     return [f"{n} kernel{'s' if n > 1 else ''} changed variant ({fields})"]
 
 
-def _replaced(f: Finding) -> list[str]:
+def _replaced(f: Verdict) -> list[str]:
     (x,), (y,) = f.of("before"), f.of("after")
     return [kname(x), " replaced by ", kname(y), f" ({x.kernel_class} → {y.kernel_class})"]
 
 
-def _named_or_counted(f: Finding) -> list[str]:
+def _named_or_counted(f: Verdict) -> list[str]:
     if not f.subjects:
         return [f"{int(_n(f, 'kernels'))} kernels {f.kind}"]
     seg: list[str] = []
@@ -113,13 +113,13 @@ def _named_or_counted(f: Finding) -> list[str]:
     return seg + [f" {f.kind}"]
 
 
-def _gemms_unchanged(f: Finding) -> list[str]:
+def _gemms_unchanged(f: Verdict) -> list[str]:
     if f.subjects:
         return ["the same GEMM kernel ", kname(f.subjects[0])]
     return [f"the {_count_word(int(_n(f, 'kernels')))} GEMMs unchanged"]
 
 
-def _gpu_time(f: Finding) -> list[str]:
+def _gpu_time(f: Verdict) -> list[str]:
     a, b = fmt_value(_n(f, "a"), "ns"), fmt_value(_n(f, "b"), "ns")
     noise = f"±{fmt_value(_n(f, 'noise'), 'ns')}"
     if _n(f, "delta") == 0:
@@ -130,7 +130,7 @@ def _gpu_time(f: Finding) -> list[str]:
     return [f"GPU time per step {a} → {b} ({pct}, outside the step-to-step noise of {noise})"]
 
 
-def _round_trip_bytes(f: Finding) -> list[str]:
+def _round_trip_bytes(f: Verdict) -> list[str]:
     delta, n = _n(f, "bytes_delta"), abs(int(_n(f, "tensors_delta")))
     count = f"{_count_word(n)} round-trip tensor{'s' if n != 1 else ''} " if n else "round trips "
     seg: list[str] = [f"{count}({abs(int(delta)):,} B) {'fewer' if delta < 0 else 'more'} per step"]
@@ -142,7 +142,7 @@ def _round_trip_bytes(f: Finding) -> list[str]:
     return seg
 
 
-def _preop_tax(f: Finding) -> list[str]:
+def _preop_tax(f: Verdict) -> list[str]:
     a, b = _n(f, "a"), _n(f, "b")
     if a == 0:
         return [f"the CPU now pays {fmt_value(b, 'ns')} of compile pre-ops per step"]
@@ -151,11 +151,11 @@ def _preop_tax(f: Finding) -> list[str]:
     return [f"compile pre-ops {fmt_value(a, 'ns')} → {fmt_value(b, 'ns')} per step"]
 
 
-def _cpu_time(f: Finding) -> list[str]:
+def _cpu_time(f: Verdict) -> list[str]:
     return [f"CPU dispatch per step {fmt_value(_n(f, 'a'), 'ns')} → {fmt_value(_n(f, 'b'), 'ns')}"]
 
 
-def _quiet_ops_gone(f: Finding) -> list[str]:
+def _quiet_ops_gone(f: Verdict) -> list[str]:
     seg: list[str] = ["CPU dispatch of "]
     for n, s in enumerate(f.subjects):
         seg += ([", "] if n else []) + [Code(s.name)]
@@ -164,8 +164,8 @@ def _quiet_ops_gone(f: Finding) -> list[str]:
     return seg
 
 
-def _hidden(noun: str) -> Callable[[Finding], list[str]]:
-    def words(f: Finding) -> list[str]:
+def _hidden(noun: str) -> Callable[[Verdict], list[str]]:
+    def words(f: Verdict) -> list[str]:
         delta = _n(f, "delta")
         n = abs(delta)
         return [f"{fmt_value(n, 'count')} hidden {noun}{'s' if n != 1 else ''} per step "
@@ -203,7 +203,7 @@ def _device(names: str) -> str:
     return " + ".join(out)
 
 
-def _different_devices(f: Finding) -> list[str]:
+def _different_devices(f: Verdict) -> list[str]:
     a, b = str(f.quantities["a"]), str(f.quantities["b"])
     sa, sb = _device(a), _device(b)
     if sa == sb:
@@ -211,7 +211,7 @@ def _different_devices(f: Finding) -> list[str]:
     return [f"A: {sa}, B: {sb} — kernel times are not comparable across devices"]
 
 
-def _different_versions(f: Finding) -> list[str]:
+def _different_versions(f: Verdict) -> list[str]:
     def side(n: int) -> str:
         parts = []
         for s in f.subjects:
@@ -222,12 +222,12 @@ def _different_versions(f: Finding) -> list[str]:
     return [f"A: {side(0)}; B: {side(1)} — other software versions can change the kernels and their times"]
 
 
-def _different_world_size(f: Finding) -> list[str]:
+def _different_world_size(f: Verdict) -> list[str]:
     return [f"A: world size {f.quantities['a']}, B: world size {f.quantities['b']} — each rank's share of the "
             "work differs"]
 
 
-def _host_sync(f: Finding) -> list[str]:
+def _host_sync(f: Verdict) -> list[str]:
     (sync,) = f.of("cpu_op")
     a, b, ca, cb = _n(f, "a"), _n(f, "b"), _n(f, "count_a"), _n(f, "count_b")
     if a == 0:
@@ -239,7 +239,7 @@ def _host_sync(f: Finding) -> list[str]:
     return ["host sync ", Code(sync.name), f" {fmt_value(a, 'ns')} → {fmt_value(b, 'ns')} per step{calls}"]
 
 
-def _graph_launches(f: Finding) -> list[str]:
+def _graph_launches(f: Verdict) -> list[str]:
     a, b = fmt_value(_n(f, "a"), "count"), fmt_value(_n(f, "b"), "count")
     if _n(f, "a") == 0:
         return [f"CUDA-graph launches appeared ({b} per step)"]
@@ -248,12 +248,12 @@ def _graph_launches(f: Finding) -> list[str]:
     return [f"CUDA-graph launches per step {a} → {b}"]
 
 
-def _launches(f: Finding) -> list[str]:
+def _launches(f: Verdict) -> list[str]:
     return [f"{fmt_value(_n(f, 'a'), 'count')} → {fmt_value(_n(f, 'b'), 'count')} launch calls per step"]
 
 
-#: How each kind of finding is worded (kinds: :mod:`tracekit.diff.findings`).
-CLAUSES: dict[str, Callable[[Finding], list[str]]] = {
+#: How each kind of finding is worded (kinds: :mod:`tracekit.diff.diff_verdict`).
+CLAUSES: dict[str, Callable[[Verdict], list[str]]] = {
     "fusion": _fusion, "split": _split, "variant_change": _variant_change, "replaced": _replaced,
     "more_replaced": lambda f: [f"{f.quantities['kernels']} more kernels replaced"],
     "removed": _named_or_counted, "added": _named_or_counted, "gemms_unchanged": _gemms_unchanged,
@@ -264,13 +264,13 @@ CLAUSES: dict[str, Callable[[Finding], list[str]]] = {
     "different_world_size": _different_world_size, "host_sync": _host_sync, "graph_launches": _graph_launches,
 }
 NO_CHANGE = "No change: the same kernels run in every step and every quantity is within the step-to-step noise."
-#: After findings about the traces' setup alone (:data:`tracekit.diff.findings.SETUP_KINDS`).
+#: After findings about the traces' setup alone (:data:`tracekit.diff.diff_verdict.SETUP_KINDS`).
 NO_OTHER_CHANGE = "no other change: the same kernels run in every step and every quantity is within the step-to-step noise"
 
 
 def verdict_parts(diff: Diff) -> list[str]:
     """The verdict as a list of segments, one clause per finding; :class:`Code` segments are names."""
-    from tracekit.diff.findings import SETUP_KINDS
+    from tracekit.diff.diff_verdict import SETUP_KINDS
 
     if not diff.findings:
         return [NO_CHANGE]
@@ -416,7 +416,7 @@ def hidden_table(diff: Diff) -> Table:
 
 
 def method_lines(diff: Diff) -> list[str]:
-    from tracekit.diff.compare import NOISE_RULE
+    from tracekit.diff.result import NOISE_RULE
     a, b = diff.a, diff.b
     lines = [
         f"A: {a.label}, {len(a.units)} {a.unit_kind} unit(s): {', '.join(a.unit_labels[u] for u in a.units)}",

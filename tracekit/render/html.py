@@ -40,11 +40,10 @@ from tracekit.render.base import Renderer
 from tracekit.render.text import Code, Table, for_display
 
 if TYPE_CHECKING:
-    from tracekit.compare import Comparison
-    from tracekit.compare import GateResult as CompareGateResult
-    from tracekit.diff.compare import Diff
     from tracekit.diff.expect import CheckResult
     from tracekit.diff.gates import GateResult
+    from tracekit.diff.result import Diff
+    from tracekit.diff.side_by_side import Comparison
     from tracekit.ranks import RankReport
     from tracekit.report import Report
 
@@ -368,7 +367,7 @@ class HtmlRenderer(Renderer):
         out.write(page(f"tracekit report: {title}", f"tracekit report: {esc(title)}",
                        [("ranks", "Ranks", body)], kind="ranks"))
 
-    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[CompareGateResult] = (), *,
+    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[GateResult] = (), *,
                 color: bool = False, width: int | None = None) -> None:
         from tracekit.render import compile_sections as C
 

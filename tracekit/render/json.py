@@ -95,7 +95,7 @@ nanoseconds.
 * ``verdict`` — the one-sentence summary (plain text), worded from ``findings``
 * ``findings`` — the verdict as data, in verdict order: ``[{kind, subjects: [{role, name, class,
   changes: [[field, before, after]]}], quantities: {name: number | text | bool | null}}]``; the
-  kinds, their subjects and quantities are listed in :mod:`tracekit.diff.findings` (empty: no change)
+  kinds, their subjects and quantities are listed in :mod:`tracekit.diff.diff_verdict` (empty: no change)
 * ``fusions`` — ``[{before: [kernel names in A], after: name in B, ops: [op names], evidence,
   after_class, after_cpu_op}]``; ``evidence`` is ``inductor fused_ops`` | ``launching CPU op`` |
   ``position`` | ``GEMM epilogue``; ``splits`` — the reverse, ``[{before: name, after: [names], …}]``
@@ -137,7 +137,7 @@ names, ``op`` == | >= | <= | present | absent, ``expected_value`` (time limits i
 names), ``steps``/``steps_met`` (units measured / meeting it), ``observed_min``/``observed_max``
 (bounds; null without steps), ``steps_present`` and ``example`` (bool and names; else null).
 
-``tracekit.compare/1`` (``tracekit compare TRACE…``, :mod:`tracekit.compare`): ``{schema, baseline
+``tracekit.compare/1`` (``tracekit compare TRACE…``, :mod:`tracekit.diff.side_by_side`): ``{schema, baseline
 (label), rows: [{label, path, is_baseline, shapes, units, steady_units, set_aside: {state: units},
 compilations, recompiles, dynamic_promotions, shape_changes, compile_ns, recompile_ns, graph_records,
 graph_replays, record_ns, jit_ns, one_off_ns, set_aside_count, set_aside_gpu_ns, gpu_ns,
@@ -169,12 +169,11 @@ if TYPE_CHECKING:
     from tracekit.analyses.round_trips import RoundTripReport
     from tracekit.analyses.throughput import ThroughputReport
     from tracekit.analyses.units import Units
-    from tracekit.compare import Comparison
-    from tracekit.compare import GateResult as CompareGateResult
-    from tracekit.diff.compare import Diff, Quantity
     from tracekit.diff.expect import CheckResult
-    from tracekit.diff.findings import Finding
     from tracekit.diff.gates import GateResult
+    from tracekit.diff.result import Diff, Quantity
+    from tracekit.diff.side_by_side import Comparison
+    from tracekit.diff.verdict import Verdict
     from tracekit.ranks import RankReport
     from tracekit.report import Report
 
@@ -367,7 +366,7 @@ def _finite(x: float | None) -> float | None:
     return x if x is None or math.isfinite(x) else None
 
 
-def _finding(f: Finding) -> dict[str, Any]:
+def _finding(f: Verdict) -> dict[str, Any]:
     return {"kind": f.kind, "quantities": dict(f.quantities),
             "subjects": [{"role": s.role, "name": s.name, "class": s.kernel_class,
                           "changes": [list(c) for c in s.changes]} for s in f.subjects]}
@@ -375,7 +374,7 @@ def _finding(f: Finding) -> dict[str, Any]:
 
 def diff_data(diff: Diff, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:
     """The diff (and its gates) as plain data following the ``tracekit.diff/1`` contract."""
-    from tracekit.diff.compare import NOISE_RULE, fusion_record
+    from tracekit.diff.result import NOISE_RULE, fusion_record
     from tracekit.render import diff_sections as S
     from tracekit.render.finding_sections import findings_data
 
@@ -448,11 +447,11 @@ def check_data(result: CheckResult) -> dict[str, Any]:
             "notes": list(result.notes)}
 
 
-def compare_data(comparison: Comparison, gate_results: Sequence[CompareGateResult] = ()) -> dict[str, Any]:
+def compare_data(comparison: Comparison, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:
     """A comparison (and its gates) as plain data following the ``tracekit.compare/1`` contract."""
     import dataclasses
 
-    from tracekit.compare import BREAK_EVEN_RULE, STEADY_RULE
+    from tracekit.diff.side_by_side import BREAK_EVEN_RULE, STEADY_RULE
     from tracekit.render.compile_sections import verdict_lines
 
     def row(r: Any) -> dict[str, Any]:
@@ -499,6 +498,6 @@ class JsonRenderer(Renderer):
               width: int | None = None) -> None:
         out.write(encode(ranks_data(rank_report)).decode())
 
-    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[CompareGateResult] = (), *,
+    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[GateResult] = (), *,
                 color: bool = False, width: int | None = None) -> None:
         out.write(encode(compare_data(comparison, gate_results)).decode())

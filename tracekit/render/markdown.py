@@ -40,11 +40,10 @@ from tracekit.render.base import Renderer
 from tracekit.render.text import Code, for_display
 
 if TYPE_CHECKING:
-    from tracekit.compare import Comparison
-    from tracekit.compare import GateResult as CompareGateResult
-    from tracekit.diff.compare import Diff
     from tracekit.diff.expect import CheckResult
     from tracekit.diff.gates import GateResult
+    from tracekit.diff.result import Diff
+    from tracekit.diff.side_by_side import Comparison
     from tracekit.ranks import RankReport
     from tracekit.report import Report
 
@@ -191,7 +190,7 @@ class MarkdownRenderer(Renderer):
         if rank_report.slowest:
             out.write(f"\nSlowest rank: {md_escape(rank_report.slowest)}\n")
 
-    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[CompareGateResult] = (), *,
+    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[GateResult] = (), *,
                 color: bool = False, width: int | None = None) -> None:
         from tracekit.render import compile_sections as C
 

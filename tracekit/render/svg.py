@@ -36,11 +36,10 @@ from tracekit.errors import UsageError
 from tracekit.render.base import Renderer
 
 if TYPE_CHECKING:
-    from tracekit.compare import Comparison
-    from tracekit.compare import GateResult as CompareGateResult
-    from tracekit.diff.compare import Diff
     from tracekit.diff.expect import CheckResult
     from tracekit.diff.gates import GateResult
+    from tracekit.diff.result import Diff
+    from tracekit.diff.side_by_side import Comparison
     from tracekit.ranks import RankReport
     from tracekit.report import Report
 
@@ -186,7 +185,7 @@ class SvgRenderer(Renderer):
     def ranks(self, rank_report: RankReport, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
         _no_pictures("report DIR")
 
-    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[CompareGateResult] = (), *,
+    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[GateResult] = (), *,
                 color: bool = False, width: int | None = None) -> None:
         _no_pictures("compare")
 

@@ -25,11 +25,10 @@ if TYPE_CHECKING:
     from rich.segment import Segment
     from rich.text import Text
 
-    from tracekit.compare import Comparison
-    from tracekit.compare import GateResult as CompareGateResult
-    from tracekit.diff.compare import Diff
     from tracekit.diff.expect import CheckResult
     from tracekit.diff.gates import GateResult
+    from tracekit.diff.result import Diff
+    from tracekit.diff.side_by_side import Comparison
     from tracekit.ranks import RankReport
     from tracekit.report import Report
 
@@ -166,7 +165,7 @@ class TermRenderer(Renderer):
         if rank_report.slowest:
             console.print(text(f"slowest: {rank_report.slowest}", style="bold"))
 
-    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[CompareGateResult] = (), *,
+    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[GateResult] = (), *,
                 color: bool = False, width: int | None = None) -> None:
         from tracekit.render import compile_sections as C
 

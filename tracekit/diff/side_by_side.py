@@ -3,8 +3,9 @@ per call, and after how many calls a compilation pays for itself.
 
 Contract: :func:`compare` takes ``(label, report)`` pairs (:class:`~tracekit.report.Report`, with its
 ``compilation``) and the index of the baseline, and returns a frozen :class:`Comparison`: one
-:class:`Row` per trace and the verdict as data (:class:`Finding`, :data:`FINDING_KINDS`), which the
-renderers word. :func:`evaluate` tests ``--fail-if`` gates (:func:`parse_gate`) against it. Pure.
+:class:`Row` per trace and the verdict as data (:class:`~tracekit.diff.verdict.Verdict` clauses of
+:data:`VERDICT_KINDS`, the vocabulary ``tracekit diff`` speaks too), which the renderers word.
+``--fail-if`` gates are tested against it by :func:`tracekit.diff.gates.evaluate_comparison`. Pure.
 
 Figures per trace (from :mod:`tracekit.analyses.compilations`): shapes seen (distinct shape keys),
 frame compilations and recompiles, compile CPU time (frame compilations with their autotuning and
@@ -19,20 +20,22 @@ more once and no more per call; ``slower`` (never) when X costs more once and do
 ``overtaken`` when X costs less once but more per call (B catches up after ``n`` calls);
 ``unmeasured`` without a steady GPU time on either side. GPU time per call is the basis because it
 is what a compiled kernel saves and what a GPU-bound loop waits for; CPU dispatch is shown beside it
-(profiling inflates it, and a ``cpu_bound`` finding says where it exceeds the GPU time).
+(profiling inflates it, and a ``cpu_bound`` clause says where it exceeds the GPU time).
 """
 
 from __future__ import annotations
 
 import math
-import operator
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from tracekit.diff import gates as gates_mod
+from tracekit.diff.verdict import Subject, Value, Verdict
 from tracekit.errors import UsageError
+
+if TYPE_CHECKING:
+    from tracekit.report import Report
 
 STEADY_RULE = ("Steady per call: per shape key (the Input Dims of one op per unit), the median over the trace's "
                "steady units (not compiling, recompiling, recording a CUDA graph, JIT-compiling, cold or warming "
@@ -40,19 +43,11 @@ STEADY_RULE = ("Steady per call: per shape key (the Input Dims of one op per uni
 BREAK_EVEN_RULE = ("Break-even: calls n = ceil((O_X - O_B) / (g_B - g_X)) after which trace X has paid its extra one-off "
                    "cost O (compile CPU + CUDA-graph records + first-call JIT) with the steady GPU time g it saves per "
                    "call against the baseline B; 'never' when X costs more once and saves nothing per call")
-#: The verdict's findings, in the order they are worded: ``compiled`` / ``jit`` / ``none`` (one per
-#: trace but the baseline: what it paid and whether it pays off), ``fastest`` (the lowest steady GPU
-#: time per call), ``cpu_bound`` (traces whose steady CPU dispatch exceeds their GPU time).
-FINDING_KINDS = ("compiled", "jit", "none", "fastest", "cpu_bound")
-#: ``--fail-if`` metrics: per-trace values (time ones in ns), tested on every trace; with ``%`` the
-#: change against the baseline (baseline itself left out).
-GATE_METRICS = {
-    "recompiles": "recompiles", "compilations": "compilations", "graph_records": "graph_records",
-    "compile_time": "compile_ns", "jit_time": "jit_ns", "gpu_time": "gpu_ns", "cpu_time": "cpu_dispatch_ns",
-    "break_even": "break_even_calls",
-}
-GATE_TIME_METRICS = ("compile_time", "jit_time", "gpu_time", "cpu_time")
-_OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+#: The verdict's clauses, in the order they are worded, each about traces (subjects of role
+#: ``trace``): ``compiled`` / ``jit`` / ``none`` (one per trace but the baseline: what it paid and
+#: whether it pays off), ``fastest`` (the lowest steady GPU time per call), ``cpu_bound`` (the
+#: traces whose steady CPU dispatch exceeds their GPU time).
+VERDICT_KINDS = ("compiled", "jit", "none", "fastest", "cpu_bound")
 
 
 @dataclass(frozen=True)
@@ -99,7 +94,8 @@ class Row:
         return self.compile_ns + self.record_ns + self.jit_ns
 
     def value(self, key: str) -> float | None:
-        """A gate metric's value (:data:`GATE_METRICS`); a break-even that never comes is infinite."""
+        """The figure ``key`` (a field, or ``break_even_calls``) as a number for a ``--fail-if`` gate
+        (:data:`tracekit.diff.gates.COMPARE_GATES`); a break-even that never comes is infinite."""
         if key == "break_even_calls":
             be = self.break_even
             if be is None or be.reason in ("unmeasured",) or self.is_baseline:
@@ -110,24 +106,22 @@ class Row:
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One clause of the verdict: ``kind`` (:data:`FINDING_KINDS`), the trace it is about
-    (``subject``: its label; for ``cpu_bound`` the labels joined by ", "), and the figures that
-    word it."""
-
-    kind: str
-    subject: str
-    quantities: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class Comparison:
-    """Traces side by side (module docstring): ``rows`` in the order given, ``baseline`` the index
-    of the baseline row, ``findings`` the verdict as data."""
+    """Traces side by side (module docstring).
+
+    Attributes
+    ----------
+    rows : tuple of Row
+        One per trace, in the order given.
+    baseline : int
+        The index of the baseline row.
+    findings : tuple of Verdict
+        The verdict as data, in the order it is worded (:data:`VERDICT_KINDS`).
+    """
 
     rows: tuple[Row, ...]
     baseline: int
-    findings: tuple[Finding, ...]
+    findings: tuple[Verdict, ...]
 
     @property
     def baseline_label(self) -> str:
@@ -142,7 +136,7 @@ def label_of(path: str) -> str:
     return name or os.path.basename(path)
 
 
-def _row(label: str, report: Any, is_baseline: bool) -> Row:
+def _row(label: str, report: Report, is_baseline: bool) -> Row:
     comp = report.compilation
     if comp is None:
         from tracekit.analyses.compilations import Compilations
@@ -174,7 +168,7 @@ def break_even(x: Row, base: Row) -> BreakEven:
     return BreakEven("overtaken", math.ceil(-extra / -saving), extra, saving)
 
 
-def compare(items: Sequence[tuple[str, Any]], *, baseline: int = 0) -> Comparison:
+def compare(items: Sequence[tuple[str, Report]], *, baseline: int = 0) -> Comparison:
     """Compare ``(label, report)`` pairs against the one at index ``baseline``."""
     if not items:
         raise UsageError("compare needs at least one trace")
@@ -183,98 +177,50 @@ def compare(items: Sequence[tuple[str, Any]], *, baseline: int = 0) -> Compariso
     rows = [_row(label, report, i == baseline) for i, (label, report) in enumerate(items)]
     base = rows[baseline]
     rows = [r if r.is_baseline else _with_break_even(r, base) for r in rows]
-    return Comparison(rows=tuple(rows), baseline=baseline, findings=tuple(_findings(rows, baseline)))
+    return Comparison(rows=tuple(rows), baseline=baseline, findings=tuple(_verdict(rows, baseline)))
 
 
 def _with_break_even(row: Row, base: Row) -> Row:
-    from dataclasses import replace
-
     return replace(row, break_even=break_even(row, base))
 
 
-def _findings(rows: list[Row], baseline: int) -> list[Finding]:
+def _traces(*rows: Row) -> tuple[Subject, ...]:
+    return tuple(Subject("trace", r.label) for r in rows)
+
+
+def _verdict(rows: list[Row], baseline: int) -> list[Verdict]:
+    """The comparison's clauses in :data:`VERDICT_KINDS` order (see there)."""
     base = rows[baseline]
     compiled = [r for r in rows if r.compilations and r.gpu_ns is not None]
     best_compiled = min(compiled, key=lambda r: (r.gpu_ns, r.label)) if compiled else None
-    out = []
+    out: list[Verdict] = []
     for r in rows:
         if r.is_baseline:
             continue
         be = r.break_even
-        q: dict[str, Any] = {
+        q: dict[str, Value] = {
             "shapes": r.shapes, "baseline": base.label, "break_even_calls": be.calls if be else None,
             "break_even_reason": be.reason if be else None, "gpu_ns": r.gpu_ns, "one_off_ns": r.one_off_ns}
         if r.compilations:
             q.update(compilations=r.compilations, recompiles=r.recompiles, dynamic_promotions=r.dynamic_promotions,
                      shape_changes=r.shape_changes, compile_ns=r.compile_ns, graph_records=r.graph_records)
-            out.append(Finding("compiled", r.label, q))
+            out.append(Verdict("compiled", _traces(r), q))
             continue
         if best_compiled is not None and r.gpu_ns is not None and best_compiled.gpu_ns:
             q.update(versus=best_compiled.label, versus_pct=100.0 * (r.gpu_ns / best_compiled.gpu_ns - 1.0))
         if r.jit_ns:
             q.update(jit_ns=r.jit_ns)
-            out.append(Finding("jit", r.label, q))
+            out.append(Verdict("jit", _traces(r), q))
         else:
-            out.append(Finding("none", r.label, q))
+            out.append(Verdict("none", _traces(r), q))
     measured = [r for r in rows if r.gpu_ns is not None]
     if len(measured) > 1:
         fastest = min(measured, key=lambda r: (r.gpu_ns, r.label))
-        out.append(Finding("fastest", fastest.label, {"gpu_ns": fastest.gpu_ns}))
+        out.append(Verdict("fastest", _traces(fastest), {"gpu_ns": fastest.gpu_ns}))
     bound = [r for r in measured if r.cpu_dispatch_ns is not None and r.cpu_dispatch_ns > r.gpu_ns]
     if bound:
-        out.append(Finding("cpu_bound", ", ".join(r.label for r in bound),
-                           {"traces": [r.label for r in bound],
-                            "cpu_dispatch_ns": [r.cpu_dispatch_ns for r in bound], "gpu_ns": [r.gpu_ns for r in bound]}))
+        out.append(Verdict("cpu_bound", _traces(*bound),
+                           {"traces": tuple(r.label for r in bound),
+                            "cpu_dispatch_ns": tuple(r.cpu_dispatch_ns for r in bound),
+                            "gpu_ns": tuple(r.gpu_ns for r in bound)}))
     return out
-
-
-# -- gates ------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class GateResult:
-    """A ``--fail-if`` gate tested on every trace: ``observed`` is the most extreme value (the largest
-    for ``>``/``>=``, the smallest for ``<``/``<=``; in % of the baseline when relative), ``traces``
-    the labels of the traces that exceed it."""
-
-    gate: gates_mod.Gate
-    observed: float | None
-    traces: tuple[str, ...]
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.traces)
-
-
-def parse_gate(text: str) -> gates_mod.Gate:
-    """One ``--fail-if`` expression over :data:`GATE_METRICS` (diff's grammar: ``recompiles>0``,
-    ``compile_time>2s``, ``gpu_time>+5%``)."""
-    return gates_mod.parse(text, metrics=tuple(GATE_METRICS), time_metrics=GATE_TIME_METRICS,
-                           example="recompiles>0")
-
-
-def evaluate(gates: Sequence[gates_mod.Gate], comparison: Comparison) -> list[GateResult]:
-    """Test each gate on every trace (relative gates on every trace but the baseline)."""
-    base = comparison.rows[comparison.baseline]
-    results = []
-    for gate in gates:
-        key = GATE_METRICS[gate.metric]
-        values: list[tuple[str, float]] = []
-        for row in comparison.rows:
-            value = row.value(key)
-            if value is None:
-                continue
-            if gate.relative:
-                if row.is_baseline:
-                    continue
-                ref = base.value(key)
-                if ref is None:
-                    continue
-                value = (100.0 * (value / ref - 1.0) if ref else (0.0 if value == 0 else math.copysign(math.inf, value)))
-            values.append((row.label, value))
-        if not values:
-            raise UsageError(f"--fail-if {gate.text!r}: {gate.metric} is not measured in these traces")
-        pick = max if gate.op in (">", ">=") else min
-        observed = pick(v for _, v in values)
-        failing = tuple(label for label, v in values if _OPS[gate.op](v, gate.value))
-        results.append(GateResult(gate, observed, failing))
-    return results

@@ -1,13 +1,13 @@
-"""The diff's verdict as data: which changes count, in which order, and the figures that word them.
+"""The diff's verdict rules: which changes count, in which order, and the figures that word them.
 
-Contract: :func:`find` takes a :class:`~tracekit.diff.compare.Diff` and returns its findings in
-verdict order (:func:`~tracekit.diff.compare.compare` stores them as ``Diff.findings``). Every rule
-of the verdict lives here — which changes count, how many names are listed before a count takes
-over — so a renderer only words what it is given. No finding at all means "no change".
+Contract: :func:`judge` takes a :class:`~tracekit.diff.result.Diff` and returns its verdict, in
+order (:func:`~tracekit.diff.pairwise.diff` stores it as ``Diff.findings``). Every rule of the
+verdict lives here — which changes count, how many names are listed before a count takes over — so
+a renderer only words what it is given. No clause at all means "no change".
 
-A :class:`Finding` is ``kind`` + ``subjects`` (the kernels and ops it is about, each with its
-``role``) + ``quantities`` (numbers, and a few labels such as a fusion's evidence). Kinds, in
-verdict order — *when* it is found: *subjects*; *quantities*:
+A clause is a :class:`~tracekit.diff.verdict.Verdict`: ``kind`` + ``subjects`` (the kernels and
+ops it is about, each with its ``role``) + ``quantities`` (numbers, and a few labels such as a
+fusion's evidence). Kinds, in verdict order — *when* it is found: *subjects*; *quantities*:
 
 * ``different_devices`` — A and B ran on devices of other names (:class:`~tracekit.diff.profile.Setup`;
   kernel times are not comparable across devices): ``a``, ``b`` (the device names, joined by
@@ -48,26 +48,23 @@ verdict order — *when* it is found: *subjects*; *quantities*:
   vanished or changed in number outside the noise: ``a, b`` (per step).
 * ``launches`` — launch calls changed outside the noise: ``a, b``.
 
-Quantities are per step (medians over steps, see :mod:`~tracekit.diff.compare`).
+Quantities are per step (medians over steps, see :mod:`~tracekit.diff.result`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
 
 from tracekit.diff.align import is_main_gemm
 from tracekit.diff.profile import KernelRef
-
-if TYPE_CHECKING:
-    from tracekit.diff.compare import Diff
+from tracekit.diff.result import Diff
+from tracekit.diff.verdict import Subject, Value, Verdict
 
 #: Changed variants whose fields the verdict names; the rest are only counted.
 MAX_VARIANTS_NAMED = 2
 #: Changed fields named per changed variant.
 MAX_FIELDS_NAMED = 3
-#: Replacements named one by one; the rest are counted in one ``more_replaced`` finding.
+#: Replacements named one by one; the rest are counted in one ``more_replaced`` clause.
 MAX_REPLACED_NAMED = 2
 #: Removed (or added) kernels named; more than this and only their number is given.
 MAX_KERNELS_NAMED = 2
@@ -81,43 +78,11 @@ HOST_SYNC_MIN_NS = 100_000
 HOST_SYNC_MIN_FRACTION = 0.25
 #: Host syncs named in the verdict (largest change first); every one is in the diff's table.
 MAX_SYNCS_NAMED = 2
-#: Findings about what the traces ran on, not about what changed; they open the verdict.
+#: Clauses about what the traces ran on, not about what changed; they open the verdict.
 SETUP_KINDS = ("different_devices", "different_versions", "different_world_size")
 
-Value = int | float | str | bool | None
 
-
-@dataclass(frozen=True)
-class Subject:
-    """A kernel or op a finding is about.
-
-    ``role``: before | after | op (a fused op word: gelu, mul) | launched_by | kernel | producer |
-    consumer | cpu_op. ``kernel_class`` and ``decoded`` are set for kernels (``decoded`` lets a
-    renderer shorten a C++ template name); ``changes`` lists a changed variant's fields as
-    ``(field, before, after)``.
-    """
-
-    role: str
-    name: str
-    kernel_class: str | None = None
-    decoded: Mapping[str, Any] = field(default_factory=dict)
-    changes: tuple[tuple[str, Any, Any], ...] = ()
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One clause of the verdict (see the module's table of kinds)."""
-
-    kind: str
-    subjects: tuple[Subject, ...] = ()
-    quantities: Mapping[str, Value] = field(default_factory=dict)
-
-    def of(self, role: str) -> tuple[Subject, ...]:
-        """The subjects with ``role``, in order."""
-        return tuple(s for s in self.subjects if s.role == role)
-
-
-def _kernel(role: str, k: KernelRef, changes: tuple[tuple[str, Any, Any], ...] = ()) -> Subject:
+def _kernel(role: str, k: KernelRef, changes: tuple[tuple[str, object, object], ...] = ()) -> Subject:
     return Subject(role, k.name, k.kernel_class, k.decoded, changes)
 
 
@@ -125,58 +90,58 @@ def _kernels(role: str, ks: Iterable[KernelRef]) -> tuple[Subject, ...]:
     return tuple(_kernel(role, k) for k in ks)
 
 
-def find(diff: Diff) -> tuple[Finding, ...]:
-    """The findings of ``diff`` in verdict order (see module docstring)."""
+def judge(diff: Diff) -> tuple[Verdict, ...]:
+    """The verdict on ``diff``, clause by clause in verdict order (see module docstring)."""
     return tuple(_setup(diff)) + tuple(_structure(diff)) + tuple(_figures(diff))
 
 
-def _setup(diff: Diff) -> list[Finding]:
+def _setup(diff: Diff) -> list[Verdict]:
     """What differs in what A and B ran on: devices, software versions, world size (each only when
     both traces state it)."""
     a, b = diff.a.setup, diff.b.setup
-    out: list[Finding] = []
+    out: list[Verdict] = []
     if a.devices and b.devices and a.devices != b.devices:
-        out.append(Finding("different_devices", quantities={"a": " + ".join(a.devices), "b": " + ".join(b.devices)}))
+        out.append(Verdict("different_devices", quantities={"a": " + ".join(a.devices), "b": " + ".join(b.devices)}))
     versions = [Subject("version", key, changes=((key, a.versions[key], b.versions[key]),))
                 for key in sorted(set(a.versions) & set(b.versions)) if a.versions[key] != b.versions[key]]
     if versions:
-        out.append(Finding("different_versions", tuple(versions)))
+        out.append(Verdict("different_versions", tuple(versions)))
     if a.world_size is not None and b.world_size is not None and a.world_size != b.world_size:
-        out.append(Finding("different_world_size", quantities={"a": a.world_size, "b": b.world_size}))
+        out.append(Verdict("different_world_size", quantities={"a": a.world_size, "b": b.world_size}))
     return out
 
 
-def _structure(diff: Diff) -> list[Finding]:
+def _structure(diff: Diff) -> list[Verdict]:
     """What changed in the kernels: fusions, splits, variants, replacements, removals, additions."""
     al = diff.alignment
-    out: list[Finding] = []
+    out: list[Verdict] = []
     for f in al.fusions:
         launched = (Subject("launched_by", f.after.cpu_op),) if f.after.cpu_op else ()
-        out.append(Finding("fusion", _kernels("before", f.before) + (_kernel("after", f.after),)
+        out.append(Verdict("fusion", _kernels("before", f.before) + (_kernel("after", f.after),)
                            + tuple(Subject("op", op) for op in f.ops) + launched,
                            {"kernels": len(f.before), "evidence": f.evidence}))
     for s in al.splits:
-        out.append(Finding("split", (_kernel("before", s.before),) + _kernels("after", s.after),
+        out.append(Verdict("split", (_kernel("before", s.before),) + _kernels("after", s.after),
                            {"kernels": len(s.after), "evidence": s.evidence}))
     if al.changed:
         named = [(_kernel("before", c.before), _kernel("after", c.after, c.fields[:MAX_FIELDS_NAMED]))
                  for c in al.changed[:MAX_VARIANTS_NAMED]]
-        out.append(Finding("variant_change", tuple(s for pair in named for s in pair),
+        out.append(Verdict("variant_change", tuple(s for pair in named for s in pair),
                            {"kernels": len(al.changed)}))
     for x, y in al.replaced[:MAX_REPLACED_NAMED]:
-        out.append(Finding("replaced", (_kernel("before", x), _kernel("after", y))))
+        out.append(Verdict("replaced", (_kernel("before", x), _kernel("after", y))))
     if len(al.replaced) > MAX_REPLACED_NAMED:
-        out.append(Finding("more_replaced", quantities={"kernels": len(al.replaced) - MAX_REPLACED_NAMED}))
+        out.append(Verdict("more_replaced", quantities={"kernels": len(al.replaced) - MAX_REPLACED_NAMED}))
     for kernels, kind in ((al.removed, "removed"), (al.added, "added")):
         if kernels:
             named = _kernels("kernel", kernels) if len(kernels) <= MAX_KERNELS_NAMED else ()
-            out.append(Finding(kind, named, {"kernels": len(kernels)}))
+            out.append(Verdict(kind, named, {"kernels": len(kernels)}))
     gemms = [ka for ka, _ in al.unchanged if is_main_gemm(ka)]
     if diff.structural_change and gemms:
         named = _kernels("kernel", gemms) if len(gemms) == 1 else ()
-        out.append(Finding("gemms_unchanged", named, {"kernels": len(gemms)}))
+        out.append(Verdict("gemms_unchanged", named, {"kernels": len(gemms)}))
     elif diff.structural_change and al.is_identical:
-        out.append(Finding("same_kernels"))
+        out.append(Verdict("same_kernels"))
     return out
 
 
@@ -185,12 +150,12 @@ def _outside_noise(diff: Diff, key: str) -> bool:
     return q is not None and q.delta != 0 and not q.within_noise
 
 
-def _figures(diff: Diff) -> list[Finding]:
+def _figures(diff: Diff) -> list[Verdict]:
     """What changed in the per-step figures, each only when it counts (see module docstring)."""
-    out: list[Finding] = []
+    out: list[Verdict] = []
     q = diff.quantities.get("gpu_time")
     if q is not None and (q.delta != 0 or diff.structural_change):
-        out.append(Finding("gpu_time", quantities={
+        out.append(Verdict("gpu_time", quantities={
             "a": q.a, "b": q.b, "delta": q.delta, "delta_pct": q.delta_pct, "noise": q.noise,
             "within_noise": q.within_noise}))
     rt, rn = diff.quantities.get("round_trip_bytes"), diff.quantities.get("round_trip_tensors")
@@ -201,32 +166,32 @@ def _figures(diff: Diff) -> list[Finding]:
         if rt.delta < 0 and gone:
             subjects = (Subject("producer", gone[0]["producer_op"]), Subject("consumer", gone[0]["consumer_op"]))
             quantities.update(shape=gone[0]["shape"], more_tensors=len(gone) - 1)
-        out.append(Finding("round_trip_bytes", subjects, quantities))
+        out.append(Verdict("round_trip_bytes", subjects, quantities))
     tax = diff.quantities.get("preop_tax")
     if tax is not None and tax.delta != 0 and (tax.a == 0 or tax.b == 0 or not tax.within_noise):
-        out.append(Finding("preop_tax", quantities={"a": tax.a, "b": tax.b}))
+        out.append(Verdict("preop_tax", quantities={"a": tax.a, "b": tax.b}))
     if _outside_noise(diff, "cpu_time"):
         cpu = diff.quantities["cpu_time"]
-        out.append(Finding("cpu_time", quantities={"a": cpu.a, "b": cpu.b}))
+        out.append(Verdict("cpu_time", quantities={"a": cpu.a, "b": cpu.b}))
     out += _host_syncs(diff)
     quiet = [o for o in diff.cpu_ops_removed if not o.launches_gpu]
     if quiet:
-        out.append(Finding("quiet_ops_gone", tuple(Subject("cpu_op", o.name) for o in quiet[:MAX_QUIET_OPS_NAMED]),
+        out.append(Verdict("quiet_ops_gone", tuple(Subject("cpu_op", o.name) for o in quiet[:MAX_QUIET_OPS_NAMED]),
                            {"ops": len(quiet)}))
     for key in ("memsets", "memcpys"):
         if _outside_noise(diff, key):
             hq = diff.quantities[key]
-            out.append(Finding(key, quantities={"a": hq.a, "b": hq.b, "delta": hq.delta}))
+            out.append(Verdict(key, quantities={"a": hq.a, "b": hq.b, "delta": hq.delta}))
     if _outside_noise(diff, "graph_launches"):
         graphs = diff.quantities["graph_launches"]
-        out.append(Finding("graph_launches", quantities={"a": graphs.a, "b": graphs.b}))
+        out.append(Verdict("graph_launches", quantities={"a": graphs.a, "b": graphs.b}))
     if _outside_noise(diff, "launches"):
         launches = diff.quantities["launches"]
-        out.append(Finding("launches", quantities={"a": launches.a, "b": launches.b}))
+        out.append(Verdict("launches", quantities={"a": launches.a, "b": launches.b}))
     return out
 
 
-def _host_syncs(diff: Diff) -> list[Finding]:
+def _host_syncs(diff: Diff) -> list[Verdict]:
     """Host syncs that appeared, vanished or changed enough to count (see module docstring)."""
     counted = []
     for sync in diff.host_syncs:
@@ -235,6 +200,6 @@ def _host_syncs(diff: Diff) -> list[Finding]:
         if big and not q.within_noise:
             counted.append(sync)
     counted.sort(key=lambda s: (-abs(s.quantity.delta), s.name))
-    return [Finding("host_sync", (Subject("cpu_op", s.name),),
+    return [Verdict("host_sync", (Subject("cpu_op", s.name),),
                     {"a": s.quantity.a, "b": s.quantity.b, "count_a": s.count_a, "count_b": s.count_b})
             for s in counted[:MAX_SYNCS_NAMED]]

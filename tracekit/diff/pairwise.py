@@ -1,168 +1,39 @@
-"""Compare two traces' profiles: what changed, and every per-step quantity with its noise.
+"""Diff two traces' profiles: pair their units, align their kernels, measure every per-step
+quantity with its noise, and judge what changed.
 
-Contract: :func:`compare` takes two :class:`~tracekit.diff.profile.Profile` (A = before, B = after)
-and returns a frozen :class:`Diff`; its ``findings`` are the verdict as data (which changes count,
-:mod:`tracekit.diff.findings`). Pure: no printing, no I/O.
+Contract: :func:`diff` takes two :class:`~tracekit.diff.profile.Profile` (A = before, B = after)
+and returns a frozen :class:`~tracekit.diff.result.Diff` (its quantities follow the noise rule of
+:mod:`tracekit.diff.result`); its ``findings`` are the verdict as data (which changes count,
+:mod:`tracekit.diff.diff_verdict`). Pure: no printing, no I/O.
 
 **Units.** A's and B's units (ProfilerSteps or ``--unit`` spans) are paired in order; every unit's
 kernel sequence is aligned (:mod:`tracekit.diff.align`). The structural changes reported are those
 of the most common sequence pair (ties: the later pair, the steadiest after warm-up);
 ``pairs_agreeing`` says in how many unit pairs the alignment found exactly the same changes.
-
-**Noise rule.** Each quantity is measured once per unit. ``a`` and ``b`` are the medians over A's
-and B's units, ``delta = b - a``, ``spread`` = max − min over a side's units, and
-``noise = max(spread_a, spread_b)``. A change is ``within_noise`` when ``|delta| <= noise`` — it is
-then reported as neither a win nor a loss. With the usual 3 profiled steps the spread is a coarse
-estimate (it is the range of three samples, not a confidence interval); quantities that do not vary
-between steps (kernel counts, bytes) have no noise, so any change to them counts.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
 
 from tracekit.diff import align as align_mod
-from tracekit.diff import findings as findings_mod
+from tracekit.diff.diff_verdict import judge
 from tracekit.diff.profile import Profile
-
-NOISE_RULE = ("a, b = median over each trace's steps; spread = max - min over a trace's steps; "
-              "noise = max(spread_a, spread_b); a change is within noise when |b - a| <= noise")
-
-#: (key, label, unit, per_unit column) of the headline quantities, in display order.
-QUANTITIES: tuple[tuple[str, str, str, str], ...] = (
-    ("gpu_time", "GPU time (busy)", "ns", "gpu_ns"),
-    ("cpu_time", "CPU dispatch", "ns", "cpu_dispatch_ns"),
-    ("idle_time", "GPU idle in step", "ns", "idle_ns"),
-    ("kernels", "kernels", "count", "kernels"),
-    ("launches", "launch calls", "count", "launches"),
-    ("round_trip_bytes", "round-trip bytes", "bytes", "round_trip_bytes"),
-    ("round_trip_tensors", "round-trip tensors", "count", "round_trip_tensors"),
-    ("memsets", "memsets", "count", "memsets"),
-    ("memcpys", "memcpys", "count", "memcpys"),
-    ("preop_tax", "compile pre-ops (CPU)", "ns", "preop_tax_ns"),
-    ("host_sync", "host syncs (CPU blocked)", "ns", "host_sync_ns"),
-    ("graph_launches", "CUDA-graph launches", "count", "graph_launches"),
-    ("peak_memory", "peak memory allocated", "bytes", "peak_memory"),
+from tracekit.diff.result import (
+    QUANTITIES,
+    Diff,
+    HostSync,
+    KernelTime,
+    OpChange,
+    Quantity,
+    plain_number,
+    quantity,
 )
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """One per-unit quantity of A and B (see the module's noise rule)."""
-
-    key: str
-    label: str
-    unit: str
-    values_a: tuple[int, ...]
-    values_b: tuple[int, ...]
-    a: float
-    b: float
-    delta: float
-    delta_pct: float | None
-    spread_a: float
-    spread_b: float
-    noise: float
-    within_noise: bool
-
-    @property
-    def direction(self) -> str:
-        """``same`` | ``within noise`` | ``up`` | ``down``."""
-        if self.delta == 0:
-            return "same"
-        if self.within_noise:
-            return "within noise"
-        return "up" if self.delta > 0 else "down"
-
-
-def _num(x: float) -> float:
-    return int(x) if float(x).is_integer() else round(float(x), 3)
-
-
-def quantity(key: str, label: str, unit: str, values_a: list[int], values_b: list[int]) -> Quantity:
-    a = _num(statistics.median(values_a)) if values_a else 0
-    b = _num(statistics.median(values_b)) if values_b else 0
-    spread_a = _num(max(values_a) - min(values_a)) if values_a else 0
-    spread_b = _num(max(values_b) - min(values_b)) if values_b else 0
-    noise = max(spread_a, spread_b)
-    delta = _num(b - a)
-    pct = round(100.0 * delta / a, 2) if a else None
-    return Quantity(key, label, unit, tuple(values_a), tuple(values_b), a, b, delta, pct,
-                    spread_a, spread_b, noise, abs(delta) <= noise)
-
-
-@dataclass(frozen=True)
-class KernelTime:
-    """An unchanged kernel's GPU time per unit in A and B."""
-
-    name_a: str
-    name_b: str
-    kernel_class: str
-    quantity: Quantity
-
-
-@dataclass(frozen=True)
-class HostSync:
-    """What blocked the host waiting for the device (:mod:`tracekit.diff.syncs`): its time per unit
-    (``quantity``) and its calls per unit (medians)."""
-
-    name: str
-    quantity: Quantity
-    count_a: float
-    count_b: float
-
-
-@dataclass(frozen=True)
-class OpChange:
-    """A CPU op (``aten::t``…) that appeared or disappeared, with its count and CPU time per unit."""
-
-    name: str
-    count: float
-    cpu_ns: float
-    launches_gpu: bool
-
-
-@dataclass(frozen=True)
-class Diff:
-    """Everything ``tracekit diff`` shows (see module docstring)."""
-
-    a: Profile
-    b: Profile
-    unit_pairs: tuple[tuple[int, int], ...]
-    alignment: align_mod.Alignment
-    pairs_agreeing: int
-    quantities: dict[str, Quantity]
-    unavailable: dict[str, str]
-    classes: tuple[Quantity, ...]
-    kernel_times: tuple[KernelTime, ...]
-    cpu_ops_removed: tuple[OpChange, ...]
-    cpu_ops_added: tuple[OpChange, ...]
-    preops_a: dict[str, float]
-    preops_b: dict[str, float]
-    hidden_a: dict[str, float]
-    hidden_b: dict[str, float]
-    #: Round trips of A's and B's last unit: ``{producer_op, consumer_op, shape, dtype, bytes}``.
-    tensors_a: tuple[dict[str, Any], ...]
-    tensors_b: tuple[dict[str, Any], ...]
-    #: A's round trips between kernels that B fused (each also has ``fused_into``).
-    tensors_fused_away: tuple[dict[str, Any], ...]
-    notes: tuple[str, ...] = field(default_factory=tuple)
-    #: The verdict as data, in verdict order (:mod:`tracekit.diff.findings`).
-    findings: tuple[findings_mod.Finding, ...] = ()
-    #: Host syncs by name, the largest time (in A or B) first.
-    host_syncs: tuple[HostSync, ...] = ()
-    #: Trace findings (:mod:`tracekit.findings`) whose rule B has and A has not, and the reverse.
-    findings_new: tuple[Any, ...] = ()
-    findings_resolved: tuple[Any, ...] = ()
-
-    @property
-    def structural_change(self) -> bool:
-        return (not self.alignment.is_identical or bool(self.cpu_ops_removed) or bool(self.cpu_ops_added)
-                or set(self.preops_a) != set(self.preops_b))
 
 
 def _column(profile: Profile, column: str) -> list[int]:
@@ -189,7 +60,7 @@ def _per_unit_by(frame: pl.DataFrame, units: list[int], key: str, value: str) ->
 
 
 def _median_by(frame: pl.DataFrame, units: list[int], key: str, value: str) -> dict[str, float]:
-    return {k: _num(statistics.median(v)) for k, v in _per_unit_by(frame, units, key, value).items()}
+    return {k: plain_number(statistics.median(v)) for k, v in _per_unit_by(frame, units, key, value).items()}
 
 
 def _align_pairs(a: Profile, b: Profile, pairs: tuple[tuple[int, int], ...]) -> list[align_mod.Alignment]:
@@ -210,8 +81,8 @@ def _align_pairs(a: Profile, b: Profile, pairs: tuple[tuple[int, int], ...]) -> 
     return out
 
 
-def compare(a: Profile, b: Profile) -> Diff:
-    """Diff two profiles (A before, B after)."""
+def diff(a: Profile, b: Profile) -> Diff:
+    """Diff two profiles (A before, B after; see module docstring)."""
     notes: list[str] = []
     if a.unit_kind != b.unit_kind:
         notes.append(f"A is split into {a.unit_kind} units and B into {b.unit_kind} units")
@@ -267,7 +138,7 @@ def compare(a: Profile, b: Profile) -> Diff:
     kernel_times.sort(key=lambda k: (-k.quantity.a, k.name_a))
 
     removed, added = _op_changes(a, b)
-    diff = Diff(
+    measured = Diff(
         a=a, b=b, unit_pairs=pairs, alignment=alignment, pairs_agreeing=agreeing,
         quantities=quantities, unavailable=dict(sorted(unavailable.items())), classes=classes,
         kernel_times=tuple(kernel_times), cpu_ops_removed=removed, cpu_ops_added=added,
@@ -279,7 +150,7 @@ def compare(a: Profile, b: Profile) -> Diff:
         findings_new=tuple(f for f in b.findings if f.rule not in {g.rule for g in a.findings}),
         findings_resolved=tuple(f for f in a.findings if f.rule not in {g.rule for g in b.findings}),
     )
-    return replace(diff, findings=findings_mod.find(diff))
+    return replace(measured, findings=judge(measured))
 
 
 def _host_syncs(a: Profile, b: Profile) -> tuple[HostSync, ...]:
@@ -322,14 +193,9 @@ def _op_changes(a: Profile, b: Profile) -> tuple[tuple[OpChange, ...], tuple[OpC
         counts = _per_unit_by(p.cpu_ops, p.units, "name", "count")
         times = _per_unit_by(p.cpu_ops, p.units, "name", "cpu_ns")
         gpu = {r["name"]: r["launches_gpu"] for r in p.cpu_ops.iter_rows(named=True)}
-        return {name: OpChange(name, _num(statistics.median(counts[name])),
-                               _num(statistics.median(times[name])), bool(gpu.get(name)))
+        return {name: OpChange(name, plain_number(statistics.median(counts[name])),
+                               plain_number(statistics.median(times[name])), bool(gpu.get(name)))
                 for name in counts if statistics.median(counts[name]) > 0}
     ta, tb = table(a), table(b)
     order = lambda ops: tuple(sorted(ops, key=lambda o: (-o.cpu_ns, o.name)))  # noqa: E731
     return (order(ta[n] for n in ta if n not in tb), order(tb[n] for n in tb if n not in ta))
-
-
-def fusion_record(f: align_mod.Fusion) -> dict[str, Any]:
-    return {"before": [k.name for k in f.before], "after": f.after.name, "ops": list(f.ops),
-            "evidence": f.evidence, "after_class": f.after.kernel_class, "after_cpu_op": f.after.cpu_op}

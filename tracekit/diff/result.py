@@ -1,0 +1,170 @@
+"""A diff of two traces' profiles as data: the :class:`Diff` and its noise-aware :class:`Quantity`.
+
+Contract: frozen dataclasses and the noise rule that makes a :class:`Quantity`; nothing here pairs
+units or aligns kernels (:mod:`tracekit.diff.pairwise` builds a ``Diff``) or decides what counts
+(:mod:`tracekit.diff.diff_verdict` makes ``Diff.findings``, the verdict). Renderers and gates read
+these types.
+
+**Noise rule.** Each quantity is measured once per unit. ``a`` and ``b`` are the medians over A's
+and B's units, ``delta = b - a``, ``spread`` = max − min over a side's units, and
+``noise = max(spread_a, spread_b)``. A change is ``within_noise`` when ``|delta| <= noise`` — it is
+then reported as neither a win nor a loss. With the usual 3 profiled steps the spread is a coarse
+estimate (it is the range of three samples, not a confidence interval); quantities that do not vary
+between steps (kernel counts, bytes) have no noise, so any change to them counts.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tracekit.diff.align import Alignment, Fusion
+from tracekit.diff.profile import Profile
+from tracekit.diff.verdict import Verdict
+
+if TYPE_CHECKING:
+    from tracekit.findings import Finding
+
+NOISE_RULE = ("a, b = median over each trace's steps; spread = max - min over a trace's steps; "
+              "noise = max(spread_a, spread_b); a change is within noise when |b - a| <= noise")
+
+#: (key, label, unit, per_unit column) of the headline quantities, in display order.
+QUANTITIES: tuple[tuple[str, str, str, str], ...] = (
+    ("gpu_time", "GPU time (busy)", "ns", "gpu_ns"),
+    ("cpu_time", "CPU dispatch", "ns", "cpu_dispatch_ns"),
+    ("idle_time", "GPU idle in step", "ns", "idle_ns"),
+    ("kernels", "kernels", "count", "kernels"),
+    ("launches", "launch calls", "count", "launches"),
+    ("round_trip_bytes", "round-trip bytes", "bytes", "round_trip_bytes"),
+    ("round_trip_tensors", "round-trip tensors", "count", "round_trip_tensors"),
+    ("memsets", "memsets", "count", "memsets"),
+    ("memcpys", "memcpys", "count", "memcpys"),
+    ("preop_tax", "compile pre-ops (CPU)", "ns", "preop_tax_ns"),
+    ("host_sync", "host syncs (CPU blocked)", "ns", "host_sync_ns"),
+    ("graph_launches", "CUDA-graph launches", "count", "graph_launches"),
+    ("peak_memory", "peak memory allocated", "bytes", "peak_memory"),
+)
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One per-unit quantity of A and B (see the module's noise rule)."""
+
+    key: str
+    label: str
+    unit: str
+    values_a: tuple[int, ...]
+    values_b: tuple[int, ...]
+    a: float
+    b: float
+    delta: float
+    delta_pct: float | None
+    spread_a: float
+    spread_b: float
+    noise: float
+    within_noise: bool
+
+    @property
+    def direction(self) -> str:
+        """``same`` | ``within noise`` | ``up`` | ``down``."""
+        if self.delta == 0:
+            return "same"
+        if self.within_noise:
+            return "within noise"
+        return "up" if self.delta > 0 else "down"
+
+
+def plain_number(x: float) -> float:
+    """``x`` as an int when whole, else rounded to 3 decimals (how every figure of a diff is kept)."""
+    return int(x) if float(x).is_integer() else round(float(x), 3)
+
+
+def quantity(key: str, label: str, unit: str, values_a: list[int], values_b: list[int]) -> Quantity:
+    """A quantity measured once per unit in A (``values_a``) and B (``values_b``), by the noise rule."""
+    a = plain_number(statistics.median(values_a)) if values_a else 0
+    b = plain_number(statistics.median(values_b)) if values_b else 0
+    spread_a = plain_number(max(values_a) - min(values_a)) if values_a else 0
+    spread_b = plain_number(max(values_b) - min(values_b)) if values_b else 0
+    noise = max(spread_a, spread_b)
+    delta = plain_number(b - a)
+    pct = round(100.0 * delta / a, 2) if a else None
+    return Quantity(key, label, unit, tuple(values_a), tuple(values_b), a, b, delta, pct,
+                    spread_a, spread_b, noise, abs(delta) <= noise)
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """An unchanged kernel's GPU time per unit in A and B."""
+
+    name_a: str
+    name_b: str
+    kernel_class: str
+    quantity: Quantity
+
+
+@dataclass(frozen=True)
+class HostSync:
+    """What blocked the host waiting for the device (:mod:`tracekit.diff.syncs`): its time per unit
+    (``quantity``) and its calls per unit (medians)."""
+
+    name: str
+    quantity: Quantity
+    count_a: float
+    count_b: float
+
+
+@dataclass(frozen=True)
+class OpChange:
+    """A CPU op (``aten::t``…) that appeared or disappeared, with its count and CPU time per unit."""
+
+    name: str
+    count: float
+    cpu_ns: float
+    launches_gpu: bool
+
+
+@dataclass(frozen=True)
+class Diff:
+    """Everything ``tracekit diff`` shows (see module docstring)."""
+
+    a: Profile
+    b: Profile
+    unit_pairs: tuple[tuple[int, int], ...]
+    alignment: Alignment
+    pairs_agreeing: int
+    quantities: dict[str, Quantity]
+    unavailable: dict[str, str]
+    classes: tuple[Quantity, ...]
+    kernel_times: tuple[KernelTime, ...]
+    cpu_ops_removed: tuple[OpChange, ...]
+    cpu_ops_added: tuple[OpChange, ...]
+    preops_a: dict[str, float]
+    preops_b: dict[str, float]
+    hidden_a: dict[str, float]
+    hidden_b: dict[str, float]
+    #: Round trips of A's and B's last unit: ``{producer_op, consumer_op, shape, dtype, bytes}``.
+    tensors_a: tuple[dict[str, Any], ...]
+    tensors_b: tuple[dict[str, Any], ...]
+    #: A's round trips between kernels that B fused (each also has ``fused_into``).
+    tensors_fused_away: tuple[dict[str, Any], ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    #: The verdict as data, in verdict order (:mod:`tracekit.diff.diff_verdict`).
+    findings: tuple[Verdict, ...] = ()
+    #: Host syncs by name, the largest time (in A or B) first.
+    host_syncs: tuple[HostSync, ...] = ()
+    #: Trace findings (:mod:`tracekit.findings`) whose rule B has and A has not, and the reverse.
+    findings_new: tuple[Finding, ...] = ()
+    findings_resolved: tuple[Finding, ...] = ()
+
+    @property
+    def structural_change(self) -> bool:
+        return (not self.alignment.is_identical or bool(self.cpu_ops_removed) or bool(self.cpu_ops_added)
+                or set(self.preops_a) != set(self.preops_b))
+
+
+def fusion_record(f: Fusion) -> dict[str, Any]:
+    """A fusion as plain data (the JSON contract's ``fusions``): before, after, ops, evidence,
+    after_class, after_cpu_op."""
+    return {"before": [k.name for k in f.before], "after": f.after.name, "ops": list(f.ops),
+            "evidence": f.evidence, "after_class": f.after.kernel_class, "after_cpu_op": f.after.cpu_op}
