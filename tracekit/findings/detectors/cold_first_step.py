@@ -15,12 +15,14 @@ COLD_FACTOR = steps_analysis.COLD_STEP_FACTOR
 
 
 RULE = Rule(
-    "cold_first_step",
-    "the first step is cold (lazy init, autotuning, allocator growth inside the window)", "warning",
-    "per-step wall time",
-    {"COLD_FACTOR": COLD_FACTOR},
-    "warm up before measuring: torch.profiler.schedule(wait=1, warmup=1, active=N) or skip the "
-    "first steps")
+    id="cold_first_step",
+    title="the first step is cold (lazy init, autotuning, allocator growth inside the window)",
+    severity="warning",
+    needs="per-step wall time",
+    thresholds={"COLD_FACTOR": COLD_FACTOR},
+    fix=("warm up before measuring: torch.profiler.schedule(wait=1, warmup=1, active=N) or skip the "
+         "first steps"),
+)
 
 
 def detect(context: Context) -> list[Finding]:

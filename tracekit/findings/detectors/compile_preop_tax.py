@@ -16,12 +16,14 @@ PREOP_MIN_NS = 10_000
 
 
 RULE = Rule(
-    "compile_preop_tax",
-    "torch.compile's CPU wrappers (guards, pre-ops) cost time on every call", "info",
-    "compile pre-ops per step (tracekit.analyses.dispatch.compile_preops)",
-    {"PREOP_MIN_NS": PREOP_MIN_NS},
-    "CUDA graphs (mode='reduce-overhead') or fewer, larger compiled regions; "
-    "torch._dynamo.config.cache_size_limit if it recompiles")
+    id="compile_preop_tax",
+    title="torch.compile's CPU wrappers (guards, pre-ops) cost time on every call",
+    severity="info",
+    needs="compile pre-ops per step (tracekit.analyses.dispatch.compile_preops)",
+    thresholds={"PREOP_MIN_NS": PREOP_MIN_NS},
+    fix=("CUDA graphs (mode='reduce-overhead') or fewer, larger compiled regions; "
+         "torch._dynamo.config.cache_size_limit if it recompiles"),
+)
 
 
 def detect(context: Context) -> list[Finding]:

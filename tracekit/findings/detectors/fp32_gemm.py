@@ -15,12 +15,14 @@ FP32_GEMM_MIN_SHARE = 0.05
 
 
 RULE = Rule(
-    "fp32_gemm",
-    "float32 GEMMs run without tensor cores (SIMT / IEEE fp32, no TF32)", "warning",
-    "GEMM kernels the classifier decodes as dtype fp32 with math simt or fp32",
-    {"FP32_GEMM_MIN_SHARE": FP32_GEMM_MIN_SHARE, "MIN_STEP_SHARE": MIN_STEP_SHARE},
-    "torch.backends.cuda.matmul.allow_tf32 = True (torch.set_float32_matmul_precision('high')) "
-    "or torch.autocast(device_type='cuda', dtype=torch.bfloat16)")
+    id="fp32_gemm",
+    title="float32 GEMMs run without tensor cores (SIMT / IEEE fp32, no TF32)",
+    severity="warning",
+    needs="GEMM kernels the classifier decodes as dtype fp32 with math simt or fp32",
+    thresholds={"FP32_GEMM_MIN_SHARE": FP32_GEMM_MIN_SHARE, "MIN_STEP_SHARE": MIN_STEP_SHARE},
+    fix=("torch.backends.cuda.matmul.allow_tf32 = True (torch.set_float32_matmul_precision('high')) "
+         "or torch.autocast(device_type='cuda', dtype=torch.bfloat16)"),
+)
 
 
 def detect(context: Context) -> list[Finding]:

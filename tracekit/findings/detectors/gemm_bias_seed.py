@@ -11,12 +11,14 @@ from tracekit.findings.evidence import MIN_STEP_SHARE
 from tracekit.findings.model import Context, Finding, Rule
 
 RULE = Rule(
-    "gemm_bias_seed",
-    "a device-to-device copy seeds a GEMM's output (torch.compile's addmm lowering)", "info",
-    "device-to-device memcpys launched by a GEMM op (aten::addmm, aten::baddbmm)",
-    {"COPY_MIN_NS": COPY_MIN_NS, "MIN_STEP_SHARE": MIN_STEP_SHARE},
-    "usually fine (the GEMM accumulates onto the bias); a bias-free Linear or a bias epilogue "
-    "avoids it")
+    id="gemm_bias_seed",
+    title="a device-to-device copy seeds a GEMM's output (torch.compile's addmm lowering)",
+    severity="info",
+    needs="device-to-device memcpys launched by a GEMM op (aten::addmm, aten::baddbmm)",
+    thresholds={"COPY_MIN_NS": COPY_MIN_NS, "MIN_STEP_SHARE": MIN_STEP_SHARE},
+    fix=("usually fine (the GEMM accumulates onto the bias); a bias-free Linear or a bias epilogue "
+         "avoids it"),
+)
 
 
 def detect(context: Context) -> list[Finding]:

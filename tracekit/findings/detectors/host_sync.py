@@ -17,12 +17,14 @@ SYNC_MIN_NS = 20_000
 
 
 RULE = Rule(
-    "host_sync",
-    "an op synchronises the host with the GPU inside the step", "warning",
-    "Synchronize calls and device-to-host copies launched under a CPU op (tracekit.diff.syncs)",
-    {"SYNC_MIN_NS": SYNC_MIN_NS, "MIN_STEP_SHARE": MIN_STEP_SHARE},
-    "keep values on the device: no .item(), .cpu(), .tolist(), nonzero() or `if tensor:` in the "
-    "step (log every N steps, torch.cuda.Event / non_blocking copies)")
+    id="host_sync",
+    title="an op synchronises the host with the GPU inside the step",
+    severity="warning",
+    needs="Synchronize calls and device-to-host copies launched under a CPU op (tracekit.diff.syncs)",
+    thresholds={"SYNC_MIN_NS": SYNC_MIN_NS, "MIN_STEP_SHARE": MIN_STEP_SHARE},
+    fix=("keep values on the device: no .item(), .cpu(), .tolist(), nonzero() or `if tensor:` in the "
+         "step (log every N steps, torch.cuda.Event / non_blocking copies)"),
+)
 
 
 def detect(context: Context) -> list[Finding]:

@@ -11,12 +11,14 @@ from tracekit.findings.evidence import MIN_STEP_SHARE
 from tracekit.findings.model import Context, Finding, Rule
 
 RULE = Rule(
-    "hot_path_copy",
-    "extra copies in the hot path: an op copies a tensor every step", "warning",
-    "copy kernels and device-to-device memcpys, by the op that asked for them",
-    {"COPY_MIN_NS": COPY_MIN_NS, "MIN_STEP_SHARE": MIN_STEP_SHARE},
-    "drop the copy: use tensors as stored (F.linear takes the weight transposed), avoid "
-    ".contiguous()/.clone()/.to() of device tensors in the step")
+    id="hot_path_copy",
+    title="extra copies in the hot path: an op copies a tensor every step",
+    severity="warning",
+    needs="copy kernels and device-to-device memcpys, by the op that asked for them",
+    thresholds={"COPY_MIN_NS": COPY_MIN_NS, "MIN_STEP_SHARE": MIN_STEP_SHARE},
+    fix=("drop the copy: use tensors as stored (F.linear takes the weight transposed), avoid "
+         ".contiguous()/.clone()/.to() of device tensors in the step"),
+)
 
 
 def detect(context: Context) -> list[Finding]:

@@ -21,12 +21,14 @@ SYNC_SLACK_NS = 10_000
 
 
 RULE = Rule(
-    "input_stall",
-    "the GPU waits for the CPU before each step's first launch (input pipeline stall)", "warning",
-    "previous step's last GPU end, this step's first launch call and first GPU start",
-    {"STALL_MIN_SHARE": STALL_MIN_SHARE, "STALL_MIN_NS": STALL_MIN_NS, "MIN_STEP_SHARE": MIN_STEP_SHARE},
-    "prefetch the next batch: DataLoader(num_workers>0, pin_memory=True, prefetch_factor), "
-    "copies with non_blocking=True")
+    id="input_stall",
+    title="the GPU waits for the CPU before each step's first launch (input pipeline stall)",
+    severity="warning",
+    needs="previous step's last GPU end, this step's first launch call and first GPU start",
+    thresholds={"STALL_MIN_SHARE": STALL_MIN_SHARE, "STALL_MIN_NS": STALL_MIN_NS, "MIN_STEP_SHARE": MIN_STEP_SHARE},
+    fix=("prefetch the next batch: DataLoader(num_workers>0, pin_memory=True, prefetch_factor), "
+         "copies with non_blocking=True"),
+)
 
 
 def detect(context: Context) -> list[Finding]:

@@ -16,12 +16,14 @@ VARIANCE_MIN_NS = 50_000
 
 
 RULE = Rule(
-    "kernel_time_varies",
-    "a kernel's time varies widely between steps", "info",
-    "a kernel's total time per steady step (same launches in every step)",
-    {"VARIANCE_MIN_SPREAD": VARIANCE_MIN_SPREAD, "VARIANCE_MIN_NS": VARIANCE_MIN_NS},
-    "look for contention (other streams, clocks, another process) or data-dependent work; "
-    "compare the slow step's neighbours in Perfetto")
+    id="kernel_time_varies",
+    title="a kernel's time varies widely between steps",
+    severity="info",
+    needs="a kernel's total time per steady step (same launches in every step)",
+    thresholds={"VARIANCE_MIN_SPREAD": VARIANCE_MIN_SPREAD, "VARIANCE_MIN_NS": VARIANCE_MIN_NS},
+    fix=("look for contention (other streams, clocks, another process) or data-dependent work; "
+         "compare the slow step's neighbours in Perfetto"),
+)
 
 
 def detect(context: Context) -> list[Finding]:

@@ -13,12 +13,14 @@ OCCUPANCY_MIN_PER_STEP = 1
 
 
 RULE = Rule(
-    "occupancy_query",
-    "occupancy queries before launches (cudaOccupancy* calls on the launch path)", "info",
-    "launch calls preceded by a cudaOccupancy* call in the same op",
-    {"OCCUPANCY_MIN_PER_STEP": OCCUPANCY_MIN_PER_STEP, "MIN_STEP_SHARE": MIN_STEP_SHARE},
-    "usually an op that sizes its grid on the fly (nonzero, sort, CUB); cache the launch "
-    "configuration or avoid the op in the step")
+    id="occupancy_query",
+    title="occupancy queries before launches (cudaOccupancy* calls on the launch path)",
+    severity="info",
+    needs="launch calls preceded by a cudaOccupancy* call in the same op",
+    thresholds={"OCCUPANCY_MIN_PER_STEP": OCCUPANCY_MIN_PER_STEP, "MIN_STEP_SHARE": MIN_STEP_SHARE},
+    fix=("usually an op that sizes its grid on the fly (nonzero, sort, CUB); cache the launch "
+         "configuration or avoid the op in the step"),
+)
 
 
 def detect(context: Context) -> list[Finding]:

@@ -17,11 +17,13 @@ OPTIMIZER_MIN_KERNELS = 8
 
 
 RULE = Rule(
-    "optimizer_unfused",
-    "the optimizer runs a for-loop over parameters (no foreach/fused kernels)", "warning",
-    "kernels inside an Optimizer.step annotation that are not multi_tensor_apply_kernel",
-    {"OPTIMIZER_MIN_KERNELS": OPTIMIZER_MIN_KERNELS, "MIN_STEP_SHARE": MIN_STEP_SHARE},
-    "torch.optim.AdamW(..., fused=True) (or foreach=True)")
+    id="optimizer_unfused",
+    title="the optimizer runs a for-loop over parameters (no foreach/fused kernels)",
+    severity="warning",
+    needs="kernels inside an Optimizer.step annotation that are not multi_tensor_apply_kernel",
+    thresholds={"OPTIMIZER_MIN_KERNELS": OPTIMIZER_MIN_KERNELS, "MIN_STEP_SHARE": MIN_STEP_SHARE},
+    fix="torch.optim.AdamW(..., fused=True) (or foreach=True)",
+)
 
 
 def detect(context: Context) -> list[Finding]:

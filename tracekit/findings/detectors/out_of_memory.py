@@ -13,13 +13,15 @@ OOM_MIN_EVENTS = 1
 
 
 RULE = Rule(
-    "out_of_memory",
-    "the caching allocator ran out of device memory ([OutOfMemory] events)", "warning",
-    "[OutOfMemory] events: the failed request, the totals, the op that asked (tracekit.analyses.memory)",
-    {"OOM_MIN_EVENTS": OOM_MIN_EVENTS},
-    "see the report's Memory section for what held the memory at the peak; lower the batch or sequence "
-    "length, torch.utils.checkpoint for activations, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
-    "when reserved far exceeds allocated")
+    id="out_of_memory",
+    title="the caching allocator ran out of device memory ([OutOfMemory] events)",
+    severity="warning",
+    needs="[OutOfMemory] events: the failed request, the totals, the op that asked (tracekit.analyses.memory)",
+    thresholds={"OOM_MIN_EVENTS": OOM_MIN_EVENTS},
+    fix=("see the report's Memory section for what held the memory at the peak; lower the batch or sequence "
+         "length, torch.utils.checkpoint for activations, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+         "when reserved far exceeds allocated"),
+)
 
 
 def detect(context: Context) -> list[Finding]:

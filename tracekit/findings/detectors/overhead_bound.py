@@ -22,13 +22,15 @@ OVERHEAD_MIN_LAUNCHES = 20
 
 
 RULE = Rule(
-    "overhead_bound",
-    "steps are overhead-bound: the CPU issues work slower than the GPU runs it", "warning",
-    "per-step CPU dispatch vs GPU busy; launch calls per step and their mean cost",
-    {"OVERHEAD_CPU_OVER_GPU": OVERHEAD_CPU_OVER_GPU, "OVERHEAD_MIN_LAUNCHES": OVERHEAD_MIN_LAUNCHES,
-     "MIN_STEP_SHARE": MIN_STEP_SHARE},
-    "fewer, larger launches: CUDA graphs (torch.compile(mode='reduce-overhead')), torch.compile, "
-    "or a larger batch")
+    id="overhead_bound",
+    title="steps are overhead-bound: the CPU issues work slower than the GPU runs it",
+    severity="warning",
+    needs="per-step CPU dispatch vs GPU busy; launch calls per step and their mean cost",
+    thresholds={"OVERHEAD_CPU_OVER_GPU": OVERHEAD_CPU_OVER_GPU, "OVERHEAD_MIN_LAUNCHES": OVERHEAD_MIN_LAUNCHES,
+                "MIN_STEP_SHARE": MIN_STEP_SHARE},
+    fix=("fewer, larger launches: CUDA graphs (torch.compile(mode='reduce-overhead')), torch.compile, "
+         "or a larger batch"),
+)
 
 
 def detect(context: Context) -> list[Finding]:

@@ -19,12 +19,14 @@ PINNED_BYTES_PER_S_DEFAULT = 64e9
 
 
 RULE = Rule(
-    "pageable_copy",
-    "host↔device copies from pageable memory (synchronous, at a fraction of the link's bandwidth)",
-    "warning", "memcpy activities whose source or destination is Pageable, with bytes",
-    {"PAGEABLE_MIN_BYTES": PAGEABLE_MIN_BYTES, "MIN_STEP_SHARE": MIN_STEP_SHARE},
-    "pin the host tensor (DataLoader(pin_memory=True) or tensor.pin_memory()) and copy with "
-    ".to(device, non_blocking=True)")
+    id="pageable_copy",
+    title="host↔device copies from pageable memory (synchronous, at a fraction of the link's bandwidth)",
+    severity="warning",
+    needs="memcpy activities whose source or destination is Pageable, with bytes",
+    thresholds={"PAGEABLE_MIN_BYTES": PAGEABLE_MIN_BYTES, "MIN_STEP_SHARE": MIN_STEP_SHARE},
+    fix=("pin the host tensor (DataLoader(pin_memory=True) or tensor.pin_memory()) and copy with "
+         ".to(device, non_blocking=True)"),
+)
 
 
 def detect(context: Context) -> list[Finding]:

@@ -15,12 +15,14 @@ RECOMPILE_MIN = 1
 
 
 RULE = Rule(
-    "recompile",
-    "torch.compile recompiled a frame inside the trace (a new shape or a failed guard)", "warning",
-    "frame compilations with compile index > 0 and their trigger (tracekit.analyses.compilations)",
-    {"RECOMPILE_MIN": RECOMPILE_MIN},
-    "mark the changing dim dynamic (torch._dynamo.mark_dynamic(x, 0) or torch.compile(dynamic=True)) "
-    "or pad inputs to a few fixed shapes; TORCH_LOGS=recompiles names the guard")
+    id="recompile",
+    title="torch.compile recompiled a frame inside the trace (a new shape or a failed guard)",
+    severity="warning",
+    needs="frame compilations with compile index > 0 and their trigger (tracekit.analyses.compilations)",
+    thresholds={"RECOMPILE_MIN": RECOMPILE_MIN},
+    fix=("mark the changing dim dynamic (torch._dynamo.mark_dynamic(x, 0) or torch.compile(dynamic=True)) "
+         "or pad inputs to a few fixed shapes; TORCH_LOGS=recompiles names the guard"),
+)
 
 
 def detect(context: Context) -> list[Finding]:

@@ -20,13 +20,15 @@ POINTWISE_MAX_DISTANCE = 3
 
 
 RULE = Rule(
-    "unfused_pointwise",
-    "an unfused pointwise chain: an elementwise kernel's output goes through HBM to the next one",
-    "warning", "consecutive elementwise kernels on a stream whose intermediate round-trips "
-    "(tracekit.analyses.round_trips)",
-    {"POINTWISE_MIN_BYTES": POINTWISE_MIN_BYTES, "POINTWISE_MAX_DISTANCE": POINTWISE_MAX_DISTANCE,
-     "MIN_STEP_SHARE": MIN_STEP_SHARE},
-    "fuse the chain: torch.compile the module, or a fused kernel (e.g. Liger's GeGLU)")
+    id="unfused_pointwise",
+    title="an unfused pointwise chain: an elementwise kernel's output goes through HBM to the next one",
+    severity="warning",
+    needs=("consecutive elementwise kernels on a stream whose intermediate round-trips "
+           "(tracekit.analyses.round_trips)"),
+    thresholds={"POINTWISE_MIN_BYTES": POINTWISE_MIN_BYTES, "POINTWISE_MAX_DISTANCE": POINTWISE_MAX_DISTANCE,
+                "MIN_STEP_SHARE": MIN_STEP_SHARE},
+    fix="fuse the chain: torch.compile the module, or a fused kernel (e.g. Liger's GeGLU)",
+)
 
 
 def detect(context: Context) -> list[Finding]:

@@ -14,11 +14,13 @@ ZERO_GRAD_MIN_KERNELS = 1
 
 
 RULE = Rule(
-    "zero_grad_fill",
-    "zero_grad fills gradients with zeros instead of setting them to None", "warning",
-    "kernels inside an Optimizer.zero_grad annotation",
-    {"ZERO_GRAD_MIN_KERNELS": ZERO_GRAD_MIN_KERNELS, "MIN_STEP_SHARE": MIN_STEP_SHARE},
-    "optimizer.zero_grad(set_to_none=True) (the default since torch 2.0)")
+    id="zero_grad_fill",
+    title="zero_grad fills gradients with zeros instead of setting them to None",
+    severity="warning",
+    needs="kernels inside an Optimizer.zero_grad annotation",
+    thresholds={"ZERO_GRAD_MIN_KERNELS": ZERO_GRAD_MIN_KERNELS, "MIN_STEP_SHARE": MIN_STEP_SHARE},
+    fix="optimizer.zero_grad(set_to_none=True) (the default since torch 2.0)",
+)
 
 
 def detect(context: Context) -> list[Finding]:
