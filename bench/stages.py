@@ -48,7 +48,7 @@ STAGES = (
     ("dispatch", ("dispatch", "compile_ops")),
     ("kernels", ("kernels",)),
     ("memory", ("memory",)),
-    ("findings", ("tracekit.findings.rules", "tracekit.findings")),
+    ("findings", ("tracekit.findings.engine", "tracekit.findings")),
 )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracekit.diff import align
+from tracekit.diff import align, matching
 from tracekit.diff.profile import KernelRef, kernel_identity
 
 
@@ -109,8 +109,8 @@ def test_few_gemm_anchors_cut_long_stretches_at_other_kernels_and_say_so():
 
 
 def test_alignment_beyond_its_work_bound_is_called_coarse(monkeypatch):
-    monkeypatch.setattr(align, "WORK_PER_KERNEL", 0)
-    monkeypatch.setattr(align, "EXACT_CELLS", 16)
+    monkeypatch.setattr(matching, "WORK_PER_KERNEL", 0)
+    monkeypatch.setattr(matching, "EXACT_CELLS", 16)
     a = tuple(k(f"e{i % 7}_kernel") for i in range(100))
     b = tuple(k(f"e{i % 5}_kernel") for i in range(100))
     al = align.align(a, b)
@@ -133,12 +133,12 @@ names = st.lists(st.integers(0, 6), max_size=120)
 @settings(max_examples=200, deadline=None)
 @given(names, names, st.sampled_from([0, 16, 4096]))
 def test_match_returns_a_common_subsequence(x, y, exact_cells):
-    old = align.EXACT_CELLS
-    align.EXACT_CELLS = exact_cells  # 0 and 16 force the patience path on small inputs
+    old = matching.EXACT_CELLS
+    matching.EXACT_CELLS = exact_cells  # 0 and 16 force the patience path on small inputs
     try:
-        pairs = align.match(x, y)
+        pairs = matching.match(x, y)
     finally:
-        align.EXACT_CELLS = old
+        matching.EXACT_CELLS = old
     assert all(x[i] == y[j] for i, j in pairs)
     assert all(i0 < i1 and j0 < j1 for (i0, j0), (i1, j1) in zip(pairs, pairs[1:]))
     if x == y:
@@ -154,12 +154,12 @@ def test_every_kernel_is_accounted_for_once_on_the_patience_path(ix, jx):
             k("triton_poi_fused_gelu_mul_0", "triton_fused", "x", kind="pointwise", fused_ops=["gelu", "mul"]),
             k("add_kernel", cpu_op="aten::add", functor="CUDAFunctor_add")]
     a, b = tuple(pool[i] for i in ix), tuple(pool[j] for j in jx)
-    old = align.EXACT_CELLS
-    align.EXACT_CELLS = 4
+    old = matching.EXACT_CELLS
+    matching.EXACT_CELLS = 4
     try:
         al = align.align(a, b)
     finally:
-        align.EXACT_CELLS = old
+        matching.EXACT_CELLS = old
     _accounts_for_every_kernel(al, a, b)
     # What is left unmatched of a kernel is exactly the change of its count per unit.
     matched_a = [x for x, _ in al.unchanged]

@@ -13,6 +13,9 @@ from factory import make_annotation, make_kernel, make_launch, make_op, make_ste
 
 import tracekit
 from tracekit import findings
+from tracekit.findings import detectors
+from tracekit.findings.detectors import host_sync, pageable_copy
+from tracekit.findings.model import SEVERITIES
 from tracekit.commands import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -246,12 +249,26 @@ def test_kernel_time_varies_is_info_and_silent_on_steady_kernels(tmp_path):
     assert "kernel_time_varies" not in found(_each_step(Loop(), body([300.0, 310.0, 300.0])).write(tmp_path, "b.json"))
 
 
-def test_every_rule_has_a_detector_thresholds_and_a_fix():
-    assert list(findings.rules.DETECTORS) == list(findings.RULES)
-    for rule_id, rule in findings.RULES.items():
-        assert rule.severity in findings.rules.SEVERITIES and rule.fix and rule.thresholds, rule_id
-        for name in rule.thresholds:
-            assert hasattr(findings.rules, name), (rule_id, name)
+def test_every_rule_has_its_module_a_detector_thresholds_and_a_fix():
+    modules = detectors.RULE_MODULES
+    # One module per rule, named after it; ids unique (the table is a dict: a repeated id would
+    # silently replace a rule).
+    assert [m.__name__.rsplit(".", 1)[1] for m in modules] == [m.RULE.id for m in modules]
+    assert list(findings.RULES) == [m.RULE.id for m in modules] == list(findings.rule_ids())
+    assert len(set(modules)) == len(modules)
+    for module in modules:
+        rule = module.RULE
+        assert rule.severity in SEVERITIES and rule.fix and rule.thresholds and callable(module.detect), rule.id
+        for name, value in rule.thresholds.items():
+            assert getattr(module, name) == value, (rule.id, name)
+
+
+def test_the_table_keeps_its_order():
+    # The order --fail-if's message and no_finding list the rules in (and the detectors run in).
+    assert findings.rule_ids() == (
+        "overhead_bound", "cold_first_step", "input_stall", "host_sync", "pageable_copy", "fp32_gemm",
+        "unfused_pointwise", "hot_path_copy", "gemm_bias_seed", "optimizer_unfused", "zero_grad_fill",
+        "occupancy_query", "compile_preop_tax", "recompile", "kernel_time_varies", "out_of_memory")
 
 
 def test_no_finding_without_steps(tmp_path):
@@ -314,7 +331,7 @@ def test_pageable_copy_at_the_manifests_copy():
     assert e.name == ev["memcpy"] and e.count_per_step == ev["per_step"]
     assert e.bytes_per_step == ev["per_step"] * ev["bytes_each"] and e.detail == f"launched by {ev['op']}"
     # The trace's own pinned copies are absent here, so the link's nominal rate prices it.
-    assert f.quantities["pinned_bytes_per_s"] == findings.rules.PINNED_BYTES_PER_S_DEFAULT
+    assert f.quantities["pinned_bytes_per_s"] == pageable_copy.PINNED_BYTES_PER_S_DEFAULT
 
 
 def test_fp32_gemm_counts_the_manifests_gemms():
@@ -385,7 +402,7 @@ def test_findings_come_first_in_every_format_and_in_the_json_contract(capsys):
     assert first["rule"] == "host_sync" and first["severity"] == "warning"
     assert set(first) == {"rule", "title", "severity", "steps", "evidence", "cost_ns_per_step",
                           "saving_ns_per_step", "saving_basis", "fix", "thresholds", "quantities"}
-    assert first["thresholds"]["SYNC_MIN_NS"] == findings.rules.SYNC_MIN_NS
+    assert first["thresholds"]["SYNC_MIN_NS"] == host_sync.SYNC_MIN_NS
 
 
 def test_fail_if_finding_exits_1_after_the_output_and_2_on_a_typo(capsys):

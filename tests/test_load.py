@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import tracekit.load as load_mod
 from tracekit.errors import TraceError
-from tracekit.load import events, frames, layout, load, source
+from tracekit.load import compressed, events, frames, layout, load
 from tracekit.shapes import parse_dims, parse_types, tensor_dims
 from tracekit.trace import (
     FLOWS_SCHEMA,
@@ -346,7 +346,7 @@ def test_gzip_is_found_by_magic_bytes_not_suffix(path: Path, tmp_path: Path) -> 
 
 
 def test_gzip_larger_than_one_inflate_piece(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(source, "_INFLATE_STEP", 97)
+    monkeypatch.setattr(compressed, "_INFLATE_STEP", 97)
     doc = json.loads((FIXTURES / "kineto_2025_h200.json").read_text())
     doc["traceEvents"] = doc["traceEvents"] * 40
     text = json.dumps(doc).encode()

@@ -24,8 +24,8 @@ import tracekit.execution_trace as et_mod
 from tracekit import shapes
 from tracekit.diff import expect
 from tracekit.errors import TraceError, UsageError
-from tracekit.load import load, source
-from tracekit.load.source import ReadOptions
+from tracekit.load import load, read_options, source
+from tracekit.load.read_options import ReadOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_traces" / "mlp_eager.json.gz"
@@ -252,15 +252,15 @@ def test_a_decompression_bomb_is_refused_at_the_cap(tmp_path: Path) -> None:
 
 
 def test_the_default_cap_follows_free_memory(monkeypatch) -> None:
-    monkeypatch.setattr(source, "available_memory", lambda: 8 << 30)
-    assert source.default_max_inflated() == 2 << 30
-    monkeypatch.setattr(source, "available_memory", lambda: 1 << 20)
-    assert source.default_max_inflated() == source.MIN_DEFAULT_CAP
-    monkeypatch.setenv(source.MAX_INFLATED_ENV, "500M")
-    assert source.options().max_inflated_size == 500 << 20
-    assert source.parse_size("8G") == 8 << 30 and source.parse_size("none") is None
+    monkeypatch.setattr(read_options, "available_memory", lambda: 8 << 30)
+    assert read_options.default_max_inflated() == 2 << 30
+    monkeypatch.setattr(read_options, "available_memory", lambda: 1 << 20)
+    assert read_options.default_max_inflated() == read_options.MIN_DEFAULT_CAP
+    monkeypatch.setenv(read_options.MAX_INFLATED_ENV, "500M")
+    assert read_options.options().max_inflated_size == 500 << 20
+    assert read_options.parse_size("8G") == 8 << 30 and read_options.parse_size("none") is None
     with pytest.raises(ValueError):
-        source.parse_size("lots")
+        read_options.parse_size("lots")
 
 
 def _event_ends(text: bytes) -> list[int]:

@@ -16,7 +16,7 @@ import pytest
 
 from tracekit import parallel
 from tracekit.errors import TraceError
-from tracekit.load import layout, load, shares, source, streamed
+from tracekit.load import compressed, inflated, layout, load, shares, source, streamed
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -206,7 +206,7 @@ def test_gzip_is_inflated_to_shared_memory_and_decoded_in_shares(train_json: Pat
     name), decoded in shares to the same frames as the plain file; the file is removed and unmapped
     once every share is decoded, before the frames are joined."""
     monkeypatch.setattr(layout, "CHUNK_BYTES", 200_000)
-    monkeypatch.setattr(source, "SPILL_MIN_BYTES", 1 << 20)  # big-file rules for a 16 MB trace
+    monkeypatch.setattr(inflated, "SPILL_MIN_BYTES", 1 << 20)  # big-file rules for a 16 MB trace
     calls = []
     real = shares.decode_in_shares
     monkeypatch.setattr(shares, "decode_in_shares", lambda *a: calls.append(a) or real(*a))
@@ -229,15 +229,15 @@ def test_gzip_is_inflated_to_shared_memory_and_decoded_in_shares(train_json: Pat
 
 
 def test_the_inflated_copy_goes_when_the_load_fails(train_json: Path, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(source, "SPILL_MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(inflated, "SPILL_MIN_BYTES", 1 << 20)
     text = train_json.read_bytes()
     cut = text.rindex(b'"ph": "X"')
     broken = tmp_path / "broken.json.gz"
     broken.write_bytes(gzip.compress(text[:cut] + b'"ph": "X", "ts": [1, ' + text[cut + 9:]))
     seen = _spy_sources(monkeypatch)
     made = []
-    real_mkstemp = source.tempfile.mkstemp
-    monkeypatch.setattr(source.tempfile, "mkstemp", lambda **k: made.append(real_mkstemp(**k)) or made[-1])
+    real_mkstemp = inflated.tempfile.mkstemp
+    monkeypatch.setattr(inflated.tempfile, "mkstemp", lambda **k: made.append(real_mkstemp(**k)) or made[-1])
     with pytest.raises(TraceError, match="broken.json.gz"):
         load(broken, workers=2)
     assert len(made) == 1 and not Path(made[0][1]).exists() and seen[0].mapped is None
@@ -249,10 +249,10 @@ def test_inflating_falls_back_to_memory_when_shared_memory_fills(train_json: Pat
     follows there; no /dev/shm at all: memory from the start. The JSON is the same either way."""
     import errno
 
-    monkeypatch.setattr(source, "SPILL_MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(inflated, "SPILL_MIN_BYTES", 1 << 20)
     plain = train_json.read_bytes()
     monkeypatch.setattr(parallel, "shared_memory_dir", lambda room: str(tmp_path))
-    real_write, budget = source.os.write, [6 << 20]
+    real_write, budget = inflated.os.write, [6 << 20]
 
     def write(fd, data):
         if budget[0] < len(data):
@@ -260,7 +260,7 @@ def test_inflating_falls_back_to_memory_when_shared_memory_fills(train_json: Pat
         budget[0] -= len(data)
         return real_write(fd, data)
 
-    monkeypatch.setattr(source.os, "write", write)
+    monkeypatch.setattr(inflated.os, "write", write)
     src = source.read_input(train_gz, spill=True)
     assert isinstance(src.data, bytearray) and src.mapped is None and bytes(src.data) == plain
     assert list(tmp_path.iterdir()) == []
@@ -374,7 +374,7 @@ def test_a_damaged_gzip_is_the_same_error_and_partial_when_streamed(
         train_json: Path, tmp_path: Path, monkeypatch, damage: str, workers: int) -> None:
     """A stream cut short (its trailer kept), junk after the last member, or a damaged block: the
     same error as without streaming, and ``--partial`` reports the same events."""
-    from tracekit.load.source import ReadOptions
+    from tracekit.load.read_options import ReadOptions
 
     whole = gzip.compress(train_json.read_bytes(), 1)
     path = tmp_path / f"{damage}.json.gz"
@@ -415,7 +415,7 @@ def test_the_inflate_cap_stops_a_streamed_load_as_the_usual_one(train_json: Path
                                                                 monkeypatch) -> None:
     """A trailer that understates the size (a bomb says what it likes) passes the size check; the
     cap still stops the inflating, and the error is the usual one."""
-    from tracekit.load.source import ReadOptions
+    from tracekit.load.read_options import ReadOptions
 
     plain = train_json.read_bytes()
     path = tmp_path / "liar.json.gz"
@@ -480,7 +480,7 @@ def test_a_worker_stops_when_its_load_is_given_up(train_json: Path, tmp_path: Pa
     """The worker's pieces stop once the scratch directory (removed when the load ends or gives the
     streamed way up) is gone — it never inflates on for nobody."""
     monkeypatch.setattr(streamed, "_CHECK_EVERY", 1)
-    monkeypatch.setattr(source, "_PIECE_STEP", 1 << 14)
+    monkeypatch.setattr(compressed, "_PIECE_STEP", 1 << 14)
     path = tmp_path / "text.json.gz"
     path.write_bytes(gzip.compress(train_json.read_bytes(), 1))
     scratch = tmp_path / "scratch"

@@ -19,7 +19,7 @@ import polars as pl
 from tracekit.analyses import (attribution, breakdown as breakdown_mod, compilations as compilations_mod, dispatch,
                                kernels, launch_gaps, round_trips, steps as steps_analysis, throughput,
                                units as units_mod)
-from tracekit.findings import rules as findings_rules
+from tracekit.findings import engine as findings_engine
 from tracekit.errors import UsageError
 from tracekit.trace import UNANALYSED, Trace
 
@@ -274,7 +274,7 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         partial=meta.partial, annotations=meta.annotations,
     )
     held = _memory(trace, attributed)
-    found = findings_rules.analyze(trace, whole, compile_preops=preops, ceilings=rates.ceilings, step=step,
+    found = findings_engine.analyze(trace, whole, compile_preops=preops, ceilings=rates.ceilings, step=step,
                                    compilations=whole.compilation, memory=held)
     return Report(
         findings=found, facts=facts, selected_step=step, path_step=path_step, paths_truncated=truncated,

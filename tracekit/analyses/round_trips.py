@@ -127,126 +127,214 @@ def analyze(trace: Trace, attributed: Attribution, *,
     # Only the columns read here travel through the sort and the joins (the frame has ~35).
     gpu = attributed.gpu.select(_GPU_COLUMNS).filter(pl.col("kind").is_in(GPU_WORK_KINDS)).sort(["ts", "idx"])
     ops = attributed.tree.ops
-    notes: list[str] = []
-    method = "shape_inference"
-    if execution_trace is not None:
-        if _joins(ops, execution_trace):
-            method = "execution_trace"
-        else:
-            notes.append(f"execution trace {execution_trace.path} joins no op of this trace by "
-                         "rf_id; links inferred from shapes")
-    et = execution_trace if method == "execution_trace" else None
-
+    et, notes = _joined(ops, execution_trace)
     work, calls, names = _group_calls(gpu, ops)
+    calls, kineto_models = _with_kineto_models(calls)
+    figures, links = _link_steps(calls, kineto_models, names, et)
+    traffic_frame = _traffic_frame(work, calls, figures.per_call(calls.height), figures.models, names)
+    tensors = links.frame()
+    return RoundTripReport(
+        tensor_kernels=_tensor_kernels(work, calls, links),
+        traffic=traffic_frame, tensors=tensors,
+        bytes_per_step=_per_step(trace, traffic_frame, tensors),
+        method="execution_trace" if et is not None else "shape_inference",
+        unknown_ops=_unknown_ops(traffic_frame), notes=tuple(notes),
+    )
+
+
+def _joined(ops: pl.DataFrame, execution_trace: ExecutionTrace | None) -> tuple[ExecutionTrace | None, list[str]]:
+    """The execution trace to link by (None: infer from shapes), and a note when one was given but
+    joins no op of the trace."""
+    if execution_trace is None:
+        return None, []
+    if _joins(ops, execution_trace):
+        return execution_trace, []
+    return None, [f"execution trace {execution_trace.path} joins no op of this trace by "
+                  "rf_id; links inferred from shapes"]
+
+
+def _with_kineto_models(calls: pl.DataFrame) -> tuple[pl.DataFrame, list[OpTraffic | None]]:
+    """``calls`` with ``token`` (u32: the index of its Kineto model), and the models — one per
+    distinct (op name, input dims, input types), None where the op has no model."""
     keys = calls.select("op_name", "input_dims", "input_types").unique(maintain_order=True)
     kineto_models = [
         _checked(traffic_models.model(name, traffic_models.args_from_kineto(dims, types)))
         for name, dims, types in keys.iter_rows()]
     calls = calls.join(keys.with_row_index("token"), on=["op_name", "input_dims", "input_types"],
                        how="left", nulls_equal=True, maintain_order="left")
-    tokens = calls.get_column("token").to_list()
-    op_names = calls.get_column("op_name").to_list()
-    first_code = calls.get_column("first_code").to_list()
-    last_code = calls.get_column("last_code").to_list()
-    rf_col = calls.get_column("record_function_id").to_list() if et is not None else None
-    kernel_call = calls.get_column("kernel_call").to_list()
-    if et is None:
-        # The calls with a model, ascending, and each one's (model, first, last kernel name) — what
-        # a step's signature is made of — gathered once for all steps.
+    return calls, kineto_models
+
+
+@dataclass(frozen=True)
+class _CallColumns:
+    """The columns of ``calls`` the linking loop reads, as lists (row ``j`` is call ``j``)."""
+
+    tokens: list[int]
+    op_names: list[str]
+    first_code: list[int]
+    last_code: list[int]
+    kernel_call: list[bool]
+    #: Only read with an execution trace.
+    record_function_id: list[int | None]
+
+    @classmethod
+    def of(cls, calls: pl.DataFrame, *, with_rf: bool) -> _CallColumns:
+        rf = calls.get_column("record_function_id").to_list() if with_rf else []
+        return cls(*(calls.get_column(c).to_list() for c in ("token", "op_name", "first_code", "last_code",
+                                                             "kernel_call")), rf)
+
+
+class _Figures:
+    """The models calls were figured with, each once (``models``, by identity), and which call got
+    which: gathered as (call, figure) pairs and spread over the calls by :meth:`per_call`."""
+
+    def __init__(self) -> None:
+        self.models: list[OpTraffic] = []
+        self._index: dict[int, int] = {}  # id(model) -> index in ``models`` (which keeps it alive)
+        self._calls: list[int] = []
+        self._ids: list[int] = []
+
+    def add(self, calls: list[int], models: list[OpTraffic]) -> list[int]:
+        """Figure ``calls`` with ``models`` (one each); returns the models' indices."""
+        ids = []
+        for t in models:
+            found = self._index.get(id(t))
+            if found is None:
+                found = self._index[id(t)] = len(self.models)
+                self.models.append(t)
+            ids.append(found)
+        self.assign(calls, ids)
+        return ids
+
+    def assign(self, calls: list[int], ids: list[int]) -> None:
+        """Figure ``calls`` with the models already at ``ids``."""
+        self._calls.extend(calls)
+        self._ids.extend(ids)
+
+    def per_call(self, n: int) -> pl.Series:
+        """u32 per call (``n`` of them): the index of its model in :attr:`models`, null when unknown."""
+        return pl.repeat(None, n, dtype=pl.UInt32, eager=True).scatter(
+            pl.Series(self._calls, dtype=pl.UInt32), pl.Series(self._ids, dtype=pl.UInt32))
+
+
+@dataclass(frozen=True)
+class _LinkedStep:
+    """A step the shape linker linked: its calls, their figures and its links."""
+
+    calls: list[int]
+    ids: list[int]
+    links: _Links
+
+
+class _RepeatedSteps:
+    """What lets the shape linker reuse a step's links (module docstring): the calls with a model,
+    ascending, and each one's (model, first, last kernel name) — what a step's signature is made
+    of — gathered once for all steps; and the steps linked so far, by signature."""
+
+    def __init__(self, calls: pl.DataFrame, kineto_models: list[OpTraffic | None]) -> None:
         modelled = pl.Series([t is not None for t in kineto_models], dtype=pl.Boolean)
-        active_rows = calls.select(
+        rows = calls.select(
             pl.int_range(pl.len(), dtype=pl.UInt32).alias("j"), "token", "first_code", "last_code",
         ).filter(modelled.gather(calls.get_column("token")))
-        active_calls = active_rows.get_column("j").to_list()
-        active_keys = list(zip(*(active_rows.get_column(c).to_list()
-                                 for c in ("token", "first_code", "last_code"))))
+        self.calls: list[int] = rows.get_column("j").to_list()
+        self.keys = list(zip(*(rows.get_column(c).to_list() for c in ("token", "first_code", "last_code"))))
+        self.seen: dict[tuple, _LinkedStep] = {}
 
-    # Per call: the index of its (resolved) model in ``figures``, or None (unknown); gathered as
-    # (call, figure) pairs and spread over the calls at the end.
-    figures: list[OpTraffic] = []
-    figure_ids: dict[int, int] = {}  # id(model) -> index in ``figures`` (which keeps it alive)
-    figured_calls: list[int] = []
-    figured_ids: list[int] = []
+    def modelled(self, lo: int, hi: int) -> tuple[list[int], tuple]:
+        """The calls with a model among calls ``lo``..``hi`` − 1, and their signature."""
+        a, b = bisect_left(self.calls, lo), bisect_left(self.calls, hi)
+        return self.calls[a:b], tuple(self.keys[a:b])
+
+
+def _link_steps(calls: pl.DataFrame, kineto_models: list[OpTraffic | None], names: list,
+                et: ExecutionTrace | None) -> tuple[_Figures, _Links]:
+    """Every step's calls modelled and linked, step after step: each call's figure, and the links."""
+    columns = _CallColumns.of(calls, with_rf=et is not None)
+    figures = _Figures()
     links = _Links()
     # (id(model), live) -> (model, resolved model): holding the model keeps its id from being reused.
     resolved: dict[tuple[int, bool], tuple[OpTraffic, OpTraffic]] = {}
-    # A step whose modelled calls repeat an earlier step's (same models, kernel names, order) links
-    # exactly as that step did: the shape linker sees nothing else. Reuse its links.
-    seen: dict[tuple, tuple[list[int], _Links]] = {}
-
-    def figure(t: OpTraffic) -> int:
-        found = figure_ids.get(id(t))
-        if found is None:
-            found = figure_ids[id(t)] = len(figures)
-            figures.append(t)
-        return found
-
+    repeats = _RepeatedSteps(calls, kineto_models) if et is None else None
     for step, lo, hi in _step_ranges(calls.get_column("step")):
-        if et is None:
-            a, b = bisect_left(active_calls, lo), bisect_left(active_calls, hi)
-            active = active_calls[a:b]
-            signature = tuple(active_keys[a:b])
-            earlier = seen.get(signature)
+        linker: _ExactLinker | _ShapeLinker
+        if repeats is not None:
+            active, signature = repeats.modelled(lo, hi)
+            earlier = repeats.seen.get(signature)
             if earlier is not None:
-                figured_calls.extend(active)
-                figured_ids.extend(earlier[0])
-                links.extend(step, earlier[1], dict(zip(earlier[2], active)))
+                # The shape linker sees nothing else than the signature: the same links.
+                figures.assign(active, earlier.ids)
+                links.extend(step, earlier.links, dict(zip(earlier.calls, active)))
                 continue
-            step_calls = [(j, _OpCall(op_names[j], kineto_models[tokens[j]], None)) for j in active]
+            step_calls = [(j, _OpCall(columns.op_names[j], kineto_models[columns.tokens[j]], None))
+                          for j in active]
+            linker = _ShapeLinker()
         else:
-            signature = None
-            step_calls = []
-            for j in range(lo, hi):
-                name = op_names[j]
-                node = et.by_rf_id.get(rf_col[j]) if rf_col[j] is not None else None
-                if node is not None and node.name == name:
-                    model = _checked(traffic_models.model(name, traffic_models.args_from_et(node)))
-                else:
-                    node, model = None, kineto_models[tokens[j]]
-                if model is not None:
-                    step_calls.append((j, _OpCall(name, model, node)))
-        linker = _ExactLinker(et) if et is not None else _ShapeLinker()
-        step_links = _Links()
-        for j, call in step_calls:
-            t = call.traffic
-            if t.inductor_out:
-                live = linker.is_live(call, t.reads[-1])
-                key = (id(t), live)
-                if key not in resolved:
-                    resolved[key] = (t, traffic_models.resolve_inductor(t, live))
-                call.traffic = t = resolved[key][1]
-            consumer = names[first_code[j]]
-            for access in (t.reads if kernel_call[j] else ()):  # a copy reading a value is no round trip
-                for prod, tensor, nbytes in linker.read(call, access):
-                    if prod[2]:  # written by a kernel, not by a copy or memset
-                        step_links.add(prod, consumer, call.op_name, tensor, nbytes, j)
-            producer = (names[last_code[j]], call.op_name, kernel_call[j], j)
-            to_host = not kernel_call[j] and "DtoH" in names[first_code[j]]
-            for access in (() if to_host else t.writes):
-                linker.write(call, access, producer)
-        ids = [figure(call.traffic) for _, call in step_calls]
-        figured_calls.extend(j for j, _ in step_calls)
-        figured_ids.extend(ids)
+            assert et is not None
+            step_calls = _et_calls(range(lo, hi), columns, kineto_models, et)
+            linker = _ExactLinker(et)
+        step_links = _link_step(step_calls, linker, columns, names, resolved)
+        done = [j for j, _ in step_calls]
+        ids = figures.add(done, [call.traffic for _, call in step_calls])
         links.extend(step, step_links)
-        if signature is not None:
-            seen[signature] = (ids, step_links, [j for j, _ in step_calls])
+        if repeats is not None:
+            repeats.seen[signature] = _LinkedStep(done, ids, step_links)
+    return figures, links
 
-    call_figure = pl.repeat(None, calls.height, dtype=pl.UInt32, eager=True).scatter(
-        pl.Series(figured_calls, dtype=pl.UInt32), pl.Series(figured_ids, dtype=pl.UInt32))
-    traffic_frame = _traffic_frame(work, calls, call_figure, figures, names)
-    tensors = links.frame()
+
+def _et_calls(rows: range, columns: _CallColumns, kineto_models: list[OpTraffic | None],
+              et: ExecutionTrace) -> list[tuple[int, _OpCall]]:
+    """The calls ``rows`` that have a model, with it: the execution-trace node's where one joins by
+    rf_id and name, else the Kineto one."""
+    step_calls = []
+    for j in rows:
+        name = columns.op_names[j]
+        rf = columns.record_function_id[j]
+        node = et.by_rf_id.get(rf) if rf is not None else None
+        if node is not None and node.name == name:
+            model = _checked(traffic_models.model(name, traffic_models.args_from_et(node)))
+        else:
+            node, model = None, kineto_models[columns.tokens[j]]
+        if model is not None:
+            step_calls.append((j, _OpCall(name, model, node)))
+    return step_calls
+
+
+def _link_step(step_calls: list[tuple[int, _OpCall]], linker: _ExactLinker | _ShapeLinker,
+               columns: _CallColumns, names: list,
+               resolved: dict[tuple[int, bool], tuple[OpTraffic, OpTraffic]]) -> _Links:
+    """One step's links: each call's reads linked to the values written before it (reads before
+    writes), an Inductor call's written argument resolved first (its ``traffic`` replaced)."""
+    step_links = _Links()
+    for j, call in step_calls:
+        t = call.traffic
+        if t.inductor_out:
+            live = linker.is_live(call, t.reads[-1])
+            key = (id(t), live)
+            if key not in resolved:
+                resolved[key] = (t, traffic_models.resolve_inductor(t, live))
+            call.traffic = t = resolved[key][1]
+        kernel_call = columns.kernel_call[j]
+        consumer = names[columns.first_code[j]]
+        for access in (t.reads if kernel_call else ()):  # a copy reading a value is no round trip
+            for prod, tensor, nbytes in linker.read(call, access):
+                if prod[2]:  # written by a kernel, not by a copy or memset
+                    step_links.add(prod, consumer, call.op_name, tensor, nbytes, j)
+        producer = (names[columns.last_code[j]], call.op_name, kernel_call, j)
+        to_host = not kernel_call and "DtoH" in consumer
+        for access in (() if to_host else t.writes):
+            linker.write(call, access, producer)
+    return step_links
+
+
+def _tensor_kernels(work: pl.DataFrame, calls: pl.DataFrame, links: _Links) -> pl.DataFrame:
+    """The ``tensor_kernels`` frame (module docstring): each link's producer call's last kernel and
+    consumer call's first kernel."""
     work_idx = work.get_column("idx")
-    tensor_kernels = pl.DataFrame({
+    return pl.DataFrame({
         "step": links.steps,
         "producer_idx": work_idx.gather(calls.get_column("last").gather(links.producer_calls)),
         "consumer_idx": work_idx.gather(calls.get_column("first").gather(links.consumer_calls)),
     }, schema=TENSOR_KERNELS_SCHEMA)
-    return RoundTripReport(
-        tensor_kernels=tensor_kernels,
-        traffic=traffic_frame, tensors=tensors,
-        bytes_per_step=_per_step(trace, traffic_frame, tensors), method=method,
-        unknown_ops=_unknown_ops(traffic_frame), notes=tuple(notes),
-    )
 
 
 def _step_ranges(steps: pl.Series) -> list[tuple]:

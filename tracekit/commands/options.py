@@ -90,23 +90,23 @@ def parse_ceilings(items: tuple[str, ...]) -> dict[str, float] | None:
 
 def _set_partial(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value:
-        from tracekit.load import source
+        from tracekit.load import read_options
 
-        source.configure(partial=True)
+        read_options.configure(partial=True)
 
 
 def _set_max_inflated(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if value is not None:
-        from tracekit.load import source
+        from tracekit.load import read_options
 
         try:
-            source.configure(max_inflated_size=value)
+            read_options.configure(max_inflated_size=value)
         except ValueError as err:
             raise click.BadParameter(str(err)) from None
 
 
 def max_inflated_size(command):
-    """``--max-inflated-size``: the cap on a compressed input's JSON (see :mod:`tracekit.load.source`)."""
+    """``--max-inflated-size``: the cap on a compressed input's JSON (see :mod:`tracekit.load.read_options`)."""
     return click.option(
         "--max-inflated-size", metavar="SIZE", default=None, expose_value=False, callback=_set_max_inflated,
         help="Refuse a compressed trace (or a stream) whose JSON passes SIZE bytes (e.g. 8G, 500M; "
@@ -115,7 +115,7 @@ def max_inflated_size(command):
 
 def reading(command):
     """``--partial`` and ``--max-inflated-size``: how inputs are read (set for this process and the
-    workers it starts, see :mod:`tracekit.load.source`)."""
+    workers it starts, see :mod:`tracekit.load.read_options`)."""
     command = max_inflated_size(command)
     return click.option(
         "--partial", is_flag=True, expose_value=False, callback=_set_partial,

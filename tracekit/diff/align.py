@@ -2,7 +2,8 @@
 
 Contract: :func:`align` takes two launch-ordered sequences of :class:`~tracekit.diff.profile.KernelRef`
 and returns an :class:`Alignment`. It grows about linearly with the kernels per unit (real LLM steps
-hold 10,000+ kernels), because every costly step is bounded by a rule of :data:`BOUNDS`.
+hold 10,000+ kernels), because every costly step is bounded: by :data:`MAX_SEGMENT` and
+:data:`WINDOW` here, by ``EXACT_CELLS`` and ``WORK_PER_KERNEL`` in :mod:`tracekit.diff.matching`.
 
 1. **Anchors** — unchanged *main* GEMMs (equal identity, :func:`is_main_gemm`: class ``gemm`` but not
    a split-K reduce, a stand-alone epilogue or another cuBLAS helper, whose presence follows the
@@ -13,7 +14,7 @@ hold 10,000+ kernels), because every costly step is bounded by a rule of :data:`
    graph index is ignored). Equal kernels are ``unchanged``. A segment that holds more than
    ``MAX_SEGMENT`` kernels (few GEMMs to anchor on) is cut further at its own unchanged kernels, and
    the alignment says so in ``notes``.
-   Matching (:func:`match`) is :class:`difflib.SequenceMatcher` on small ranges (at most
+   Matching (:func:`tracekit.diff.matching.match`) is :class:`difflib.SequenceMatcher` on small ranges (at most
    ``EXACT_CELLS`` pairs), and on larger ones patience-style anchoring: each kernel's identity with
    its occurrence number (the 3rd ``add`` of A pairs with the 3rd ``add`` of B) is unique, the longest
    increasing run of such pairs anchors the range, and the gaps between anchors are matched again.
@@ -51,10 +52,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 
+from tracekit.diff.matching import Budget, match
 from tracekit.diff.profile import KernelRef
 
 _FUNCTOR_SUFFIX = re.compile(r"(CUDAKernelImpl|KernelImpl|Functor|_kernel|Kernel)$")
@@ -67,25 +68,12 @@ VARIANT_FIELDS = ("tile", "layout", "dtype", "epilogue", "stages", "cluster", "c
 #: shapes, so they come and go between traces whose GEMMs are the same (classify/gemm.py names them).
 HELPER_GEMM_OPS = frozenset({"split_k_reduce", "epilogue", "dot", "blas"})
 
-#: The bounds that keep the alignment about linear in the kernels per unit, with their reasons.
-BOUNDS = {
-    # Ranges of at most this many (A kernel, B kernel) pairs are matched exactly by difflib: cheap
-    # there, and the small steps of the shipped traces keep their exact alignment.
-    "EXACT_CELLS": 4096,
-    # A segment between unchanged GEMMs holding more kernels than this (on either side) is cut at its
-    # own unchanged kernels: position means nothing over hundreds of kernels.
-    "MAX_SEGMENT": 256,
-    # Fusion candidates outside the kernel's own segment are looked for at most this many kernels
-    # before or after it: compilers reorder within a graph region, not across the step.
-    "WINDOW": 256,
-    # Matching work allowed per kernel of the unit (kernel visits of the patience passes); beyond it
-    # the gaps left stay unmatched and the alignment is called coarse.
-    "WORK_PER_KERNEL": 64,
-}
-EXACT_CELLS = BOUNDS["EXACT_CELLS"]
-MAX_SEGMENT = BOUNDS["MAX_SEGMENT"]
-WINDOW = BOUNDS["WINDOW"]
-WORK_PER_KERNEL = BOUNDS["WORK_PER_KERNEL"]
+#: A segment between unchanged GEMMs holding more kernels than this (on either side) is cut at its
+#: own unchanged kernels: position means nothing over hundreds of kernels.
+MAX_SEGMENT = 256
+#: Fusion candidates outside the kernel's own segment are looked for at most this many kernels
+#: before or after it: compilers reorder within a graph region, not across the step.
+WINDOW = 256
 
 
 @dataclass(frozen=True)
@@ -197,133 +185,6 @@ def _field_changes(a: KernelRef, b: KernelRef) -> tuple[tuple[str, object, objec
                  if a.decoded.get(k) != b.decoded.get(k))
 
 
-# -- matching two sequences of identities ----------------------------------------------------------
-
-class Budget:
-    """Work left for :func:`match` (kernel visits of its patience passes) and the ranges it gave up."""
-
-    def __init__(self, limit: int) -> None:
-        self.left = limit
-        self.gave_up = 0  # ranges left unmatched because the budget ran out
-        self.gave_up_kernels = 0
-
-
-def match(x: Sequence[Hashable], y: Sequence[Hashable], budget: Budget | None = None) -> list[tuple[int, int]]:
-    """Monotone pairs ``(i, j)`` with ``x[i] == y[j]``, sorted: a common subsequence of ``x`` and ``y``.
-
-    Exact (difflib's matching blocks) for ranges of at most ``EXACT_CELLS`` pairs. A larger range
-    sheds its common prefix and suffix and every kernel whose identity the other side's range lacks
-    (it cannot match), is matched exactly if that leaves it small, and else is anchored by patience
-    on (identity, occurrence number), recursing into the gaps between anchors while ``budget``
-    lasts (see the module docstring).
-    """
-    if budget is None:
-        budget = Budget(WORK_PER_KERNEL * (len(x) + len(y)))
-    out: list[tuple[int, int]] = []
-    stack = [(0, len(x), 0, len(y))]
-    while stack:
-        a0, a1, b0, b1 = stack.pop()
-        if a0 >= a1 or b0 >= b1:
-            continue
-        if (a1 - a0) * (b1 - b0) <= EXACT_CELLS:
-            out += _exact(x, range(a0, a1), y, range(b0, b1))
-            continue
-        while a0 < a1 and b0 < b1 and x[a0] == y[b0]:
-            out.append((a0, b0))
-            a0, b0 = a0 + 1, b0 + 1
-        while a0 < a1 and b0 < b1 and x[a1 - 1] == y[b1 - 1]:
-            a1, b1 = a1 - 1, b1 - 1
-            out.append((a1, b1))
-        if a0 >= a1 or b0 >= b1:
-            continue
-        if budget.left <= 0:
-            budget.gave_up += 1
-            budget.gave_up_kernels += (a1 - a0) + (b1 - b0)
-            continue
-        budget.left -= (a1 - a0) + (b1 - b0)
-        common = set(x[a0:a1]).intersection(y[b0:b1])
-        xi = [i for i in range(a0, a1) if x[i] in common]
-        yj = [j for j in range(b0, b1) if y[j] in common]
-        if not xi:
-            continue
-        if len(xi) * len(yj) <= EXACT_CELLS:
-            out += _exact(x, xi, y, yj)
-            continue
-        anchors = _patience(x, xi, y, yj)
-        out += anchors
-        bounds = [(a0 - 1, b0 - 1), *anchors, (a1, b1)]
-        for (i0, j0), (i1, j1) in zip(bounds, bounds[1:]):
-            if i1 - i0 > 1 and j1 - j0 > 1:
-                stack.append((i0 + 1, i1, j0 + 1, j1))
-    out.sort()
-    return out
-
-
-def _exact(x: Sequence[Hashable], xi: Sequence[int], y: Sequence[Hashable], yj: Sequence[int]) -> list[tuple[int, int]]:
-    """difflib's matching blocks of ``x`` at indices ``xi`` and ``y`` at ``yj``, as index pairs."""
-    sm = SequenceMatcher(None, [x[i] for i in xi], [y[j] for j in yj], autojunk=False)
-    return [(xi[blk.a + n], yj[blk.b + n]) for blk in sm.get_matching_blocks() for n in range(blk.size)]
-
-
-def _patience(x: Sequence[Hashable], xi: list[int], y: Sequence[Hashable], yj: list[int]) -> list[tuple[int, int]]:
-    """Anchors at indices ``xi`` and ``yj``: the longest increasing run of pairs of equal (identity,
-    occurrence number), first over the identities that occur equally often on both sides (an
-    unchanged kernel: its k-th launches pair up even where other kernels come and go), else over all."""
-    count_x: dict[Hashable, int] = {}
-    count_y: dict[Hashable, int] = {}
-    for i in xi:
-        count_x[x[i]] = count_x.get(x[i], 0) + 1
-    for j in yj:
-        count_y[y[j]] = count_y.get(y[j], 0) + 1
-    steady = {key for key, n in count_x.items() if count_y.get(key) == n}
-    if steady and len(steady) < len(count_x):
-        anchors = _ranked_run(x, [i for i in xi if x[i] in steady], y, [j for j in yj if y[j] in steady])
-        if anchors:
-            return anchors
-    return _ranked_run(x, xi, y, yj)
-
-
-def _ranked_run(x: Sequence[Hashable], xi: list[int], y: Sequence[Hashable], yj: list[int]) -> list[tuple[int, int]]:
-    """The longest increasing run of pairs of equal (identity, occurrence number)."""
-    where: dict[tuple[Hashable, int], int] = {}
-    seen: dict[Hashable, int] = {}
-    for j in yj:
-        n = seen.get(y[j], 0)
-        seen[y[j]] = n + 1
-        where[(y[j], n)] = j
-    seen = {}
-    pairs = []
-    for i in xi:
-        n = seen.get(x[i], 0)
-        seen[x[i]] = n + 1
-        j = where.get((x[i], n))
-        if j is not None:
-            pairs.append((i, j))
-    return _longest_increasing(pairs)
-
-
-def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The longest subsequence of ``pairs`` (increasing in i) that also increases in j (patience sort)."""
-    tails: list[int] = []  # tails[n]: smallest j ending an increasing run of length n + 1
-    tail_at: list[int] = []  # index into pairs of that run's last pair
-    back = [-1] * len(pairs)
-    for n, (_, j) in enumerate(pairs):
-        k = bisect_left(tails, j)
-        if k == len(tails):
-            tails.append(j)
-            tail_at.append(n)
-        else:
-            tails[k] = j
-            tail_at[k] = n
-        back[n] = tail_at[k - 1] if k else -1
-    run = []
-    n = tail_at[-1] if tail_at else -1
-    while n >= 0:
-        run.append(pairs[n])
-        n = back[n]
-    return run[::-1]
-
-
 # -- the alignment -------------------------------------------------------------------------------
 
 class _Side:
@@ -346,21 +207,108 @@ class _Side:
         return i not in self.claimed and self.seq[i].kernel_class != "gemm"
 
 
+@dataclass
+class _Segments:
+    """Both sequences cut into segments that correspond (step 2 of the module docstring): the
+    segment of each kernel (``of_a``, ``of_b``; -1 for an anchor), each segment's index range
+    ``[lo, hi)`` in A and in B, the segments that are pieces of a long stretch cut at other kernels
+    than GEMMs (``cut``), how many stretches were cut and the longest one's size."""
+
+    of_a: list[int]
+    of_b: list[int]
+    range_a: dict[int, tuple[int, int]] = field(default_factory=dict)
+    range_b: dict[int, tuple[int, int]] = field(default_factory=dict)
+    cut: set[int] = field(default_factory=set)
+    stretches_cut: int = 0
+    longest: int = 0
+
+    def add(self, in_a: range, in_b: range, *, piece_of_long: bool) -> None:
+        s = len(self.range_a)
+        self.range_a[s], self.range_b[s] = (in_a.start, in_a.stop), (in_b.start, in_b.stop)
+        if piece_of_long:
+            self.cut.add(s)
+        for i in in_a:
+            self.of_a[i] = s
+        for j in in_b:
+            self.of_b[j] = s
+
+
+#: A found replacement: (the replacing kernel's index, the indices of the kernels it replaces on the
+#: other side, the ops they share, the evidence).
+_Found = tuple[int, list[int], tuple[str, ...], str]
+
+
 def align(a: Sequence[KernelRef], b: Sequence[KernelRef]) -> Alignment:
     """Align two kernel sequences (see module docstring)."""
     a, b = list(a), list(b)
-    budget = Budget(WORK_PER_KERNEL * (len(a) + len(b)))
+    budget = Budget.for_kernels(len(a) + len(b))
+    anchors = _anchors(a, b, budget)
+    unchanged, seg = _segments([k.identity for k in a], [k.identity for k in b], anchors, budget)
+    unchanged += anchors
+    matched_a = {i for i, _ in unchanged}
+    matched_b = {j for _, j in unchanged}
+    left_a = [i for i in range(len(a)) if i not in matched_a]
+    left_b = [j for j in range(len(b)) if j not in matched_b]
+    moved = _moved(a, b, left_a, left_b)
+    if moved:
+        unchanged += moved
+        moved_a, moved_b = {i for i, _ in moved}, {j for _, j in moved}
+        left_a = [i for i in left_a if i not in moved_a]
+        left_b = [j for j in left_b if j not in moved_b]
+
+    ops_of = {id(k): kernel_ops(k) for k in {id(k): k for k in a + b}.values()}
+    vocabularies: dict[int, tuple[set[str], str]] = {}
+    side_a = _Side(a, left_a, seg.of_a, ops_of)
+    fused = _replacing_several(b, left_b, seg.of_b, seg.range_a, side_a, ops_of, vocabularies, seg.cut)
+    fusions = [Fusion(tuple(a[i] for i in members), b[j], ops, evidence) for j, members, ops, evidence in fused]
+    fused_b = {j for j, *_ in fused}
+    left_b = [j for j in left_b if j not in fused_b]
+    left_a = [i for i in left_a if i not in side_a.claimed]
+    # The reverse: one A kernel now run as several B kernels.
+    side_b = _Side(b, left_b, seg.of_b, ops_of)
+    split = _replacing_several(a, left_a, seg.of_a, seg.range_b, side_b, ops_of, vocabularies, seg.cut)
+    splits = [Split(a[i], tuple(b[j] for j in members), ops, evidence) for i, members, ops, evidence in split]
+    split_a = {i for i, *_ in split}
+    rest_a = [i for i in left_a if i not in split_a]
+    rest_b = [j for j in left_b if j not in side_b.claimed]
+
+    used_a: set[int] = set()
+    used_b: set[int] = set()
+    changed = _variant_changes(a, b, rest_a, rest_b, seg, used_a, used_b)
+    replaced = _replacements(rest_a, rest_b, seg, used_a, used_b)
+    removed = [i for i in rest_a if i not in used_a]  # ascending
+    absorbed = _absorbed_by_epilogues(a, changed, removed, seg, ops_of)
+    fusions += [fusion for _, fusion, _ in absorbed]
+    into_epilogue = {n for n, _, _ in absorbed}
+    gone = {i for _, _, members in absorbed for i in members}
+    removed = [i for i in removed if i not in gone]
+    return Alignment(
+        unchanged=tuple((a[i], b[j]) for i, j in sorted(unchanged)),
+        fusions=tuple(fusions),
+        splits=tuple(splits),
+        changed=tuple(c for n, (_, c) in enumerate(changed) if n not in into_epilogue),
+        replaced=tuple((a[i], b[j]) for i, j in replaced),
+        removed=tuple(a[i] for i in removed),
+        added=tuple(b[j] for j in rest_b if j not in used_b),
+        anchors=len(anchors), moved=len(moved),
+        notes=_notes(len(anchors), seg.stretches_cut, seg.longest, budget),
+    )
+
+
+def _anchors(a: list[KernelRef], b: list[KernelRef], budget: Budget) -> list[tuple[int, int]]:
+    """Unchanged main GEMMs (step 1 of the module docstring), as index pairs."""
     ga = [i for i, k in enumerate(a) if is_main_gemm(k)]
     gb = [j for j, k in enumerate(b) if is_main_gemm(k)]
-    anchors = [(ga[i], gb[j]) for i, j in match([a[i].identity for i in ga], [b[j].identity for j in gb], budget)]
-    unchanged: list[tuple[int, int]] = list(anchors)
-    seg_of_a, seg_of_b = [-1] * len(a), [-1] * len(b)
-    seg_range_a: dict[int, tuple[int, int]] = {}  # segment -> its index range [lo, hi) in A
-    seg_range_b: dict[int, tuple[int, int]] = {}  # ... and in B
-    ids_a, ids_b = [k.identity for k in a], [k.identity for k in b]
-    cut, longest = 0, 0
-    cut_segments: set[int] = set()  # pieces of a long stretch, bounded by other kernels than GEMMs
-    bounds = [(-1, -1), *anchors, (len(a), len(b))]
+    return [(ga[i], gb[j]) for i, j in match([a[i].identity for i in ga], [b[j].identity for j in gb], budget)]
+
+
+def _segments(ids_a: list[str], ids_b: list[str], anchors: list[tuple[int, int]],
+              budget: Budget) -> tuple[list[tuple[int, int]], _Segments]:
+    """The unchanged kernels between consecutive anchors (index pairs), and the segments (step 2 of
+    the module docstring)."""
+    seg = _Segments([-1] * len(ids_a), [-1] * len(ids_b))
+    unchanged: list[tuple[int, int]] = []
+    bounds = [(-1, -1), *anchors, (len(ids_a), len(ids_b))]
     for (a0, b0), (a1, b1) in zip(bounds, bounds[1:]):
         pairs = [(a0 + 1 + i, b0 + 1 + j) for i, j in match(ids_a[a0 + 1:a1], ids_b[b0 + 1:b1], budget)]
         unchanged += pairs
@@ -370,23 +318,15 @@ def align(a: Sequence[KernelRef], b: Sequence[KernelRef]) -> Alignment:
         long = size > MAX_SEGMENT and len(pairs) < size
         inner = [(a0, b0), *pairs, (a1, b1)] if long else [(a0, b0), (a1, b1)]
         if long:
-            cut, longest = cut + 1, max(longest, size)
+            seg.stretches_cut, seg.longest = seg.stretches_cut + 1, max(seg.longest, size)
         for (i0, j0), (i1, j1) in zip(inner, inner[1:]):
-            s = len(seg_range_a)
-            seg_range_a[s], seg_range_b[s] = (i0 + 1, i1), (j0 + 1, j1)
-            if long:
-                cut_segments.add(s)
-            for i in range(i0 + 1, i1):
-                seg_of_a[i] = s
-            for j in range(j0 + 1, j1):
-                seg_of_b[j] = s
-    matched_a = {i for i, _ in unchanged}
-    matched_b = {j for _, j in unchanged}
-    left_a = [i for i in range(len(a)) if i not in matched_a]
-    left_b = [j for j in range(len(b)) if j not in matched_b]
+            seg.add(range(i0 + 1, i1), range(j0 + 1, j1), piece_of_long=long)
+    return unchanged, seg
 
-    # Moved: the same kernel unmatched on both sides pairs up in order; what is left of an identity
-    # is then exactly the change of its count.
+
+def _moved(a: list[KernelRef], b: list[KernelRef], left_a: list[int], left_b: list[int]) -> list[tuple[int, int]]:
+    """The same kernel unmatched on both sides, paired up in order (step 3 of the module docstring):
+    what is left of an identity is then exactly the change of its count."""
     waiting: dict[str, list[int]] = {}
     for j in reversed(left_b):
         waiting.setdefault(b[j].identity, []).append(j)
@@ -395,102 +335,87 @@ def align(a: Sequence[KernelRef], b: Sequence[KernelRef]) -> Alignment:
         stack = waiting.get(a[i].identity)
         if stack:
             moved.append((i, stack.pop()))
-    if moved:
-        unchanged += moved
-        moved_a, moved_b = {i for i, _ in moved}, {j for _, j in moved}
-        left_a = [i for i in left_a if i not in moved_a]
-        left_b = [j for j in left_b if j not in moved_b]
+    return moved
 
-    ops_of = {id(k): kernel_ops(k) for k in {id(k): k for k in a + b}.values()}
-    vocabularies: dict[int, tuple[set[str], str]] = {}
-    side_a = _Side(a, left_a, seg_of_a, ops_of)
-    fusions: list[Fusion] = []
-    fused_b: set[int] = set()
-    lone_b = _seg_counts(left_b, seg_of_b)
-    for j in left_b:
-        found = _fusion_for(b[j], seg_of_b[j], seg_range_a, side_a, ops_of, lone_b, vocabularies, cut_segments)
-        if found is not None:
-            members, ops, evidence = found
-            side_a.claimed.update(members)
-            fused_b.add(j)
-            fusions.append(Fusion(tuple(a[i] for i in members), b[j], ops, evidence))
-    left_b = [j for j in left_b if j not in fused_b]
-    left_a = [i for i in left_a if i not in side_a.claimed]
-    # The reverse: one A kernel now run as several B kernels.
-    side_b = _Side(b, left_b, seg_of_b, ops_of)
-    splits: list[Split] = []
-    split_a: set[int] = set()
-    lone_a = _seg_counts(left_a, seg_of_a)
-    for i in left_a:
-        found = _fusion_for(a[i], seg_of_a[i], seg_range_b, side_b, ops_of, lone_a, vocabularies, cut_segments)
-        if found is not None:
-            members, ops, evidence = found
-            side_b.claimed.update(members)
-            split_a.add(i)
-            splits.append(Split(a[i], tuple(b[j] for j in members), ops, evidence))
-    rest_a = [i for i in left_a if i not in split_a]
-    rest_b = [j for j in left_b if j not in side_b.claimed]
 
-    changed: list[tuple[int, Change] | None] = []
-    used_a: set[int] = set()
-    used_b: set[int] = set()
+def _replacing_several(seq: list[KernelRef], left: list[int], seg_of: list[int],
+                       other_range: dict[int, tuple[int, int]], other: _Side, ops_of: dict[int, set[str]],
+                       vocabularies: dict[int, tuple[set[str], str]], cut_segments: set[int]) -> list[_Found]:
+    """Each unmatched kernel of ``seq`` (indices ``left``) that replaces several unmatched kernels of
+    ``other`` (step 4 of the module docstring: a fusion seen from B, a split seen from A), in order;
+    the kernels it replaces are claimed in ``other``."""
+    lone = _seg_counts(left, seg_of)
+    found: list[_Found] = []
+    for j in left:
+        hit = _fusion_for(seq[j], seg_of[j], other_range, other, ops_of, lone, vocabularies, cut_segments)
+        if hit is not None:
+            members, ops, evidence = hit
+            other.claimed.update(members)
+            found.append((j, members, ops, evidence))
+    return found
+
+
+def _variant_changes(a: list[KernelRef], b: list[KernelRef], rest_a: list[int], rest_b: list[int],
+                     seg: _Segments, used_a: set[int], used_b: set[int]) -> list[tuple[int, Change]]:
+    """One B kernel facing an A kernel of the same class in its segment: a variant change, with the A
+    kernel's index; both marked used."""
+    changed: list[tuple[int, Change]] = []
     by_class: dict[tuple[int, str], list[int]] = {}
     for i in reversed(rest_a):
-        by_class.setdefault((seg_of_a[i], a[i].kernel_class), []).append(i)
+        by_class.setdefault((seg.of_a[i], a[i].kernel_class), []).append(i)
     for j in rest_b:
-        same = by_class.get((seg_of_b[j], b[j].kernel_class))
+        same = by_class.get((seg.of_b[j], b[j].kernel_class))
         if same:
             i = same.pop()
             used_a.add(i)
             used_b.add(j)
             changed.append((i, Change(a[i], b[j], _field_changes(a[i], b[j]))))
-    # Lone unmatched kernels facing each other in a segment: a replacement by another class.
+    return changed
+
+
+def _replacements(rest_a: list[int], rest_b: list[int], seg: _Segments, used_a: set[int],
+                  used_b: set[int]) -> list[tuple[int, int]]:
+    """Lone unmatched kernels facing each other in a segment: a replacement by another class (index
+    pairs; both marked used)."""
     replaced: list[tuple[int, int]] = []
     seg_a: dict[int, list[int]] = {}
     for i in rest_a:
         if i not in used_a:
-            seg_a.setdefault(seg_of_a[i], []).append(i)
-    seg_b = _seg_counts([j for j in rest_b if j not in used_b], seg_of_b)
+            seg_a.setdefault(seg.of_a[i], []).append(i)
+    seg_b = _seg_counts([j for j in rest_b if j not in used_b], seg.of_b)
     for j in rest_b:
         if j in used_b:
             continue
-        s = seg_of_b[j]
+        s = seg.of_b[j]
         if len(seg_a.get(s, ())) == 1 and seg_b.get(s) == 1:
             i = seg_a.pop(s)[0]
             seg_b[s] = 0
             used_a.add(i)
             used_b.add(j)
             replaced.append((i, j))
-    removed = [i for i in rest_a if i not in used_a]  # ascending
-    # A GEMM whose epilogue now does an elementwise op that was its own kernel in A, nearby.
+    return replaced
+
+
+def _absorbed_by_epilogues(a: list[KernelRef], changed: list[tuple[int, Change]], removed: list[int],
+                           seg: _Segments, ops_of: dict[int, set[str]]) -> list[tuple[int, Fusion, list[int]]]:
+    """GEMMs whose epilogue now does an elementwise op that was its own kernel in A, nearby: for each,
+    (its position in ``changed``, the fusion it is instead, the indices of the removed A kernels it
+    absorbed)."""
     absorbed: set[int] = set()
-    for n, item in enumerate(changed):
-        assert item is not None
-        at, change = item
+    out: list[tuple[int, Fusion, list[int]]] = []
+    for n, (at, change) in enumerate(changed):
         ops = _epilogue_ops(change)
         if change.before.kernel_class != "gemm" or not ops:
             continue
-        lo, hi = seg_range_a[seg_of_a[at]]
+        lo, hi = seg.range_a[seg.of_a[at]]
         near = removed[bisect_left(removed, lo - WINDOW):bisect_left(removed, hi + WINDOW)]
         members = [i for i in near if i not in absorbed and ops_of[id(a[i])] & ops]
         if members:
             absorbed.update(members)
-            fusions.append(Fusion((change.before, *(a[i] for i in members)), change.after,
+            out.append((n, Fusion((change.before, *(a[i] for i in members)), change.after,
                                   tuple(sorted(ops & set().union(*(ops_of[id(a[i])] for i in members)))),
-                                  "GEMM epilogue"))
-            changed[n] = None
-    removed = [i for i in removed if i not in absorbed]
-    return Alignment(
-        unchanged=tuple((a[i], b[j]) for i, j in sorted(unchanged)),
-        fusions=tuple(fusions),
-        splits=tuple(splits),
-        changed=tuple(c for _, c in filter(None, changed)),
-        replaced=tuple((a[i], b[j]) for i, j in replaced),
-        removed=tuple(a[i] for i in removed),
-        added=tuple(b[j] for j in rest_b if j not in used_b),
-        anchors=len(anchors), moved=len(moved),
-        notes=_notes(len(anchors), cut, longest, budget),
-    )
+                                  "GEMM epilogue"), members))
+    return out
 
 
 def _notes(anchors: int, cut: int, longest: int, budget: Budget) -> tuple[str, ...]:
@@ -544,8 +469,8 @@ def _fusion_for(k: KernelRef, seg: int, other_range: dict[int, tuple[int, int]],
             if other.free(i):
                 covered.add(i)
     in_seg = sorted(i for i in covered if other.seg_of[i] == seg)
-    members = in_seg if len(in_seg) >= 2 and seg not in cut_segments else _nearest_per_op(covered, vocabulary, lo + WINDOW, hi - WINDOW,
-                                                                other, ops_of)
+    members = (in_seg if len(in_seg) >= 2 and seg not in cut_segments
+               else _nearest_per_op(covered, vocabulary, lo + WINDOW, hi - WINDOW, other, ops_of))
     if len(members) >= 2:
         ops = tuple(sorted({op for i in members for op in ops_of[id(other.seq[i])] & vocabulary}))
         if len(ops) >= 2 or evidence == "inductor fused_ops":

@@ -21,7 +21,9 @@ values of no use: a time that is NaN drops its event, any other field is missing
 The modules, in the order a load runs them (how it stays fast is measured in ``bench/load.py``):
 
 - :mod:`~tracekit.load.source`: the input checked (a regular file or an explicit stream) and its
-  bytes mapped, read or inflated (gzip, bz2, xz by magic bytes) under a cap.
+  bytes mapped, read or inflated under a cap (:mod:`~tracekit.load.read_options`): the form found
+  by magic bytes and inflated by :mod:`~tracekit.load.compressed` (gzip, bz2, xz), a big input
+  into shared memory (:mod:`~tracekit.load.inflated`).
 - :mod:`~tracekit.load.layout`: the chunks of events in those bytes, planned from Kineto's layout
   or from a top-level decode, and decoded in place.
 - :mod:`~tracekit.load.events`: the msgspec structs and decoders, strict and lenient.
@@ -47,12 +49,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tracekit.errors import TraceError
-from tracekit.load import layout, parquet, shares, source, streamed
+from tracekit.load import layout, parquet, read_options, shares, source, streamed
 from tracekit.load.decode import Decoded, decode_all, decode_spans
 from tracekit.load.events import TopLevel
 from tracekit.load.frames import steps, time_format, trace_meta
 from tracekit.load.parquet import is_parquet, load_parquet
-from tracekit.load.source import ReadOptions
+from tracekit.load.read_options import ReadOptions
 from tracekit.trace import Trace
 
 __all__ = ["ReadOptions", "TraceError", "is_parquet", "load", "load_parquet", "open_trace", "read_bytes"]
@@ -70,11 +72,11 @@ def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] |
     imports the caller's main module again, and only a program written for that (the ``tracekit``
     command, a script with an ``if __name__ == "__main__":`` guard) should ask for them.
     ``options``: the cap on inflated bytes and whether a truncated input is reported in part
-    (:class:`tracekit.load.source.ReadOptions`; default :func:`tracekit.load.source.options`).
+    (:class:`tracekit.load.read_options.ReadOptions`; default :func:`tracekit.load.read_options.options`).
     Raises :class:`TraceError` for an input that is not a regular file or a stream, missing,
     empty, not JSON, truncated (unless ``options.partial``), or not a trace.
     """
-    opts = source.options() if options is None else options
+    opts = read_options.options() if options is None else options
     p = Path("<stdin>") if os.fspath(path) == "-" else Path(path)
     # A big gzip trace: decoded in two processes as it inflates, its text never held whole.
     streaming = streamed.start(path, workers, opts.max_inflated_size)

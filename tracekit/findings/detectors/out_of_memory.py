@@ -1,0 +1,45 @@
+"""The ``out_of_memory`` rule: ``[OutOfMemory]`` events of the trace's memory analysis
+(:mod:`tracekit.analyses.memory`): the failed request, the totals, the op that asked; not priced.
+"""
+
+from __future__ import annotations
+
+from tracekit.analyses import steps as steps_analysis
+from tracekit.findings.model import Context, Evidence, Finding, Rule
+
+#: Out of memory: one ``[OutOfMemory]`` event is an allocation the caching allocator could not serve
+#: even after freeing its cache (the run raised, or a caller caught it and carried on degraded).
+OOM_MIN_EVENTS = 1
+
+
+RULE = Rule(
+    id="out_of_memory",
+    title="the caching allocator ran out of device memory ([OutOfMemory] events)",
+    severity="warning",
+    needs="[OutOfMemory] events: the failed request, the totals, the op that asked (tracekit.analyses.memory)",
+    thresholds={"OOM_MIN_EVENTS": OOM_MIN_EVENTS},
+    fix=("see the report's Memory section for what held the memory at the peak; lower the batch or sequence "
+         "length, torch.utils.checkpoint for activations, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+         "when reserved far exceeds allocated"),
+)
+
+
+def detect(context: Context) -> list[Finding]:
+    memory_rows = context.trace.memory
+    if memory_rows.height == 0 or memory_rows["addr"].null_count() < OOM_MIN_EVENTS:
+        return []
+    found = context.memory
+    if found is None:  # a caller without the memory analysis: build it (op tree included) only now
+        from tracekit.analyses import memory
+
+        found = memory.analyze(context.trace)
+    ooms = steps_analysis.tag_steps(found.out_of_memory, context.trace.steps)
+    if ooms.height < OOM_MIN_EVENTS:
+        return []
+    evidence = [Evidence("op", r["op"] or "(no op)", r["step"], r["ts"], bytes_per_step=r["bytes"],
+                         detail=f"{r['device']}: {r['bytes']:,} B requested with {r['allocated'] or 0:,} B allocated, "
+                                f"{r['reserved'] or 0:,} B reserved")
+                for r in ooms.head(10).iter_rows(named=True)]
+    return [RULE.finding([s for s in ooms["step"].to_list() if s is not None], evidence, 0, None,
+                         "not priced: a failed allocation stops the step", events=ooms.height,
+                         largest_request_bytes=int(ooms["bytes"].max() or 0))]
