@@ -55,7 +55,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
-from tracekit.diff.profile import KernelRef
+from tracekit.analyses.profile import KernelRef
 
 _FUNCTOR_SUFFIX = re.compile(r"(CUDAKernelImpl|KernelImpl|Functor|_kernel|Kernel)$")
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|\b|_)|[A-Z]?[a-z]+|[A-Z]+|\d+")

@@ -1,6 +1,6 @@
 """Compare two traces' profiles: what changed, and every per-step quantity with its noise.
 
-Contract: :func:`compare` takes two :class:`~tracekit.diff.profile.Profile` (A = before, B = after)
+Contract: :func:`compare` takes two :class:`~tracekit.analyses.profile.Profile` (A = before, B = after)
 and returns a frozen :class:`Diff`; its ``findings`` are the verdict as data (which changes count,
 :mod:`tracekit.diff.findings`). Pure: no printing, no I/O.
 
@@ -28,7 +28,7 @@ import polars as pl
 
 from tracekit.diff import align as align_mod
 from tracekit.diff import findings as findings_mod
-from tracekit.diff.profile import Profile
+from tracekit.analyses.profile import Profile
 
 NOISE_RULE = ("a, b = median over each trace's steps; spread = max - min over a trace's steps; "
               "noise = max(spread_a, spread_b); a change is within noise when |b - a| <= noise")
@@ -107,7 +107,7 @@ class KernelTime:
 
 @dataclass(frozen=True)
 class HostSync:
-    """What blocked the host waiting for the device (:mod:`tracekit.diff.syncs`): its time per unit
+    """What blocked the host waiting for the device (:mod:`tracekit.analyses.syncs`): its time per unit
     (``quantity``) and its calls per unit (medians)."""
 
     name: str

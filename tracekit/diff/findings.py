@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tracekit.diff.align import is_main_gemm
-from tracekit.diff.profile import KernelRef
+from tracekit.analyses.profile import KernelRef
 
 if TYPE_CHECKING:
     from tracekit.diff.compare import Diff

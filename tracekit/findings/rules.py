@@ -449,7 +449,7 @@ def _input_stall(context: Context) -> list[Finding]:
 
 
 def _host_sync(context: Context) -> list[Finding]:
-    from tracekit.diff import syncs
+    from tracekit.analyses import syncs
 
     launches = context.in_steady(context.launches).filter(pl.col("top_op").is_not_null())
     d2h = context.memcpys.filter(pl.col("direction") == "DtoH")
