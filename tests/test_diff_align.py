@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracekit.diff import align
-from tracekit.diff.profile import KernelRef, kernel_identity
+from tracekit.analyses.profile import KernelRef, kernel_identity
 
 
 def k(name, cls="elementwise", cpu_op=None, **decoded) -> KernelRef:

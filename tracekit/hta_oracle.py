@@ -150,7 +150,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def stage(trace_path: str | Path, directory: str | Path) -> tuple[int, Path]:
-    """Write HTA's copy of ``trace_path`` into ``directory``; returns ``(rank, staged path)``.
+    r"""Write HTA's copy of ``trace_path`` into ``directory``; returns ``(rank, staged path)``.
 
     HTA finds a file's rank with the regex ``"rank":\s+(\d+)`` on the first line that matches, so
     the copy starts with a line holding ``"distributedInfo": {"rank": N, …}`` in that spacing (a
