@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's tracekit
 
 from tracekit.diff import align  # noqa: E402
-from tracekit.diff.profile import KernelRef  # noqa: E402
+from tracekit.analyses.profile import KernelRef  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Real traces from --real DIR that are used when present: (file, label).

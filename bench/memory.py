@@ -11,8 +11,9 @@ continued — until the trace holds at least N memory events (default 1,000,000)
 on the loaded frames rather than written as JSON and read back: the same trace as a file would be
 several GB, and the load is not what is measured here (``bench/load.py`` measures it).
 
-Then ``tracekit.report.build`` runs R times with the memory analysis and R times without it (its
-hook, ``tracekit.report._memory``, replaced by one returning None), alternating, and the memory
+Then the report (``tracekit.report.build`` of ``tracekit.analyses.pipeline.run``) runs R times with
+the memory analysis and R times without it (the pipeline's ``memory.analyze`` replaced by one
+returning an empty :class:`~tracekit.analyses.memory.MemoryReport`), alternating, and the memory
 analysis alone R times. Prints wall and CPU (process) time of each, best of R, and the share the
 memory analysis adds to the report; the machine's load average is printed too (others' jobs inflate
 wall time; CPU time is the steadier figure).
@@ -37,7 +38,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's tracekit
 
 import tracekit  # noqa: E402
 from tracekit import report as report_mod  # noqa: E402
-from tracekit.analyses import attribution, memory  # noqa: E402
+from tracekit.analyses import attribution, memory, pipeline  # noqa: E402
 from tracekit.trace import Trace  # noqa: E402
 
 DEFAULT = ROOT / "sample_traces" / "memory" / "train_eager-memory.json.gz"
@@ -82,6 +83,18 @@ def _timed(fn) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
+_MEMORY_ANALYSIS = memory.analyze
+
+
+def _memory_analysis(on: bool) -> None:
+    """The pipeline's memory analysis: the real one, or one that finds nothing (``on`` False)."""
+    memory.analyze = _MEMORY_ANALYSIS if on else (lambda trace, tree_ops=None: memory.MemoryReport())
+
+
+def _report(trace) -> None:
+    report_mod.build(pipeline.run(trace))
+
+
 def _whole_report(args: argparse.Namespace) -> None:
     """Load + build of a synthesized JSON trace, with and without the memory analysis."""
     import tempfile
@@ -89,16 +102,15 @@ def _whole_report(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     from synth import synthesize
 
-    hook = report_mod._memory
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "memory.json"
         synthesize(args.trace, path, args.json_mb)
         runs: dict[str, list[tuple[float, float]]] = {"with": [], "without": []}
         for _ in range(args.repeat):
             for name in ("with", "without"):
-                report_mod._memory = hook if name == "with" else (lambda trace, attributed: None)
-                runs[name].append(_timed(lambda: report_mod.build(tracekit.open(path).trace)))
-        report_mod._memory = hook
+                _memory_analysis(name == "with")
+                runs[name].append(_timed(lambda: _report(tracekit.open(path).trace)))
+        _memory_analysis(True)
         events = tracekit.open(path).trace.memory.height
     (w_wall, w_cpu), (o_wall, o_cpu) = ((min(w for w, _ in r), min(c for _, c in r)) for r in runs.values())
     print(f"JSON {args.json_mb:.0f} MB ({events:,} memory events): load + build with memory wall {w_wall:.2f} s "
@@ -124,15 +136,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{big.memory.height:,} memory events, {rows:,} rows in all, {big.steps.height} steps "
           f"(built in {time.perf_counter() - t0:.1f} s)")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
-    hook = report_mod._memory
     with_memory, without, alone = [], [], []
     tree = attribution.analyze(big).tree.ops
     for _ in range(args.repeat):
-        report_mod._memory = hook
-        with_memory.append(_timed(lambda: report_mod.build(big)))
-        report_mod._memory = lambda trace, attributed: None
-        without.append(_timed(lambda: report_mod.build(big)))
-        report_mod._memory = hook
+        _memory_analysis(True)
+        with_memory.append(_timed(lambda: _report(big)))
+        _memory_analysis(False)
+        without.append(_timed(lambda: _report(big)))
+        _memory_analysis(True)
         alone.append(_timed(lambda: memory.analyze(big, tree)))
     best = {name: (min(w for w, _ in runs), min(c for _, c in runs))
             for name, runs in (("report with memory", with_memory), ("report without memory", without),

@@ -2,9 +2,10 @@
 
     python bench/stages.py TRACE [TRACE.parquet]
 
-Loads TRACE as ``tracekit report`` does (one process per core), then runs the real
-``tracekit.report.build`` once with every public function of each analysis module wrapped in a
-timer, so the stages are exactly the calls the report makes — never a copy of them that could drift.
+Loads TRACE as ``tracekit report`` does (one process per core), then runs the real analysis
+pipeline and report (``tracekit.report.build(tracekit.analyses.pipeline.run(trace))``, "``build()``"
+below) once with every public function of each analysis module wrapped in a timer, so the stages are
+exactly the calls the report makes — never a copy of them that could drift.
 A stage's time is exclusive: a stage called inside another (``op_tree`` inside ``attribution``)
 is counted once, in its own row; ``build()``'s own work between the analyses is one more row. While timed, the analyses run one at
 a time: the work ``build()`` hands a second thread (round trips beside the unit summary, launch gaps
@@ -48,6 +49,7 @@ STAGES = (
     ("dispatch", ("dispatch", "compile_ops")),
     ("kernels", ("kernels",)),
     ("memory", ("memory",)),
+    ("host syncs", ("syncs",)),
     ("findings", ("tracekit.findings.engine", "tracekit.findings")),
 )
 
@@ -140,6 +142,7 @@ def main(argv: list[str]) -> None:
     import importlib
 
     from tracekit import report as report_mod
+    from tracekit.analyses import pipeline
     from tracekit.load import open_trace
     from tracekit.render import renderer_for
 
@@ -154,13 +157,13 @@ def main(argv: list[str]) -> None:
     trace = open_trace(argv[0], workers=None)
     clock.tick("load (tracekit/load/, one process per core)")
     originals = instrument(clock, modules)
-    if hasattr(report_mod, "ThreadPoolExecutor"):  # one stage at a time (see the module docstring)
-        originals.append((report_mod, "ThreadPoolExecutor", report_mod.ThreadPoolExecutor))
-        report_mod.ThreadPoolExecutor = InlineExecutor
+    # One stage at a time (see the module docstring).
+    originals.append((pipeline, "ThreadPoolExecutor", pipeline.ThreadPoolExecutor))
+    pipeline.ThreadPoolExecutor = InlineExecutor
     for name, names in STAGES:  # rows in the order the report runs them, whichever is first to end
         if any(m in modules for m in names):
             clock.seconds[name] = 0.0
-    report_mod.build(trace)
+    report_mod.build(pipeline.run(trace))
     in_stages = sum(clock.seconds.get(name, 0.0) for name, _ in STAGES)
     clock.tick("build() between the stages")
     clock.seconds["build() between the stages"] -= in_stages
@@ -168,7 +171,7 @@ def main(argv: list[str]) -> None:
         setattr(module, attr, value)
     gc.collect()  # so the next high-water mark is build()'s own
     clock.mark = time.perf_counter()
-    result = report_mod.build(trace)
+    result = report_mod.build(pipeline.run(trace))
     clock.tick("(whole build() again, for reference)")
     renderer_for("md").report(result, io.StringIO())
     clock.tick("render md")

@@ -75,7 +75,7 @@ def main() -> None:
         session = tracekit.open(trace)
         report = session.report()
         t0 = time.perf_counter()
-        tl = timeline.analyze(session.trace, session.analyses(), default_step=report.path_step)
+        tl = timeline.analyze(session.analyses(), default_step=report.path_step)
         analysed = time.perf_counter() - t0
         t0 = time.perf_counter()
         svgs = [draw_mod.draw(step) for step in tl.steps]

@@ -49,6 +49,35 @@ def test_session_uses_the_stored_report_of_a_parquet_file(tmp_path):
     assert parquet.report(step=4).attribution is not None  # --step analyses afresh
 
 
+def test_report_profile_and_timelines_read_one_bundle():
+    """The findings are computed once, in the pipeline: the report, the profile (diff, check) and a
+    ``--step`` report all come from the session's one bundle."""
+    import tracekit
+    from tracekit.analyses import pipeline
+
+    session = tracekit.open(ROOT / "sample_traces" / "mlp_eager.json.gz")
+    bundle = session.analyses()
+    assert session.analyses() is bundle
+    assert session.report().findings is bundle.findings and session.profile().findings is bundle.findings
+    assert session.report().attribution is bundle.attribution
+    assert session.report(step=4).findings == pipeline.findings(bundle, step=4)
+    assert session.report(timelines=True).timelines.default_step == 4
+
+
+def test_ceilings_reprice_the_findings_without_analysing_again():
+    import tracekit
+    from tracekit.errors import UsageError
+
+    session = tracekit.open(ROOT / "sample_traces" / "mlp_eager.json.gz")
+    plain = session.analyses()
+    slow = session.analyses(ceilings={"hbm_gbps": 1})
+    assert slow.attribution is plain.attribution and slow.round_trips is plain.round_trips
+    assert slow.ceilings["hbm_bytes_per_s"] == 1e9 and plain.ceilings["hbm_bytes_per_s"] > 1e12
+    assert session.report(ceilings={"hbm_gbps": 1}).throughput.ceilings == slow.ceilings
+    with pytest.raises(UsageError, match="unknown ceiling override"):
+        session.analyses(ceilings={"hbm_gbs": 1})
+
+
 def _demoted(markdown: str) -> str:
     """The report's Markdown with headings three levels down (it sits under README sections)."""
     return "\n".join("###" + line if line.startswith("#") else line for line in markdown.splitlines())

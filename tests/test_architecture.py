@@ -65,7 +65,7 @@ def test_render_imports_neither_the_loader_nor_the_diffs_machinery():
     # Renderers word results; they may name result types (under TYPE_CHECKING or as data classes)
     # but never load traces or run the diff's alignment/profiling.
     assert _offences("render", ("tracekit.load", "tracekit.session", "tracekit.diff.align",
-                                "tracekit.diff.profile", "tracekit.diff.pairwise",
+                                "tracekit.analyses.profile", "tracekit.diff.pairwise",
                                 "tracekit.commands")) == []
 
 
@@ -96,6 +96,59 @@ def test_the_diff_rooms_modules_import_each_other_in_no_circle():
 def test_analyses_render_nothing():
     assert _offences("analyses", ("tracekit.render", "tracekit.commands", "tracekit.diff",
                                   "rich", "click")) == []
+
+
+def test_analyses_sit_below_report_findings_and_session():
+    # The pipeline alone calls the findings engine (findings read the bundle the analyses make).
+    forbidden = ("tracekit.report", "tracekit.report_store", "tracekit.findings", "tracekit.diff",
+                 "tracekit.render", "tracekit.session", "tracekit.commands")
+    offences = [o for o in _offences("analyses", forbidden)
+                if not (o.startswith("tracekit/analyses/pipeline.py imports tracekit.findings"))]
+    assert offences == []
+
+
+def test_findings_know_nothing_of_diff_report_or_session():
+    assert _offences("findings", ("tracekit.diff", "tracekit.report", "tracekit.render", "tracekit.session",
+                                  "tracekit.commands")) == []
+
+
+def test_diff_compares_results_never_traces():
+    # Profiles, the bundle's types, findings (rule ids), the kernel taxonomy and errors: nothing that
+    # reads a file or analyses a trace.
+    allowed = ("tracekit.diff", "tracekit.analyses.profile", "tracekit.analyses.pipeline", "tracekit.findings",
+               "tracekit.analyses.compilations", "tracekit.report", "tracekit.classify", "tracekit.errors")
+    used = {name for path in _room("diff") for name in _imports(path) if name.startswith("tracekit")}
+    assert sorted(n for n in used if not any(n == a or n.startswith(a + ".") for a in allowed)) == []
+
+
+def test_no_import_circle_among_analyses_findings_report_and_session():
+    rooms = [*_room("analyses"), *_room("findings"),
+             *(PACKAGE / f"{m}.py" for m in ("report", "report_store", "session", "ranks", "hta_oracle"))]
+    names = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in rooms}
+    graph = {}
+    for name, path in names.items():
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:  # ``from tracekit.analyses import steps`` is the module steps
+                    full = f"{node.module}.{alias.name}"
+                    imported.add(full if full in names else node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+        graph[name] = {m for m in imported if m in names and m != name}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph[todo.pop()] - seen:
+                if nxt == goal:
+                    return True
+                seen.add(nxt)
+                todo.append(nxt)
+        return False
+
+    assert sorted(f"{a} <-> {b}" for a in graph for b in graph[a] if reaches(b, a)) == []
 
 
 def _modules_after(code: str) -> set[str]:

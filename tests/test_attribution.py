@@ -9,7 +9,7 @@ import tracekit
 from factory import (make_annotation, make_flow, make_kernel, make_launch, make_op, make_step, span,
                      write_trace)
 from tracekit import report as report_mod
-from tracekit.analyses import attribution, op_tree
+from tracekit.analyses import attribution, op_tree, pipeline
 from tracekit.analyses import units as units_mod
 from tracekit.errors import UsageError
 from tracekit.load import load
@@ -63,13 +63,13 @@ def test_gemm_attributed_with_hidden_memset(linear_trace):
 
 
 def test_zero_kernel_ops_listed_with_count_and_cpu_time(linear_trace):
-    report = report_mod.build(linear_trace)
+    report = report_mod.build(pipeline.run(linear_trace))
     zero = {r["name"]: (r["count"], r["cpu_ns"]) for r in report.zero_kernel_ops.iter_rows(named=True)}
     assert zero == {"aten::t": (2, 20_000), "aten::transpose": (2, 16_000), "aten::as_strided": (2, 4_000)}
 
 
 def test_step_table_counts_kernels_not_memsets(linear_trace):
-    report = report_mod.build(linear_trace)
+    report = report_mod.build(pipeline.run(linear_trace))
     rows = report.steps.to_dicts()
     assert [r["number"] for r in rows] == [1, 2]
     assert all(r["kernel_count"] == 1 and r["gpu_activity_count"] == 2 for r in rows)
@@ -78,7 +78,7 @@ def test_step_table_counts_kernels_not_memsets(linear_trace):
 
 
 def test_path_table_shows_launch_with_memset(linear_trace):
-    report = report_mod.build(linear_trace)
+    report = report_mod.build(pipeline.run(linear_trace))
     assert report.path_step == 2
     row = report.paths.row(0, named=True)
     assert (row["scope"], row["top_op"], row["cpu_op"], row["launch"]) == (
@@ -86,11 +86,11 @@ def test_path_table_shows_launch_with_memset(linear_trace):
 
 
 def test_step_filter_and_unknown_step(linear_trace):
-    report = report_mod.build(linear_trace, step=1)
+    report = report_mod.build(pipeline.run(linear_trace), step=1)
     assert report.steps["number"].to_list() == [1]
     assert report.zero_kernel_ops.filter(pl.col("name") == "aten::t")["count"].to_list() == [1]
     with pytest.raises(Exception, match="step 7 is not in"):
-        report_mod.build(linear_trace, step=7)
+        report_mod.build(pipeline.run(linear_trace), step=7)
 
 
 def test_cuda_graph_replay_attributed_to_graph_launch(tmp_path):
@@ -147,7 +147,7 @@ def test_overlapping_streams_busy_is_union(tmp_path):
         make_kernel("k1_kernel", 10, 10, 1, stream=7),
         make_kernel("k2_kernel", 15, 10, 2, stream=8),  # overlaps k1 by 5 µs
     ]
-    report = report_mod.build(load(write_trace(tmp_path / "u.json", events)))
+    report = report_mod.build(pipeline.run(load(write_trace(tmp_path / "u.json", events))))
     assert report.steps["gpu_busy_ns"].to_list() == [15_000]
 
 
@@ -160,7 +160,7 @@ def test_compile_preops_per_step_with_hash(tmp_path):
         make_op("AOTDispatcher Runtime Wrapper Prologue", 7, 2),
         make_annotation("## Call CompiledFxGraph fabc123 ##", 10, 30),
     ]
-    report = report_mod.build(load(write_trace(tmp_path / "c.json", events)))
+    report = report_mod.build(pipeline.run(load(write_trace(tmp_path / "c.json", events))))
     pre = report.compile_preops.to_dicts()
     assert [(r["kind"], r["cpu_ns"]) for r in pre] == [
         ("cache_lookup", 2000), ("compiled_region", 50_000), ("pregraph_bytecode", 1000),
@@ -185,7 +185,7 @@ def test_work_without_a_launch_call_belongs_to_no_step(tmp_path):
         make_launch("cudaLaunchKernel", 40, 2, 30),
         make_kernel("late_kernel", 45, 3, 30),
     ]
-    report = report_mod.build(load(write_trace(tmp_path / "o.json", events)))
+    report = report_mod.build(pipeline.run(load(write_trace(tmp_path / "o.json", events))))
     # Only own_kernel and late_kernel were launched in the step: 5 + 3 µs busy, 2 kernels.
     step = report.steps.row(0, named=True)
     assert (step["kernel_count"], step["gpu_busy_ns"]) == (2, 8_000)
@@ -221,7 +221,7 @@ def test_repeating_annotation_becomes_the_units(tmp_path):
     assert (found.kind, found.name, found.source) == ("span", "mlp_fwd", "auto")
     assert found.windows["name"].to_list() == ["mlp_fwd#1", "mlp_fwd#2", "mlp_fwd#3", "mlp_fwd#4"]
     assert found.candidates.row(0, named=True)["coverage"] == 1.0
-    report = report_mod.build(load(write_trace(tmp_path / "r.json", events)))
+    report = report_mod.build(pipeline.run(load(write_trace(tmp_path / "r.json", events))))
     assert report.steps["kernel_count"].to_list() == [2, 2, 2, 2]
     assert report.launch_gaps.per_step.height == 4 and report.facts.step_numbers == [1, 2, 3, 4]
 
@@ -317,7 +317,7 @@ def test_class_and_stream_shares_of_busy_time_and_overlap(tmp_path):
         make_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 50, 30, 2,
                     stream=9),                                                      # 50..80
     ]
-    found = report_mod.build(load(write_trace(tmp_path / "b.json", events))).breakdown
+    found = report_mod.build(pipeline.run(load(write_trace(tmp_path / "b.json", events)))).breakdown
     shares = {(r["group"], r["key"]): r for r in found.shares.filter(pl.col("scope") == "trace").iter_rows(named=True)}
     # Busy = union 20..80 = 60 µs; the GEMM 40 µs = 2/3, NCCL 30 µs = 1/2 (shares overlap: sum > 1).
     assert shares[("class", "gemm")]["busy_share"] == pytest.approx(40 / 60)

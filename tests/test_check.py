@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tracekit import report as report_mod
+from tracekit.analyses import pipeline, profile
 from tracekit.commands import main
-from tracekit.diff import expect, profile
+from tracekit.diff import expect
 from tracekit.errors import UsageError
 from tracekit.load import load
 from tracekit.render.diff_sections import expected_text, observed_text
+from tracekit.session import read_expectations
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_traces"
@@ -27,8 +28,7 @@ def _exit(argv: list[str]) -> int:
 
 
 def _result(trace: str, exp: expect.Expectations) -> expect.CheckResult:
-    t = load(SAMPLES / f"{trace}.json.gz")
-    return expect.check(profile.build(t, report_mod.build(t), unit=exp.unit), exp)
+    return expect.check(profile.build(pipeline.run(load(SAMPLES / f"{trace}.json.gz"), unit=exp.unit)), exp)
 
 
 def test_an_expectations_file_ships_for_every_mlp_mode():
@@ -39,7 +39,7 @@ def test_an_expectations_file_ships_for_every_mlp_mode():
 
 @pytest.mark.parametrize("path", EXPECTATIONS, ids=[p.stem for p in EXPECTATIONS])
 def test_shipped_expectations_pass(path, capsys):
-    result = _result(path.stem, expect.load(path))
+    result = _result(path.stem, read_expectations(path))
     assert result.passed, [i for i in result.items if not i.met]
     assert len(result.items) >= 8
     assert _exit(["check", str(SAMPLES / f"{path.stem}.json.gz"), "--expect", str(path)]) == 0
@@ -47,7 +47,7 @@ def test_shipped_expectations_pass(path, capsys):
 
 
 def test_compile_expectations_are_broken_by_the_eager_trace(capsys):
-    result = _result("mlp_eager", expect.load(ROOT / "expectations" / "mlp_compile.toml"))
+    result = _result("mlp_eager", read_expectations(ROOT / "expectations" / "mlp_compile.toml"))
     broken = {(i.key, expected_text(i)): observed_text(i) for i in result.items if not i.met}
     assert broken[("kernels", "exactly 4")] == "5 in every step"
     assert broken[("classes_absent", "elementwise")] == "elementwise in 3 of 3 steps"
@@ -65,7 +65,7 @@ def test_compile_expectations_are_broken_by_the_eager_trace(capsys):
 def test_busy_fraction_and_time_bounds(tmp_path):
     f = tmp_path / "e.toml"
     f.write_text('[per_step]\ngpu_busy_min_pct = 5\ngpu_time_max_us = 240\ncpu_time_max_us = 1\n')
-    result = _result("mlp_eager", expect.load(f))
+    result = _result("mlp_eager", read_expectations(f))
     met = {i.key: i.met for i in result.items}
     assert met == {"gpu_busy_min_pct": True, "gpu_time_max_us": True, "cpu_time_max_us": False}
 
@@ -73,7 +73,7 @@ def test_busy_fraction_and_time_bounds(tmp_path):
 def test_unit_from_the_file(tmp_path):
     f = tmp_path / "e.toml"
     f.write_text('unit = "mlp_fwd"\n[per_step]\nkernels = 5\n')
-    result = _result("mlp_eager", expect.load(f))
+    result = _result("mlp_eager", read_expectations(f))
     assert result.passed and "mlp_fwd" in result.notes[-1]
 
 
@@ -89,7 +89,7 @@ def test_malformed_files_are_one_line_usage_errors(tmp_path, content, message, c
     f = tmp_path / "bad.toml"
     f.write_text(content)
     with pytest.raises(UsageError, match=message.replace("[", r"\[")):
-        expect.load(f)
+        read_expectations(f)
     assert _exit(["check", str(SAMPLES / "mlp_eager.json.gz"), "--expect", str(f)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("tracekit: error: bad.toml:")

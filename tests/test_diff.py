@@ -11,14 +11,16 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from factory import make_kernel, make_launch, make_op, make_step, write_trace
 from tracekit import execution_trace
 from tracekit import report as report_mod
+from tracekit.analyses import pipeline, profile
+from tracekit.analyses.profile import KernelRef
 from tracekit.commands import main
-from tracekit.diff import align, diff_verdict, gates, pairwise, profile, result
-from tracekit.diff.profile import KernelRef
+from tracekit.diff import align, diff_verdict, gates, pairwise, result
 from tracekit.errors import UsageError
 from tracekit.load import load
 from tracekit.render import FORMATS, renderer_for
@@ -31,14 +33,22 @@ RT_BYTES = 8192 * 3072 * 2  # one bf16 [8192, 3072] intermediate
 
 
 @lru_cache(maxsize=None)
-def prof(name: str, unit: str | None = None, complete: bool = True) -> profile.Profile:
+def prof(name: str, unit: str | None = None) -> profile.Profile:
     """As the CLI does: the execution trace beside the trace makes round-trip links exact."""
     trace = load(SAMPLES / f"{name}.json.gz")
     et = execution_trace.find_beside(str(SAMPLES / f"{name}.json.gz"))
-    report = report_mod.build(trace, execution_trace=execution_trace.load(et) if et else None)
-    if not complete:  # a report whose optional analyses were not run
-        report = dataclasses.replace(report, launch_gaps=None, round_trips=None)
-    return profile.build(trace, report, unit=unit, complete=complete)
+    return profile.build(pipeline.run(trace, execution_trace=execution_trace.load(et) if et else None, unit=unit))
+
+
+def without_gaps_and_trips(p: profile.Profile) -> profile.Profile:
+    """``p`` as a profile that cannot give dispatch, idle time or round trips (one assembled from
+    results lacking those analyses): the figures null, the reasons in ``unavailable``."""
+    gaps, trips = "launch gaps were not computed for this profile", "round trips were not computed for this profile"
+    per_unit = p.per_unit.with_columns(
+        pl.lit(None, pl.Int64).alias(c) for c in ("cpu_dispatch_ns", "idle_ns", "round_trip_bytes",
+                                                  "round_trip_tensors", "round_trip_unknown"))
+    return dataclasses.replace(p, per_unit=per_unit, tensors=p.tensors.clear(), unavailable={
+        "cpu_time": gaps, "idle_time": gaps, "round_trip_bytes": trips, "round_trip_tensors": trips})
 
 
 @lru_cache(maxsize=None)
@@ -191,14 +201,14 @@ def diff_markdown_verdict(d) -> str:
 
 
 def test_step_quantities_match_the_core_report():
-    trace = load(SAMPLES / "mlp_eager.json.gz")
-    report = report_mod.build(trace)
-    p = profile.build(trace, report)
+    bundle = pipeline.run(load(SAMPLES / "mlp_eager.json.gz"))
+    report = report_mod.build(bundle)
+    p = profile.build(bundle)
     assert p.per_unit["gpu_ns"].to_list() == report.steps["gpu_busy_ns"].to_list()
     assert p.per_unit["kernels"].to_list() == [5, 5, 5]
-    preops = profile.build(load(SAMPLES / "mlp_compile.json.gz"),
-                           report_mod.build(load(SAMPLES / "mlp_compile.json.gz"))).preops
-    core = report_mod.build(load(SAMPLES / "mlp_compile.json.gz")).compile_preops
+    compiled = pipeline.run(load(SAMPLES / "mlp_compile.json.gz"))
+    preops = profile.build(compiled).preops
+    core = report_mod.build(compiled).compile_preops
     assert sorted(preops["cpu_ns"].to_list()) == sorted(core["cpu_ns"].to_list())
 
 
@@ -214,7 +224,7 @@ def test_unit_option_aligns_per_annotation_span():
 
 
 def test_missing_analyses_are_reported_unavailable_not_zero():
-    d = pairwise.diff(prof("mlp_eager", complete=False), prof("mlp_compile", complete=False))
+    d = pairwise.diff(without_gaps_and_trips(prof("mlp_eager")), without_gaps_and_trips(prof("mlp_compile")))
     assert "round_trip_bytes" not in d.quantities and "cpu_time" not in d.quantities
     assert "not computed" in d.unavailable["round_trip_bytes"]
     data = diff_data(d)
@@ -283,6 +293,7 @@ def test_gates_fail_only_outside_noise():
     assert r.exceeded and r.within_noise and not r.failed
 
 
+# peak_memory needs [memory] events, which this trace has not (tests/test_memory.py gates it).
 def test_a_metric_name_takes_the_same_unit_in_every_command():
     # TIME_METRICS and BYTE_METRICS (which renderers read) hold for diff's and compare's gates alike.
     units: dict[str, str] = {}
@@ -293,7 +304,6 @@ def test_a_metric_name_takes_the_same_unit_in_every_command():
     assert gates.parse("cpu_time>+20us", gates.COMPARE_GATES) == gates.parse("cpu_time>+20us")
 
 
-# peak_memory needs [memory] events, which this trace has not (tests/test_memory.py gates it).
 EVERY_GATE = [f"{m}{op}{v}" for m in gates.DIFF_GATES.names if m not in gates.MISSING for op in (">", ">=", "<", "<=")
               for v in (("+0",) if m not in gates.TIME_METRICS else ("+0%", "+0us"))]
 
@@ -364,8 +374,8 @@ def test_every_renderer_on_empty_cpu_only_and_hostile_names(tmp_path, fmt):
     verdicts = ("No change: the same kernels", "No change: the same kernels", f"{HOSTILE} added; GPU time per step "
                 "0.0 µs → 3.0 µs", f"{HOSTILE} removed; GPU time per step 3.0 µs → 0.0 µs (-100.0%")
     for (a, b), verdict in zip(((empty, empty), (empty, cpu), (cpu, hostile), (hostile, cpu)), verdicts):
-        pa = profile.build(load(a), report_mod.build(load(a)))
-        pb = profile.build(load(b), report_mod.build(load(b)))
+        pa = profile.build(pipeline.run(load(a)))
+        pb = profile.build(pipeline.run(load(b)))
         text = _render(render, pairwise.diff(pa, pb), [])
         assert text.strip()
         if fmt == "md":
@@ -398,8 +408,8 @@ def test_eager_to_compile_findings_name_the_fusion_and_the_gpu_time():
     assert [s.name for s in fusion.of("op")] == ["gelu", "mul"]
     assert dict(fusion.quantities) == {"kernels": 2, "evidence": "inductor fused_ops"}
     # GPU busy per step from the core report's step table, not from the diff's own profile
-    busy_a = report_mod.build(load(SAMPLES / "mlp_eager.json.gz")).steps["gpu_busy_ns"].to_list()
-    busy_b = report_mod.build(load(SAMPLES / "mlp_compile.json.gz")).steps["gpu_busy_ns"].to_list()
+    busy_a = report_mod.build(pipeline.run(load(SAMPLES / "mlp_eager.json.gz"))).steps["gpu_busy_ns"].to_list()
+    busy_b = report_mod.build(pipeline.run(load(SAMPLES / "mlp_compile.json.gz"))).steps["gpu_busy_ns"].to_list()
     assert busy_a == [232_320, 231_104, 230_464] and busy_b == [202_464, 205_440, 206_849]
     (gpu,) = [f for f in d.findings if f.kind == "gpu_time"]
     assert dict(gpu.quantities) == {"a": 231_104, "b": 205_440, "delta": 205_440 - 231_104,
@@ -447,8 +457,9 @@ def test_findings_name_a_few_and_count_the_rest():
 def test_check_items_carry_numbers_and_the_renderers_word_them():
     from tracekit.diff import expect
     from tracekit.render.diff_sections import expected_text, observed_text
+    from tracekit.session import read_expectations
 
-    result = expect.check(prof("mlp_eager"), expect.load(SAMPLES.parent / "expectations" / "mlp_eager.toml"))
+    result = expect.check(prof("mlp_eager"), read_expectations(SAMPLES.parent / "expectations" / "mlp_eager.toml"))
     items = {(i.key, str(i.expected_value)): i for i in result.items}
     kernels = items["kernels", "5"]
     assert (kernels.unit, kernels.op, kernels.expected_value) == ("count", "==", 5)

@@ -9,8 +9,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tracekit.analyses.profile import KernelRef, kernel_identity
 from tracekit.diff import align, matching
-from tracekit.diff.profile import KernelRef, kernel_identity
 
 
 def k(name, cls="elementwise", cpu_op=None, **decoded) -> KernelRef:

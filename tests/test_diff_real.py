@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tracekit import report as report_mod
+from tracekit.analyses import pipeline, profile
 from tracekit.analyses import units as units_mod
-from tracekit.diff import pairwise, profile, result
+from tracekit.diff import pairwise, result
 from tracekit.load import load
 from tracekit.render import renderer_for
 from tracekit.render.diff_sections import plain, verdict_parts
@@ -31,8 +31,7 @@ RESNET = "facebookresearch__param__resnet-2080ti-cudnn-train.json.gz"
 
 @lru_cache(maxsize=None)
 def prof(path: Path) -> profile.Profile:
-    trace = load(path)
-    return profile.build(trace, report_mod.build(trace))
+    return profile.build(pipeline.run(load(path)))
 
 
 def diff(a: Path, b: Path) -> result.Diff:
@@ -111,9 +110,9 @@ def test_resnet_cut_at_another_point_of_the_iteration_announces_no_fusion(monkey
     same trace in iterations from one optimizer step to the next. Every unit runs the same kernels,
     rotated: before, the diff announced fusions (relu, add, fill, div + mean) and a split."""
     trace = load(REAL / RESNET)
-    a = profile.build(trace, report_mod.build(trace))
+    a = profile.build(pipeline.run(trace))
     monkeypatch.setattr(units_mod, "ITERATION_MARKERS", (("Optimizer.step#", "the optimizer step"),))
-    b = profile.build(trace, report_mod.build(trace))
+    b = profile.build(pipeline.run(trace))
     assert a.unit_kind.startswith("enumerate(DataLoader)") and b.unit_kind.startswith("Optimizer.step")
     d = pairwise.diff(a, b)
     al = d.alignment

@@ -17,7 +17,7 @@ import pytest
 
 from factory import GPU_PID, make_kernel, make_launch, make_op, make_step, span, write_trace
 from tracekit import hta_oracle
-from tracekit.analyses import attribution, launch_gaps
+from tracekit.analyses import pipeline
 from tracekit.errors import UsageError
 from tracekit.load import load
 
@@ -76,7 +76,7 @@ def test_our_figures_follow_hta_window_rules(tmp_path):
 
 def test_report_per_step_matches_aligned_figures_without_syncs(tmp_path):
     trace = load(write_trace(tmp_path / "t.json", three_steps()))
-    report = launch_gaps.analyze(trace, attribution.analyze(trace))
+    report = pipeline.run(trace).launch_gaps
     ours = hta_oracle.our_figures(trace).filter(pl.col("scope") == "step")
     for step in (1, 2):  # complete in HTA's window
         mine = report.per_step.filter(pl.col("step") == step).row(0, named=True)
@@ -162,7 +162,7 @@ def hta():
 
 def test_hta_agrees_on_factory_trace_with_overlapping_streams(hta, tmp_path):
     trace = load(write_trace(tmp_path / "t.json", three_steps()))
-    table = hta_oracle.side_by_side(trace)
+    table = hta_oracle.side_by_side(trace, trace.meta.path)
     assert table["agree"].all(), table
     assert table.filter(pl.col("scope") == "step")["key"].to_list() == [1, 2, 3]
     step1 = table.filter((pl.col("scope") == "step") & (pl.col("key") == 1)).row(0, named=True)
@@ -176,7 +176,7 @@ def test_hta_agrees_without_the_last_step_filter(hta, tmp_path, steps):
     if steps:
         events.append(make_step(1, 0.0, 600))
     trace = load(write_trace(tmp_path / "t.json", events))
-    table = hta_oracle.side_by_side(trace)
+    table = hta_oracle.side_by_side(trace, trace.meta.path)
     assert table["agree"].all(), table
     rank = table.filter(pl.col("scope") == "rank").row(0, named=True)
     assert rank["hta_busy_ns"] == 3 * 51_250
@@ -184,7 +184,7 @@ def test_hta_agrees_without_the_last_step_filter(hta, tmp_path, steps):
 
 def test_hta_agrees_on_fixture_and_counts_stream_sync_as_busy(hta):
     trace = load(FIXTURE)
-    table = hta_oracle.side_by_side(trace)
+    table = hta_oracle.side_by_side(trace, trace.meta.path)
     assert table["agree"].all(), table
     rank = table.filter(pl.col("scope") == "rank").row(0, named=True)
     # By hand: memset 1.216 + nvjet 18.432 + triton 3.104 + Stream Sync 449 (memcpy hides inside it)
@@ -215,7 +215,7 @@ def test_hta_agrees_within_one_percent_on_sample(hta, name):
     path = SAMPLES / name
     if not path.exists():
         pytest.skip("sample traces not captured")
-    table = hta_oracle.side_by_side(load(path))
+    table = hta_oracle.side_by_side(load(path), path)
     assert table.height >= 3  # rank, at least one step, at least one stream
     bad = table.filter(~pl.col("agree"))
     assert bad.height == 0, bad

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from factory import GPU_PID, make_kernel, make_launch, make_op, make_step, span, write_trace
-from tracekit.analyses import attribution, launch_gaps
+from tracekit.analyses import launch_gaps, pipeline
 from tracekit.load import load
 from tracekit.render.json import launch_gaps_data
 
@@ -19,7 +19,7 @@ SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 
 def run(tmp_path, events, name="t.json") -> launch_gaps.LaunchGapsReport:
     trace = load(write_trace(tmp_path / name, events))
-    return launch_gaps.analyze(trace, attribution.analyze(trace))
+    return pipeline.run(trace).launch_gaps
 
 
 def sync_row(name: str, ts: float, dur: float, correlation: int, stream=7) -> dict:
@@ -281,7 +281,7 @@ def test_step_with_no_gpu_work(tmp_path):
 def test_empty_and_cpu_only_traces(tmp_path):
     for name, events, gpu in (("empty.json", [], False), ("cpu.json", [make_step(1, 0.0, 10), make_op("aten::t", 1, 2)], False)):
         trace = load(write_trace(tmp_path / name, events, gpu=gpu))
-        report = launch_gaps.analyze(trace, attribution.analyze(trace))
+        report = pipeline.run(trace).launch_gaps
         assert report.per_activity.height == 0 and report.gaps.height == 0 and report.per_device.height == 0
         assert report.queue_delay_ns == {"p50": None, "p90": None, "p99": None, "max": None}
         assert list(report.per_step.schema) == list(launch_gaps.PER_STEP_SCHEMA)
@@ -354,7 +354,7 @@ def sample(name: str):
     if not path.exists():
         pytest.skip(f"{name} not captured yet")
     trace = load(path)
-    return trace, launch_gaps.analyze(trace, attribution.analyze(trace))
+    return trace, pipeline.run(trace).launch_gaps
 
 
 def test_matmul_add_64_is_overhead_bound():

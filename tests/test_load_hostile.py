@@ -22,7 +22,7 @@ import pytest
 
 import tracekit.execution_trace as et_mod
 from tracekit import shapes
-from tracekit.diff import expect
+from tracekit.session import read_expectations
 from tracekit.errors import TraceError, UsageError
 from tracekit.load import load, read_options, source
 from tracekit.load.read_options import ReadOptions
@@ -351,7 +351,7 @@ def test_inputs_that_are_not_regular_files_are_refused_before_reading(tmp_path: 
         et_mod.load(fifo)
     for bad in ("/dev/zero", fifo):
         with pytest.raises(UsageError, match="not a regular expectations file"):
-            expect.load(bad)
+            read_expectations(bad)
 
 
 # --- execution traces ------------------------------------------------------------------------------------
@@ -407,9 +407,9 @@ def test_hostile_expectations_files_are_one_line(tmp_path: Path) -> None:
     }
     for name, (data, problem) in cases.items():
         with pytest.raises(UsageError, match=problem) as info:
-            expect.load(write(tmp_path, data, name))
+            read_expectations(write(tmp_path, data, name))
         assert len(str(info.value)) < 600 and "\n" not in str(info.value), name
-    loaded = expect.load(write(tmp_path, b'description = "[bold red]x[/] \\u001b[2J"\n[per_step]\nkernels_min = 0\n',
+    loaded = read_expectations(write(tmp_path, b'description = "[bold red]x[/] \\u001b[2J"\n[per_step]\nkernels_min = 0\n',
                                "markup.toml"))
     assert loaded.description == "[bold red]x[/] \x1b[2J"  # kept as written; renderers escape it
 

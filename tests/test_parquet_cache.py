@@ -85,9 +85,10 @@ def test_stored_report_renders_exactly_as_a_fresh_analysis(tmp_path, name):
 def test_stored_report_is_ignored_when_its_key_differs(tmp_path):
     """A report stored by other code (another key) is not used: the trace is analysed afresh."""
     from tracekit import report as report_mod
+    from tracekit.analyses import pipeline
 
     trace = load(SAMPLES / "mlp_eager.json.gz")
-    fresh = report_mod.build(trace)
+    fresh = report_mod.build(pipeline.run(trace))
     out = tmp_path / "t.parquet"
     report_store.save(trace, fresh, out, key="made by another tracekit")
     assert report_store.load_report(out, report_store.cache_key(None)) is None
@@ -131,10 +132,11 @@ def test_a_skeleton_naming_other_code_is_refused():
 def test_trace_frames_ignore_the_stored_report(tmp_path):
     """Loading the trace from a file with a stored report gives the same frames as without."""
     from tracekit import report as report_mod
+    from tracekit.analyses import pipeline
 
     trace = load(SAMPLES / "mlp_compile.json.gz")
     out = tmp_path / "t.parquet"
-    report_store.save(trace, report_mod.build(trace), out, key="k")
+    report_store.save(trace, report_mod.build(pipeline.run(trace)), out, key="k")
     back = open_trace(out)
     for frame in parquet.FRAMES:
         assert getattr(back, frame).equals(getattr(trace, frame)), frame

@@ -11,6 +11,7 @@ import pytest
 
 from factory import make_kernel, make_launch, make_op, make_step, write_trace
 from tracekit import report as report_mod
+from tracekit.analyses import pipeline
 from tracekit.commands import main
 from tracekit.load import load
 from tracekit.classify.names import short_kernel_name
@@ -55,7 +56,7 @@ SHAPE_CONTENT = {
 @pytest.mark.parametrize("make", [_empty, _cpu_only, _gpu])
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_renderer_on_every_shape(tmp_path, make, fmt):
-    report = report_mod.build(load(make(tmp_path)))
+    report = report_mod.build(pipeline.run(load(make(tmp_path))))
     out = io.StringIO()
     render_report(report, fmt, out)
     text = out.getvalue()
@@ -143,7 +144,7 @@ def test_idle_by_cause_is_data_the_renderers_only_word():
     from tracekit.analyses.launch_gaps import CAUSES
 
     sample = Path(__file__).resolve().parent.parent / "sample_traces" / "mlp_eager.json.gz"
-    report = report_mod.build(load(sample))
+    report = report_mod.build(pipeline.run(load(sample)))
     frame = report.launch_gaps.idle_by_cause
     gaps = report.launch_gaps.gaps
     assert sorted(frame["cause"].to_list()) == sorted(CAUSES)
@@ -166,7 +167,7 @@ def test_idle_by_cause_is_data_the_renderers_only_word():
 
 
 def test_cpu_only_trace_lists_zero_kernel_ops(tmp_path):
-    report = report_mod.build(load(_cpu_only(tmp_path)))
+    report = report_mod.build(pipeline.run(load(_cpu_only(tmp_path))))
     assert report.facts.vendor == "cpu"
     assert report.steps.to_dicts()[0]["gpu_busy_ns"] == 0
     assert sorted(report.zero_kernel_ops["name"].to_list()) == ["aten::add", "aten::view"]
@@ -177,7 +178,7 @@ def test_json_is_sorted_and_deterministic(tmp_path):
     outs = []
     for _ in range(2):
         buf = io.StringIO()
-        render_report(report_mod.build(load(path)), "json", buf)
+        render_report(report_mod.build(pipeline.run(load(path))), "json", buf)
         outs.append(buf.getvalue())
     assert outs[0] == outs[1]
     data = json.loads(outs[0])
@@ -242,7 +243,7 @@ def test_long_tables_are_capped_in_markdown_but_complete_in_json():
     from tracekit.render.sections import MAX_TABLE_ROWS
 
     sample = Path(__file__).resolve().parent.parent / "sample_traces" / "train_eager.json.gz"
-    report = report_mod.build(load(sample), step=4)
+    report = report_mod.build(pipeline.run(load(sample)), step=4)
     md, js = io.StringIO(), io.StringIO()
     render_report(report, "md", md)
     render_report(report, "json", js)

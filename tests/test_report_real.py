@@ -12,13 +12,14 @@ import polars as pl
 import pytest
 
 from tracekit import report as report_mod
+from tracekit.analyses import pipeline
 from tracekit.load import load
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 
 
 def _report(name: str, step: int | None = None) -> report_mod.Report:
-    return report_mod.build(load(SAMPLES / f"{name}.json.gz"), step=step)
+    return report_mod.build(pipeline.run(load(SAMPLES / f"{name}.json.gz")), step=step)
 
 
 def _step_kernels(report: report_mod.Report, step: int) -> pl.DataFrame:
@@ -98,13 +99,13 @@ def test_aten_t_is_zero_kernel_in_eager_linear_and_absent_under_compile():
     assert eager.steps.filter(pl.col("number") == 4)["gpu_busy_ns"].to_list() == [2_688]
     compiled_trace = load(SAMPLES / "linear_compile.json.gz")
     assert compiled_trace.ops.filter(pl.col("name").is_in(["aten::t", "aten::transpose"])).height == 0
-    compiled = report_mod.build(compiled_trace)
+    compiled = report_mod.build(pipeline.run(compiled_trace))
     assert compiled.kernels["name"].to_list() == eager.kernels["name"].to_list()
 
 
 @pytest.mark.parametrize("path", sorted(p.name for p in SAMPLES.glob("*.json.gz") if ".et." not in p.name))
 def test_every_sample_trace_reports(path):
-    report = report_mod.build(load(SAMPLES / path))
+    report = report_mod.build(pipeline.run(load(SAMPLES / path)))
     assert report.steps.height >= 1
     other = report.kernels.filter(pl.col("kernel_class") == "other")
     # Only CUB's sort/scan kernels (embedding backward in the train step) have no better class.

@@ -150,7 +150,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def stage(trace_path: str | Path, directory: str | Path) -> tuple[int, Path]:
-    """Write HTA's copy of ``trace_path`` into ``directory``; returns ``(rank, staged path)``.
+    r"""Write HTA's copy of ``trace_path`` into ``directory``; returns ``(rank, staged path)``.
 
     HTA finds a file's rank with the regex ``"rank":\s+(\d+)`` on the first line that matches, so
     the copy starts with a line holding ``"distributedInfo": {"rank": N, …}`` in that spacing (a
@@ -416,13 +416,14 @@ def compare(ours: pl.DataFrame, hta: pl.DataFrame) -> pl.DataFrame:
     return _sorted(joined.select(list(COMPARE_SCHEMA)).cast(COMPARE_SCHEMA))  # type: ignore[arg-type]
 
 
-def side_by_side(trace: Trace, summary: pl.DataFrame | None = None, gpu: pl.DataFrame | None = None
-                 ) -> pl.DataFrame:
-    """``compare(our_figures(trace), hta_figures(trace.meta.path))`` — for ``report --hta`` — plus,
-    with ``summary`` (the per-ProfilerStep summary the report's Steps table shows), that table
-    against HTA's per-step figures for the steps HTA keeps (``scope "steps_table"``). ``gpu``: the
-    attributed GPU work, when the caller has it."""
-    hta = hta_figures(trace.meta.path)
+def side_by_side(trace: Trace, trace_path: str | Path, summary: pl.DataFrame | None = None,
+                 gpu: pl.DataFrame | None = None) -> pl.DataFrame:
+    """``compare(our_figures(trace), hta_figures(trace_path))`` — for ``report --hta``; ``trace_path``
+    is the JSON file ``trace`` was loaded from, which HTA reads itself — plus, with ``summary`` (the
+    per-ProfilerStep summary the report's Steps table shows), that table against HTA's per-step
+    figures for the steps HTA keeps (``scope "steps_table"``). ``gpu``: the attributed GPU work,
+    when the caller has it."""
+    hta = hta_figures(trace_path)
     out = compare(our_figures(trace, gpu), hta)
     if summary is not None and summary.height:
         kept = hta.filter(pl.col("scope") == "step").with_columns(scope=pl.lit("steps_table"))

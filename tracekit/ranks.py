@@ -52,18 +52,18 @@ def find_traces(directory: str | os.PathLike[str]) -> list[Path]:
 def summarize(path: str) -> dict:
     """Load one trace and summarise its steps; returns a plain dict (it crosses a process boundary).
 
-    Only the per-step summary is needed here (no execution trace, no other analysis). A trace without
-    ProfilerStep spans is summarised per the units ``tracekit report`` finds (:mod:`tracekit.analyses.units`).
+    Only the per-unit summary is needed here: the pipeline's first stages
+    (:func:`tracekit.analyses.pipeline.basis`: attribution, units, compilations, summary), no
+    execution trace and no other analysis; a trace without ProfilerStep spans is summarised per the
+    units ``tracekit report`` finds (:mod:`tracekit.analyses.units`).
     """
-    from tracekit.analyses import attribution, steps as steps_analysis, units
+    from tracekit.analyses import pipeline
     from tracekit.session import Session
 
     name = os.path.basename(path)
     try:
         trace = Session(path, execution_trace=None, workers=1).trace  # one rank per core already
-        gpu = attribution.analyze(trace).gpu
-        found = units.detect(trace, gpu)
-        steps = steps_analysis.summarize(found.apply(trace), found.tag(gpu), partial=found.partial)
+        steps = pipeline.basis(trace).steps
     except TracekitError as err:
         return {"file": name, "error": _problem(err, path)}
     except RecursionError as err:

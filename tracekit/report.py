@@ -1,26 +1,29 @@
 """The core report: trace facts, steps, kernels, launch paths, zero-kernel ops, compile pre-ops.
 
-Contract: :func:`build` runs the analyses on a :class:`Trace` and returns a frozen :class:`Report`;
-renderers format it and never compute. ``step`` selects one ProfilerStep (its number); without it
-every table covers the whole trace except ``paths``, which shows one representative step (the last,
-the steadiest after warm-up) so it stays readable on long traces.
+Contract: :func:`build` takes a trace's analyses (:class:`tracekit.analyses.pipeline.Analyses`, the
+one bundle) and returns a frozen :class:`Report`, a view of the bundle: it selects and filters, and
+runs no analysis again; renderers format it and never compute. ``step`` selects one ProfilerStep
+(its number); without it every table covers the whole trace except ``paths``, which shows one
+representative step (the last, the steadiest after warm-up) so it stays readable on long traces.
 
 JSON contract ``tracekit.report/1`` (see :func:`tracekit.render.json.to_data`).
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
 
-from tracekit.analyses import (attribution, breakdown as breakdown_mod, compilations as compilations_mod, dispatch,
-                               kernels, launch_gaps, round_trips, steps as steps_analysis, throughput,
-                               units as units_mod)
-from tracekit.findings import engine as findings_engine
+from tracekit.analyses import attribution, breakdown as breakdown_mod, dispatch, kernels, launch_gaps
+from tracekit.analyses import pipeline, round_trips, steps as steps_analysis, throughput
+from tracekit.analyses.compilations import Compilations
+from tracekit.analyses.memory import MemoryReport
+from tracekit.analyses.timeline import Timelines
+from tracekit.analyses.units import Units
 from tracekit.errors import UsageError
+from tracekit.findings import Finding
 from tracekit.trace import UNANALYSED, Trace
 
 #: Rows of the path table when the trace has no steps to pick one from.
@@ -133,75 +136,28 @@ class Report:
     paths: pl.DataFrame
     zero_kernel_ops: pl.DataFrame
     compile_preops: pl.DataFrame
-    #: :class:`tracekit.analyses.units.Units` (None in reports made before units existed).
-    units: Any = None
+    #: None in reports made before units existed.
+    units: Units | None = None
     orphans: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=attribution.ORPHANS_SCHEMA))
-    #: :class:`tracekit.analyses.breakdown.Breakdown` (None when not computed).
-    breakdown: Any = None
-    #: :class:`tracekit.analyses.launch_gaps.LaunchGapsReport` (None when not computed).
-    launch_gaps: Any = None
-    #: :class:`tracekit.analyses.round_trips.RoundTripReport` (None when not computed).
-    round_trips: Any = None
-    #: :class:`tracekit.analyses.throughput.ThroughputReport` (None when not computed).
-    throughput: Any = None
-    #: The whole-trace :class:`tracekit.analyses.attribution.Attribution` the tables were built from
-    #: (never step-filtered), so consumers such as ``diff`` need not attribute the trace again.
-    attribution: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    #: :class:`tracekit.analyses.memory.MemoryReport` (None when not computed).
-    memory: Any = None
-    #: :class:`tracekit.findings.Finding` tuple (empty in a report made before findings).
-    findings: tuple[Any, ...] = ()
-    #: :class:`tracekit.analyses.compilations.Compilations` (None when not computed).
-    compilation: Any = None
+    breakdown: breakdown_mod.Breakdown | None = None
+    launch_gaps: launch_gaps.LaunchGapsReport | None = None
+    round_trips: round_trips.RoundTripReport | None = None
+    throughput: throughput.ThroughputReport | None = None
+    #: The whole-trace attribution the tables were built from (never step-filtered); None in a
+    #: stored report (:mod:`tracekit.report_store` leaves it out).
+    attribution: attribution.Attribution | None = None
+    #: ``{"hta": DataFrame}`` with ``--hta`` (:func:`tracekit.hta_oracle.side_by_side`).
+    extra: dict[str, pl.DataFrame] = field(default_factory=dict)
+    memory: MemoryReport | None = None
+    #: Empty in a report made before findings.
+    findings: tuple[Finding, ...] = ()
+    compilation: Compilations | None = None
     #: The units set aside from ``kernels`` and ``throughput`` (not steady: compiling, cold, …),
     #: with their state; empty when every unit is steady, none is, or with ``--step``.
     set_aside_units: dict[str, str] = field(default_factory=dict)
-    #: :class:`tracekit.analyses.timeline.Timelines`: every unit's timeline, only when asked for
-    #: (``Session.report(timelines=True)``, for a renderer that draws them); None otherwise.
-    timelines: Any = None
-
-
-@dataclass(frozen=True)
-class TraceAnalyses:
-    """The whole-trace analyses every table starts from (all that ``diff`` needs of a report)."""
-
-    #: ``gpu`` is the workload: the activities launched inside compile work are in ``compilation``.
-    attribution: attribution.Attribution
-    #: The trace's iteration units; ``attribution.gpu``'s ``step`` is the unit holding the launch.
-    units: units_mod.Units
-    #: The per-step summary (:data:`tracekit.analyses.steps.SUMMARY_SCHEMA`), computed once.
-    steps: pl.DataFrame
-    launch_gaps: launch_gaps.LaunchGapsReport
-    round_trips: round_trips.RoundTripReport
-    breakdown: breakdown_mod.Breakdown
-    #: Compilations, autotuning set aside, graph records, JITs and each unit's compile flags.
-    compilation: compilations_mod.Compilations = field(default_factory=compilations_mod.Compilations)
-
-
-def analyse(trace: Trace, *, execution_trace: Any = None, unit: str | None = None) -> TraceAnalyses:
-    """Attribute ``trace``, find its units (``unit``: a span name to use, as ``--unit``), summarise
-    them and run the launch-gap and round-trip analyses per unit."""
-    attributed = attribution.analyze(trace)
-    found = units_mod.detect(trace, attributed.gpu, unit)
-    if found.kind != "ProfilerStep":
-        attributed = replace(attributed, gpu=found.tag(attributed.gpu))
-    scoped = found.apply(trace)
-    compiled = compilations_mod.analyze(scoped, attributed.gpu)
-    # Autotuning benchmarks and other GPU work a compilation launched are not the workload.
-    attributed = replace(attributed, gpu=compiled.workload(attributed.gpu))
-    # Round trips (the longest analysis left) need nothing below: a second thread runs them while
-    # this one summarises the units and runs launch gaps and breakdown. Polars releases the GIL
-    # inside its calls, so the two overlap (analyse() of the 1 GB benchmark trace on 2 cores,
-    # 6 alternating runs: median 2.11 s all in one thread, 2.02 s so).
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        trips = pool.submit(round_trips.analyze, scoped, attributed, execution_trace=execution_trace)
-        summary = steps_analysis.summarize(scoped, attributed.gpu, partial=found.partial, compilation=compiled)
-        compiled = replace(compiled, steady=compilations_mod.steady(summary))
-        gaps = launch_gaps.analyze(scoped, attributed, summary=summary)
-        split = breakdown_mod.analyze(attributed.gpu, summary)
-        return TraceAnalyses(attribution=attributed, units=found, steps=summary, compilation=compiled,
-                             launch_gaps=gaps, round_trips=trips.result(), breakdown=split)
+    #: Every unit's timeline, only when asked for (``Session.report(timelines=True)``, for a
+    #: renderer that draws them); None otherwise.
+    timelines: Timelines | None = None
 
 
 def check_step(trace: Trace, step: int | None) -> None:
@@ -213,51 +169,32 @@ def check_step(trace: Trace, step: int | None) -> None:
         raise UsageError(f"step {step} is not in {trace.meta.path} (steps: {available})")
 
 
-def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
-          ceilings_override: dict[str, Any] | None = None, hta: bool = False,
-          analyses: TraceAnalyses | None = None, unit: str | None = None) -> Report:
-    """Analyse ``trace``; ``step`` restricts every table to that unit (``ProfilerStep#step``, or the
-    unit numbered ``step`` of a trace without steps); ``unit`` names the span to use as units.
+def build(bundle: pipeline.Analyses, *, step: int | None = None) -> Report:
+    """The report of the trace whose analyses are ``bundle``; ``step`` restricts every table to that
+    unit (``ProfilerStep#step``, or the unit numbered ``step`` of a trace without steps).
 
-    ``execution_trace`` (a :class:`tracekit.execution_trace.ExecutionTrace`) makes round-trip links
-    exact; ``ceilings_override`` (``{"hbm_gbps": …, "bf16_tflops": …}``) replaces the device table's
-    ceilings; ``hta`` adds HolisticTraceAnalysis' busy/idle figures beside ours (needs the extra).
-    ``analyses``: the trace's :func:`analyse` result when the caller already has it (then
-    ``execution_trace`` is not read again). Timelines are added by
-    :meth:`tracekit.session.Session.report` (``timelines=True``), on top of this report.
+    The device ceilings (``--ceiling``) and the units (``--unit``) are the bundle's
+    (:func:`tracekit.analyses.pipeline.run`); HolisticTraceAnalysis' figures (``--hta``) and the
+    timelines are added by :meth:`tracekit.session.Session.report`, on top of this report.
     """
-    whole = analyses if analyses is not None else analyse(trace, execution_trace=execution_trace, unit=unit)
-    trace = whole.units.apply(trace)
+    trace = bundle.trace
     check_step(trace, step)
     numbers = trace.steps["number"].to_list()
-    attributed, gaps, trips = whole.attribution, whole.launch_gaps, whole.round_trips
-    aside = _set_aside_units(whole.steps) if step is None else {}
+    attributed, gaps, trips = bundle.attribution, bundle.launch_gaps, bundle.round_trips
+    aside = _set_aside_units(bundle.steps) if step is None else {}
     steady_only = pl.col("step").is_null() | ~pl.col("step").is_in([int(n) for n in aside])
-    try:
-        rates = throughput.analyze(trace, attributed, _in_step(trips.traffic, step).filter(steady_only),
-                                   ceilings_override=ceilings_override)
-    except ValueError as err:  # an unknown override key: the user's typo
-        raise UsageError(str(err)) from None
-    extra: dict[str, Any] = {}
-    if hta:
-        from tracekit import hta_oracle
-
-        shown = whole.steps if whole.units.kind == "ProfilerStep" else None  # HTA knows only ProfilerSteps
-        extra["hta"] = hta_oracle.side_by_side(trace, shown, attributed.gpu)
-    ops = steps_analysis.tag_steps(attributed.tree.ops, trace.steps)
-    gpu = attributed.gpu
-    step_table = steps_analysis.table(whole.steps)
-    if step is not None:
-        gpu = gpu.filter(pl.col("step") == step)
-        ops = ops.filter(pl.col("step") == step)
-        step_table = step_table.filter(pl.col("number") == step)
+    rates = throughput.analyze(trace, attributed, _in_step(trips.traffic, step).filter(steady_only),
+                               ceilings_override=bundle.ceilings_override)
+    ops = _in_step(bundle.ops, step)
+    gpu = _in_step(attributed.gpu, step)
+    step_table = _in_step(steps_analysis.table(bundle.steps), step, "number")
     path_step = step if step is not None else (numbers[-1] if numbers else None)
     path_rows = gpu.filter(pl.col("step") == path_step) if path_step is not None else gpu
     paths = dispatch.launch_paths(path_rows)
     truncated = path_step is None and paths.height > MAX_PATH_ROWS_WITHOUT_STEPS
     if truncated:
         paths = paths.head(MAX_PATH_ROWS_WITHOUT_STEPS)
-    preops = dispatch.compile_preops(ops)
+    preops = _in_step(bundle.compile_preops, step)
     meta = trace.meta
     facts = Facts(
         path=meta.path, size_bytes=meta.size_bytes, event_count=meta.event_count,
@@ -273,18 +210,17 @@ def build(trace: Trace, *, step: int | None = None, execution_trace: Any = None,
         unanalysed_families=_families(meta.unanalysed_activity), dropped_events=dict(meta.dropped_events),
         partial=meta.partial, annotations=meta.annotations,
     )
-    held = _memory(trace, attributed)
-    found = findings_engine.analyze(trace, whole, compile_preops=preops, ceilings=rates.ceilings, step=step,
-                                   compilations=whole.compilation, memory=held)
+    # The findings of one unit come from the same bundle through the same rule engine.
+    found = bundle.findings if step is None else pipeline.findings(bundle, step=step)
     return Report(
         findings=found, facts=facts, selected_step=step, path_step=path_step, paths_truncated=truncated,
         steps=step_table, kernels=kernels.analyze(gpu.filter(steady_only)), paths=paths,
-        zero_kernel_ops=dispatch.zero_kernel_ops(ops), compile_preops=preops, units=whole.units,
+        zero_kernel_ops=dispatch.zero_kernel_ops(ops), compile_preops=preops, units=bundle.units,
         orphans=attribution.orphans(attributed.gpu, attributed.launches),
-        breakdown=_breakdown_in_step(whole.breakdown, step),
+        breakdown=_breakdown_in_step(bundle.breakdown, step),
         launch_gaps=_gaps_in_step(gaps, step), round_trips=_trips_in_step(trips, step),
-        throughput=rates, attribution=attributed, extra=extra, memory=held,
-        compilation=whole.compilation, set_aside_units=aside,
+        throughput=rates, attribution=attributed, memory=bundle.memory,
+        compilation=bundle.compilation, set_aside_units=aside,
     )
 
 
@@ -295,13 +231,6 @@ def _set_aside_units(summary: pl.DataFrame) -> dict[str, str]:
     if aside.height == 0 or aside.height == summary.height:
         return {}
     return {str(n): state for n, state in zip(aside["step"].to_list(), aside["state"].to_list())}
-
-
-def _memory(trace: Trace, attributed: attribution.Attribution) -> Any:
-    """The memory analysis over the unit windows, reusing the attribution's op tree."""
-    from tracekit.analyses import memory
-
-    return memory.analyze(trace, attributed.tree.ops)
 
 
 def _in_step(frame: pl.DataFrame, step: int | None, column: str = "step") -> pl.DataFrame:

@@ -14,9 +14,9 @@ them. Only the classes in :data:`_CLASSES` are ever built from the skeleton (a P
 someone else can name no other code), and frames come back with their exact dtypes (Polars stores
 its schema in the Parquet bytes). Parquet rather than Arrow IPC because report frames repeat kernel
 names row after row: dictionary encoding stores each once, and the stored report of a 1 GB trace
-reads in a fraction of the time (bench/RESULTS.md). The whole-trace attribution a report carries for
-``diff`` is not stored: it is as large as the trace itself, and a stored report comes back with
-``attribution=None`` (``diff`` then attributes the trace again); two per-kernel working frames come
+reads in a fraction of the time (bench/RESULTS.md). The whole-trace attribution a report carries is
+not stored: it is as large as the trace itself, and a stored report comes back with
+``attribution=None`` (``diff`` and ``check`` read the session's analyses, never a report); two per-kernel working frames come
 back empty (:data:`_EMPTIED`). What a renderer shows is therefore identical, which the tests check
 for every format on every sample trace.
 
@@ -129,13 +129,14 @@ def decode(skeleton: str, frames: dict[str, bytes]) -> Report:
 @functools.cache
 def _reference() -> Report:
     """The report of an empty trace: the classes, frame columns and dtypes this code produces."""
+    from tracekit.analyses import pipeline
     from tracekit.report import build
     from tracekit.trace import LOADED_SCHEMAS, STEPS_SCHEMA, TraceMeta, empty_frame
 
     meta = TraceMeta(path="", size_bytes=0, base_time_ns=None, devices=(), versions={}, distributed=None,
                      vendor="cpu", time_format="empty", event_count=0)
-    return build(Trace(meta=meta, steps=empty_frame(STEPS_SCHEMA),
-                       **{name: empty_frame(schema) for name, schema in LOADED_SCHEMAS.items()}))
+    return build(pipeline.run(Trace(meta=meta, steps=empty_frame(STEPS_SCHEMA),
+                                    **{name: empty_frame(schema) for name, schema in LOADED_SCHEMAS.items()})))
 
 
 def _check_shape(ref: Any, got: Any, where: str) -> None:

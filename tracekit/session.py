@@ -13,9 +13,15 @@ one rule for every command:
 3. ``"auto"`` (default): ``X.et.json.gz`` / ``X.et.json`` beside ``X.json.gz`` / ``X.json``; for a
    Parquet file, beside the JSON trace it was converted from.
 
-A Parquet file may hold the report ``convert`` stored; :meth:`Session.report` returns it without
-analysing when it is still what this code would compute (same code fingerprint, same execution
-trace, default options) — see :mod:`tracekit.report_store`.
+Every result reads one bundle: :meth:`Session.analyses` runs :func:`tracekit.analyses.pipeline.run`
+once per choice of units and ceilings, and :meth:`Session.report`, :meth:`Session.profile`,
+:meth:`Session.diff` and :meth:`Session.check` read it. A Parquet file may hold the report
+``convert`` stored; :meth:`Session.report` returns it without analysing when it is still what this
+code would compute (same code fingerprint, same execution trace, default options) — see
+:mod:`tracekit.report_store`.
+
+:func:`read_expectations` reads an expectations file (``check --expect``) for
+:func:`tracekit.diff.expect.parse`.
 """
 
 from __future__ import annotations
@@ -31,10 +37,11 @@ from tracekit.load import open_trace, parquet
 from tracekit.trace import Trace, TraceMeta
 
 if TYPE_CHECKING:
+    from tracekit.analyses.pipeline import Analyses
+    from tracekit.analyses.profile import Profile
     from tracekit.diff.result import Diff
     from tracekit.diff.expect import CheckResult, Expectations
-    from tracekit.diff.profile import Profile
-    from tracekit.report import Report, TraceAnalyses
+    from tracekit.report import Report
 
 ExecutionTraceChoice = Literal["auto"] | str | os.PathLike[str] | None
 
@@ -102,6 +109,8 @@ class Session:
         # A Parquet file's footer is read once: its metadata, and the JSON it was converted from.
         self._footer = parquet.read_metadata(self.path) if self.is_parquet else None
         original = parquet.stored_meta(self.path, kv=self._footer).path if self._footer is not None else None
+        #: The JSON trace HolisticTraceAnalysis reads for ``report --hta`` (it cannot read Parquet).
+        self._json_path = original if original is not None else self.path
         if execution_trace is None:
             self.execution_trace_path: Path | None = None
         elif isinstance(execution_trace, str) and execution_trace == "auto":
@@ -109,7 +118,7 @@ class Session:
         else:
             self.execution_trace_path = Path(execution_trace)
         self._reports: dict[tuple, Report] = {}
-        self._analyses: dict[str | None, TraceAnalyses] = {}
+        self._analyses: dict[tuple[str | None, tuple], Analyses] = {}
 
     def __repr__(self) -> str:
         et = self.execution_trace_path.name if self.execution_trace_path else None
@@ -146,14 +155,21 @@ class Session:
             return None  # a named execution trace that is missing: analysing again says so
         return report_store.load_report(self.path, report_store.cache_key(et), kv=self._footer)
 
-    def analyses(self, unit: str | None = None) -> TraceAnalyses:
-        """The whole-trace analyses (attribution, units, launch gaps, round trips), computed once per
-        ``unit`` (a span name to use as units, as ``--unit``; None: the trace's own rule)."""
-        if unit not in self._analyses:
-            from tracekit import report as report_mod
+    def analyses(self, unit: str | None = None, *, ceilings: dict[str, float] | None = None) -> Analyses:
+        """The trace's analyses (:class:`tracekit.analyses.pipeline.Analyses`), computed once per
+        ``unit`` (a span name to use as units, as ``--unit``; None: the trace's own rule) and
+        ``ceilings`` (device ceilings to replace, as ``--ceiling``)."""
+        key = (unit, _frozen(ceilings))
+        if key not in self._analyses:
+            from tracekit.analyses import pipeline
 
-            self._analyses[unit] = report_mod.analyse(self.trace, execution_trace=self.execution_trace, unit=unit)
-        return self._analyses[unit]
+            plain = self._analyses.get((unit, ()))
+            if plain is not None:  # other ceilings price the findings only: keep the analyses
+                self._analyses[key] = pipeline.with_ceilings(plain, ceilings)
+            else:
+                self._analyses[key] = pipeline.run(self.trace, execution_trace=self.execution_trace, unit=unit,
+                                                   ceilings=ceilings)
+        return self._analyses[key]
 
     def report(self, *, step: int | None = None, ceilings: dict[str, float] | None = None,
                hta: bool = False, unit: str | None = None, timelines: bool = False) -> Report:
@@ -181,44 +197,56 @@ class Session:
             ``compile_preops`` (columns in :mod:`tracekit.report`), plus ``launch_gaps``,
             ``round_trips`` and ``throughput`` reports.
         """
-        if timelines:
-            key = ("timelines", step, tuple(sorted((ceilings or {}).items())), hta, unit)
-            if key not in self._reports:
-                from dataclasses import replace
-
-                from tracekit.analyses import timeline
-
-                plain = self.report(step=step, ceilings=ceilings, hta=hta, unit=unit)
-                self._reports[key] = replace(plain, timelines=timeline.analyze(
-                    self.trace, self.analyses(unit), default_step=plain.path_step))
+        key = (step, _frozen(ceilings), hta, unit, timelines)
+        if key in self._reports:
             return self._reports[key]
-        key = (step, tuple(sorted((ceilings or {}).items())), hta, unit)
-        if key not in self._reports:
-            stored = self.stored_report() if key == (None, (), False, None) else None
-            if stored is not None:
-                self._reports[key] = stored
-            else:
-                from tracekit import report as report_mod
+        if timelines:
+            from dataclasses import replace
 
-                if unit is None and self.trace.steps.height:
-                    report_mod.check_step(self.trace, step)  # before the analyses, which take longest
-                self._reports[key] = report_mod.build(
-                    self.trace, step=step, analyses=self.analyses(unit), ceilings_override=ceilings, hta=hta)
-        return self._reports[key]
+            from tracekit.analyses import timeline
+
+            plain = self.report(step=step, ceilings=ceilings, hta=hta, unit=unit)
+            made = replace(plain, timelines=timeline.analyze(self.analyses(unit, ceilings=ceilings),
+                                                             default_step=plain.path_step))
+        else:
+            made = (self.stored_report() if key == (None, (), False, None, False) else None) or self._report(
+                step, ceilings, hta, unit)
+        self._reports[key] = made
+        return made
+
+    def _report(self, step: int | None, ceilings: dict[str, float] | None, hta: bool, unit: str | None) -> Report:
+        """The report made from this session's analyses (see :meth:`report`)."""
+        from dataclasses import replace
+
+        from tracekit import report as report_mod
+
+        if unit is None and self.trace.steps.height:
+            report_mod.check_step(self.trace, step)  # before the analyses, which take longest
+        bundle = self.analyses(unit, ceilings=ceilings)
+        made = report_mod.build(bundle, step=step)
+        if hta:
+            from tracekit import hta_oracle
+
+            # HTA reads the JSON file itself, and knows only ProfilerSteps.
+            shown = bundle.steps if bundle.units.kind == "ProfilerStep" else None
+            made = replace(made, extra={"hta": hta_oracle.side_by_side(
+                bundle.trace, self._json_path, shown, bundle.attribution.gpu)})
+        return made
 
     def profile(self, unit: str | None = None, *, timelines: bool = False) -> Profile:
         """Per-unit figures (the trace's units, or spans named ``unit``) that diff and check compare;
         ``timelines`` adds every unit's timeline (``Profile.timelines``, for a diff drawn as a page)."""
-        from tracekit.diff import profile
+        from tracekit.analyses import profile
 
-        built = profile.build(self.trace, self.analyses(unit), unit=unit)
+        bundle = self.analyses(unit)
+        built = profile.build(bundle)
         if not timelines:
             return built
         from dataclasses import replace
 
         from tracekit.analyses import timeline
 
-        return replace(built, timelines=timeline.analyze(self.trace, self.analyses(unit)))
+        return replace(built, timelines=timeline.analyze(bundle))
 
     def diff(self, other: Session | str | os.PathLike[str], *, unit: str | None = None,
              timelines: bool = False) -> Diff:
@@ -242,12 +270,45 @@ class Session:
         from tracekit.diff import expect
 
         if not isinstance(expectations, expect.Expectations):
-            expectations = expect.load(expectations)
+            expectations = read_expectations(expectations)
         return expect.check(self.profile(unit or expectations.unit), expectations)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the trace and its report to one Parquet file (what ``tracekit convert`` does)."""
         report_store.save(self.trace, self.report(), path, key=report_store.cache_key(self.execution_trace_path))
+
+
+def read_expectations(path: str | os.PathLike[str]) -> Expectations:
+    """Read and validate an expectations file (:mod:`tracekit.diff.expect` says what it holds).
+
+    Anything but a regular file (a pipe, ``/dev/zero``) is refused before reading, as is a file past
+    :data:`tracekit.diff.expect.MAX_FILE_BYTES`; every problem is a
+    :class:`~tracekit.errors.UsageError` of one line naming the file.
+    """
+    from tracekit.diff import expect
+    from tracekit.errors import TraceError, UsageError
+    from tracekit.load import source
+
+    name = Path(path).name
+    try:
+        if source.check_input(path, "expectations") != "file":
+            raise UsageError(f"{name}: an expectations file must be a regular file, not a stream")
+        if os.path.getsize(path) > expect.MAX_FILE_BYTES:
+            raise UsageError(f"{name}: {os.path.getsize(path):,} bytes is not an expectations file "
+                             f"(at most {expect.MAX_FILE_BYTES:,})")
+        text = Path(path).read_text(encoding="utf-8")
+    except TraceError as err:
+        raise UsageError(f"{name}: {err.problem}") from None
+    except FileNotFoundError:
+        raise UsageError(f"{name}: no such expectations file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"{name}: cannot read ({err})") from None
+    return expect.parse(text, name)
+
+
+def _frozen(ceilings: dict[str, float] | None) -> tuple:
+    """``ceilings`` as a key of the session's caches (None and ``{}`` are the table's ceilings)."""
+    return tuple(sorted((ceilings or {}).items()))
 
 
 def profile_of(path: str, unit: str | None, execution_trace: ExecutionTraceChoice = "auto",
@@ -256,4 +317,4 @@ def profile_of(path: str, unit: str | None, execution_trace: ExecutionTraceChoic
     return Session(path, execution_trace=execution_trace, workers=workers).profile(unit, timelines=timelines)
 
 
-__all__ = ["ExecutionTraceChoice", "Session", "open", "profile_of"]
+__all__ = ["ExecutionTraceChoice", "Session", "open", "profile_of", "read_expectations"]

@@ -56,7 +56,6 @@ import polars as pl
 from tracekit.analyses import attribution as attribution_mod
 from tracekit.analyses import clock as clock_mod
 from tracekit.analyses import intervals
-from tracekit.analyses import steps as steps_analysis
 from tracekit.analyses.steps import (COLD_STEP_FACTOR, COMPUTE_BOUND_MIN_BUSY_FRAC,
                                      OVERHEAD_BOUND_MIN_CPU_OVER_GPU, SYNC_CALL_SUFFIX, VERDICTS,
                                      verdict_expr)
@@ -161,15 +160,14 @@ class LaunchGapsReport:
 
 
 def analyze(trace: Trace, attributed: attribution_mod.Attribution, *,
-            summary: pl.DataFrame | None = None) -> LaunchGapsReport:
+            summary: pl.DataFrame) -> LaunchGapsReport:
     """Compute the launch-gap report of ``trace`` from its attribution; ``summary`` is the trace's
-    per-step summary (:func:`tracekit.analyses.steps.summarize`) when the caller already has it."""
+    per-step summary (:func:`tracekit.analyses.steps.summarize`, made by
+    :mod:`tracekit.analyses.pipeline` before this analysis)."""
     clock = clock_mod.check(attributed.gpu)
     offset = clock["offset_ns"] or 0
     per_activity = _per_activity(attributed.gpu, offset)
     gaps = _gaps(trace, per_activity, offset)
-    if summary is None:
-        summary = steps_analysis.summarize(trace, attributed.gpu)
     per_step = summary.select(list(PER_STEP_SCHEMA))
     return LaunchGapsReport(
         per_activity=per_activity,

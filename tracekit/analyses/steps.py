@@ -70,13 +70,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from typing import TYPE_CHECKING
-
 from tracekit.analyses import intervals
 from tracekit.trace import Trace
-
-if TYPE_CHECKING:
-    from tracekit.analyses.compilations import Compilations
 
 COMPUTE_BOUND_MIN_BUSY_FRAC = 0.80
 OVERHEAD_BOUND_MIN_CPU_OVER_GPU = 2.0
@@ -130,12 +125,16 @@ def _window_at(times: pl.Series, starts: pl.Series) -> pl.Series:
     return pl.select(pl.when(times.is_not_null() & (found >= 0)).then(found)).to_series()
 
 
-def summarize(trace: Trace, gpu: pl.DataFrame, *, partial: tuple[int, ...] = (),
-              compilation: Compilations | None = None) -> pl.DataFrame:
+def summarize(trace: Trace, gpu: pl.DataFrame, *, compile_marks: pl.DataFrame,
+              partial: tuple[int, ...] = ()) -> pl.DataFrame:
     """The per-step summary (module docstring) of ``trace`` from its attributed GPU work ``gpu``
-    (columns ``step i64?, kind str, ts i64, end i64``); ``partial``: numbers of steps the trace may
-    have cut short; ``compilation``: the trace's :func:`tracekit.analyses.compilations.analyze`
-    result when the caller has it (else it is computed here)."""
+    (columns ``step i64?, kind str, ts i64, end i64``).
+
+    ``compile_marks`` is what the compile analysis found per unit (the ``units`` frame of
+    :class:`tracekit.analyses.compilations.Compilations`; at least ``step i64, shape str?, compile,
+    recompile, graph_record, jit, runtime bool``): the caller runs that analysis first (it tags by
+    this module's :func:`tag_steps`, so this module cannot call it). ``partial``: numbers of steps
+    the trace may have cut short."""
     steps = trace.steps
     if steps.height == 0:
         return pl.DataFrame(schema=SUMMARY_SCHEMA)
@@ -167,11 +166,7 @@ def summarize(trace: Trace, gpu: pl.DataFrame, *, partial: tuple[int, ...] = (),
         .with_columns(verdict=verdict_expr(unanalysed_device=bool(trace.meta.unanalysed_activity)))
         .sort(["cpu_start_ns", "step"])
     )
-    if compilation is None:
-        from tracekit.analyses import compilations  # it tags by this module's tag_steps
-
-        compilation = compilations.analyze(trace, gpu)
-    marks = compilation.units.select("step", "shape", "compile", "recompile", "graph_record", "jit", "runtime")
+    marks = compile_marks.select("step", "shape", "compile", "recompile", "graph_record", "jit", "runtime")
     table = (table.join(marks, on="step", how="left", maintain_order="left")
              .with_columns(pl.col("compile", "recompile", "graph_record", "jit", "runtime").fill_null(False)))
     cold = _cold(table["wall_ns"]) | _cold_shapes(table["wall_ns"], table["shape"]) | table["runtime"]

@@ -1,6 +1,6 @@
 """The step timeline as data: what each unit's picture shows, gathered from the other analyses.
 
-Contract: :func:`analyze` takes a trace and its :class:`~tracekit.report.TraceAnalyses` and returns
+Contract: :func:`analyze` takes a trace's :class:`~tracekit.analyses.pipeline.Analyses` and returns
 :class:`Timelines`, one :class:`StepTimeline` per unit (ProfilerStep, or unit of a trace without
 steps) in the order of the per-step summary. It computes nothing the other analyses know: nesting
 depth is the op tree's (:mod:`tracekit.analyses.op_tree`), kernel classes and launch links are the
@@ -50,10 +50,10 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from tracekit.analyses import steps as steps_analysis
-from tracekit.trace import Trace, empty_frame as _empty
+from tracekit.trace import empty_frame as _empty
 
 if TYPE_CHECKING:
-    from tracekit.report import TraceAnalyses
+    from tracekit.analyses.pipeline import Analyses
 
 #: Marks kept per unit at most, by group (the default unit's budget).
 CAPS: dict[str, int] = {"cpu": 4000, "gpu": 4000, "gaps": 2000, "round_trips": 500, "compile": 200,
@@ -123,13 +123,12 @@ class Timelines:
         return next((s for s in self.steps if s.number == number), None)
 
 
-def analyze(trace: Trace, whole: TraceAnalyses, *, default_step: int | None = None) -> Timelines:
-    """Every unit's :class:`StepTimeline` of ``trace`` from its analyses ``whole``
-    (:func:`tracekit.report.analyse`); ``default_step`` is the unit shown first (None: the last)."""
+def analyze(whole: Analyses, *, default_step: int | None = None) -> Timelines:
+    """Every unit's :class:`StepTimeline` of a trace from its analyses ``whole``
+    (:func:`tracekit.analyses.pipeline.run`); ``default_step`` is the unit shown first (None: the last)."""
     summary = whole.steps
     if summary.height == 0:
         return Timelines()
-    trace = whole.units.apply(trace)
     numbers = summary["step"].to_list()
     if default_step not in numbers:
         default_step = numbers[-1]
@@ -146,7 +145,7 @@ def analyze(trace: Trace, whole: TraceAnalyses, *, default_step: int | None = No
         **{f"cap_{k}": pl.when(pl.col("step") == default_step).then(v).otherwise(min(v, shares[k])).cast(pl.Int64)
            for k, v in CAPS.items()})
 
-    cpu, cpu_out, cpu_left = _capped(_relative_depth(_cpu(trace, whole)), caps, "cpu", "dur")
+    cpu, cpu_out, cpu_left = _capped(_relative_depth(_cpu(whole)), caps, "cpu", "dur")
     cpu = _cpu_lanes(cpu).with_columns(pl.col("name").fill_null(""))
     gpu_all = _gpu(whole)
     gpu, gpu_out, gpu_left = _capped(gpu_all, caps, "gpu", "dur")
@@ -179,7 +178,7 @@ def analyze(trace: Trace, whole: TraceAnalyses, *, default_step: int | None = No
 
 # ---- the marks of every unit, with ``step`` and a ``dur`` to rank them by -------------------------
 
-def _cpu(trace: Trace, whole: TraceAnalyses) -> pl.DataFrame:
+def _cpu(whole: Analyses) -> pl.DataFrame:
     """Ops and launch calls; ``dur`` ranks them for the cap: an op's own duration, a launch call's
     that of the op that made it (so a launch is kept with its op, before shorter ops)."""
     tree = whole.attribution.tree
@@ -191,7 +190,7 @@ def _cpu(trace: Trace, whole: TraceAnalyses) -> pl.DataFrame:
         op_idx="op_idx").join(op_dur, on="op_idx", how="left", maintain_order="left").select(
         pl.exclude("op_idx", "op_dur"), dur=pl.col("op_dur").fill_null(pl.col("end") - pl.col("ts")))
     marks = pl.concat([ops, launches], how="vertical_relaxed")
-    marks = steps_analysis.tag_steps(marks, trace.steps).filter(pl.col("step").is_not_null())
+    marks = steps_analysis.tag_steps(marks, whole.trace.steps).filter(pl.col("step").is_not_null())
     # ``lane`` is the bare thread id here; :func:`_cpu_lanes` names the lanes of the few marks kept.
     return marks.select(
         "step", lane="tid", depth=pl.col("depth").cast(pl.Int64), name="name", ts="ts", end="end", kind="kind",
@@ -204,7 +203,7 @@ def _cpu_lanes(frame: pl.DataFrame, where: pl.Expr | bool = True) -> pl.DataFram
     return frame.with_columns(lane=pl.when(where).then(named).otherwise(pl.col("lane")))
 
 
-def _gpu(whole: TraceAnalyses) -> pl.DataFrame:
+def _gpu(whole: Analyses) -> pl.DataFrame:
     gpu = whole.attribution.gpu.filter(pl.col("step").is_not_null())
     return gpu.select(
         "step", lane=pl.format("gpu:{}:{}", pl.col("device").fill_null(0), pl.col("stream").fill_null(0)),
@@ -213,7 +212,7 @@ def _gpu(whole: TraceAnalyses) -> pl.DataFrame:
         launch_idx="launch_idx", launch_ts="launch_ts", launch_tid="launch_tid")
 
 
-def _gaps(whole: TraceAnalyses, windows: pl.DataFrame) -> pl.DataFrame:
+def _gaps(whole: Analyses, windows: pl.DataFrame) -> pl.DataFrame:
     gaps = whole.launch_gaps.gaps.filter(pl.col("step").is_not_null()).join(
         windows.select("step", "start", "end"), on="step", how="inner", maintain_order="left")
     return gaps.select(
@@ -222,7 +221,7 @@ def _gaps(whole: TraceAnalyses, windows: pl.DataFrame) -> pl.DataFrame:
         dur=pl.col("end") - pl.col("ts"))
 
 
-def _compile_spans(whole: TraceAnalyses) -> pl.DataFrame:
+def _compile_spans(whole: Analyses) -> pl.DataFrame:
     compiled = whole.compilation
     work = compiled.work.filter(pl.col("step").is_not_null())
     recompiles = compiled.compilations.filter(pl.col("trigger") != "first")["compile_id"].drop_nulls()
@@ -279,7 +278,7 @@ def _links(gpu_all: pl.DataFrame, gpu: pl.DataFrame, cpu: pl.DataFrame) -> tuple
                        launch_depth="launch_depth", kernel_id="id"), left
 
 
-def _round_trips(whole: TraceAnalyses, gpu: pl.DataFrame, caps: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _round_trips(whole: Analyses, gpu: pl.DataFrame, caps: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     trips = whole.round_trips
     pairs = trips.tensor_kernels.select("producer_idx", "consumer_idx").hstack(
         trips.tensors.select("step", "bytes", "shape", "dtype"))

@@ -148,11 +148,6 @@ class Units:
         return steps_analysis.tag_steps(gpu, self.windows, "launch_ts")
 
 
-def same_choice(found: Units, unit: str | None) -> bool:
-    """Whether ``found`` are the units :func:`detect` gives for ``unit`` (a ``--unit`` name or None)."""
-    return found.source == "user" and found.name == unit if unit is not None else found.source != "user"
-
-
 def detect(trace: Trace, gpu: pl.DataFrame, unit: str | None = None) -> Units:
     """The units of ``trace`` by the module docstring's rule.
 

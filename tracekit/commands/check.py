@@ -24,12 +24,11 @@ from tracekit.output import open_output, refuse_inputs
 def check(trace_path: str, expect_path: str, unit: str | None, no_et: bool, fmt: str | None,
           output: str | None) -> None:
     """Test TRACE against the expectations in FILE.toml; exit 1 if any is broken."""
-    from tracekit.diff import expect
-    from tracekit.session import Session
+    from tracekit.session import Session, read_expectations
 
     session = Session(trace_path, execution_trace=options.execution_trace_choice(None, no_et), workers=None)
     refuse_inputs(output, [trace_path, expect_path, session.execution_trace_path])
-    expectations = expect.load(expect_path)
+    expectations = read_expectations(expect_path)
     result = session.check(expectations, unit=unit)
     renderer = options.renderer(fmt, output)
     with open_output(output) as out:

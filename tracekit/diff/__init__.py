@@ -1,9 +1,9 @@
 """``tracekit diff``, ``tracekit compare`` and ``tracekit check``: compare traces' results, gate on
-the result, and assert expectations about one trace.
+the result, and assert expectations about one trace. The diff compares results, never traces: its
+input is :class:`tracekit.analyses.profile.Profile` (made from the pipeline's bundle, with
+:mod:`tracekit.analyses.syncs` for host syncs and CUDA-graph launches).
 
-Modules: :mod:`~tracekit.diff.profile` (per-unit figures of a trace and its report, with
-:mod:`~tracekit.diff.syncs` for host syncs and CUDA-graph launches),
-:mod:`~tracekit.diff.align` (kernel-sequence alignment, fusions), :mod:`~tracekit.diff.result`
+Modules: :mod:`~tracekit.diff.align` (kernel-sequence alignment, fusions), :mod:`~tracekit.diff.result`
 (the :class:`~tracekit.diff.result.Diff` with noise-aware quantities), :mod:`~tracekit.diff.pairwise`
 (builds the ``Diff`` of two profiles), :mod:`~tracekit.diff.diff_verdict` (what counts as a change:
 the diff's verdict), :mod:`~tracekit.diff.side_by_side` (compile or hand-tuned: traces side by side

@@ -1,6 +1,6 @@
 """Align two units' kernel sequences and name what changed: fusions, variants, added, removed.
 
-Contract: :func:`align` takes two launch-ordered sequences of :class:`~tracekit.diff.profile.KernelRef`
+Contract: :func:`align` takes two launch-ordered sequences of :class:`~tracekit.analyses.profile.KernelRef`
 and returns an :class:`Alignment`. It grows about linearly with the kernels per unit (real LLM steps
 hold 10,000+ kernels), because every costly step is bounded: by :data:`MAX_SEGMENT` and
 :data:`WINDOW` here, by ``EXACT_CELLS`` and ``WORK_PER_KERNEL`` in :mod:`tracekit.diff.matching`.
@@ -55,8 +55,8 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tracekit.analyses.profile import KernelRef
 from tracekit.diff.matching import Budget, match
-from tracekit.diff.profile import KernelRef
 
 _FUNCTOR_SUFFIX = re.compile(r"(CUDAKernelImpl|KernelImpl|Functor|_kernel|Kernel)$")
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|\b|_)|[A-Z]?[a-z]+|[A-Z]+|\d+")

@@ -9,7 +9,7 @@ A clause is a :class:`~tracekit.diff.verdict.Verdict`: ``kind`` + ``subjects`` (
 ops it is about, each with its ``role``) + ``quantities`` (numbers, and a few labels such as a
 fusion's evidence). Kinds, in verdict order — *when* it is found: *subjects*; *quantities*:
 
-* ``different_devices`` — A and B ran on devices of other names (:class:`~tracekit.diff.profile.Setup`;
+* ``different_devices`` — A and B ran on devices of other names (:class:`~tracekit.analyses.profile.Setup`;
   kernel times are not comparable across devices): ``a``, ``b`` (the device names, joined by
   " + "). ``different_versions`` — a software version both traces state differs (CUDA runtime or
   driver, CUPTI, ROCm, NCCL): one subject per version key (role ``version``, ``changes``
@@ -37,7 +37,7 @@ fusion's evidence). Kinds, in verdict order — *when* it is found: *subjects*; 
 * ``preop_tax`` — compile pre-ops appeared, vanished, or changed outside the noise: ``a, b`` (ns).
 * ``cpu_time`` — CPU dispatch changed outside the noise: ``a, b`` (ns).
 * ``host_sync`` — a host sync (``aten::item``, ``cudaStreamSynchronize``, a device-to-host copy…,
-  :mod:`tracekit.diff.syncs`) appeared, vanished or changed by at least
+  :mod:`tracekit.analyses.syncs`) appeared, vanished or changed by at least
   :data:`HOST_SYNC_MIN_NS` and :data:`HOST_SYNC_MIN_FRACTION` of A's time, outside the noise; the
   :data:`MAX_SYNCS_NAMED` largest changes, each: the sync as cpu_op subject; ``a, b`` (ns per
   step), ``count_a, count_b`` (calls per step).
@@ -56,7 +56,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tracekit.diff.align import is_main_gemm
-from tracekit.diff.profile import KernelRef
+from tracekit.analyses.profile import KernelRef
 from tracekit.diff.result import Diff
 from tracekit.diff.verdict import Subject, Value, Verdict
 

@@ -28,6 +28,9 @@ a % of the step's wall time); ``gpu_time_max_us``, ``cpu_time_max_us``, ``idle_t
 met when the trace has no such finding in any of its units; findings are judged over the trace's
 steady units, so this key lives in ``[per_step]`` with the other per-unit expectations).
 
+:func:`parse` validates the file's text (the caller reads the file:
+:func:`tracekit.session.read_expectations`); :func:`check` tests a profile against it.
+
 A malformed file, an unknown key or a wrong type is a usage error (exit 2, one line). An
 expectation that needs a figure the trace cannot give (round trips not computed) is one too.
 """
@@ -35,11 +38,9 @@ expectation that needs a figure the trace cannot give (round trips not computed)
 from __future__ import annotations
 
 import operator
-import os
 import sys
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from pathlib import Path
 from typing import Any
 
 if sys.version_info >= (3, 11):
@@ -49,8 +50,8 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 import polars as pl
 
+from tracekit.analyses.profile import Profile
 from tracekit.classify.names import short_kernel_name
-from tracekit.diff.profile import Profile
 from tracekit.errors import UsageError
 
 _INT_KEYS = ("kernels", "kernels_min", "kernels_max", "launches_max", "memsets_max", "memcpys_max",
@@ -119,27 +120,12 @@ MAX_FILE_BYTES = 1 << 20
 MAX_LIST_ITEMS = 1000
 
 
-def load(path: str | Path) -> Expectations:
-    """Read and validate an expectations file (see module docstring). Anything but a regular file
-    (a pipe, ``/dev/zero``) is refused before reading, as is a file past :data:`MAX_FILE_BYTES`,
-    TOML nested deeper than the parser goes, or a list past :data:`MAX_LIST_ITEMS`."""
-    from tracekit.errors import TraceError
-    from tracekit.load import source
-
-    name = Path(path).name
+def parse(text: str, name: str) -> Expectations:
+    """Validate the TOML ``text`` of the expectations file ``name`` (see the module docstring; the
+    caller reads the file: :func:`tracekit.session.read_expectations`). TOML nested deeper than the
+    parser goes, or a list past :data:`MAX_LIST_ITEMS`, is refused."""
     try:
-        if source.check_input(path, "expectations") != "file":
-            raise UsageError(f"{name}: an expectations file must be a regular file, not a stream")
-        if os.path.getsize(path) > MAX_FILE_BYTES:
-            raise UsageError(f"{name}: {os.path.getsize(path):,} bytes is not an expectations file "
-                             f"(at most {MAX_FILE_BYTES:,})")
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except TraceError as err:
-        raise UsageError(f"{name}: {err.problem}") from None
-    except FileNotFoundError:
-        raise UsageError(f"{name}: no such expectations file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"{name}: cannot read ({err})") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise UsageError(f"{name}: not valid TOML ({str(err).splitlines()[0]})") from None
     except RecursionError:

@@ -1,7 +1,7 @@
 """Diff two traces' profiles: pair their units, align their kernels, measure every per-step
 quantity with its noise, and judge what changed.
 
-Contract: :func:`diff` takes two :class:`~tracekit.diff.profile.Profile` (A = before, B = after)
+Contract: :func:`diff` takes two :class:`~tracekit.analyses.profile.Profile` (A = before, B = after)
 and returns a frozen :class:`~tracekit.diff.result.Diff` (its quantities follow the noise rule of
 :mod:`tracekit.diff.result`); its ``findings`` are the verdict as data (which changes count,
 :mod:`tracekit.diff.diff_verdict`). Pure: no printing, no I/O.
@@ -23,7 +23,7 @@ import polars as pl
 
 from tracekit.diff import align as align_mod
 from tracekit.diff.diff_verdict import judge
-from tracekit.diff.profile import Profile
+from tracekit.analyses.profile import Profile
 from tracekit.diff.result import (
     QUANTITIES,
     Diff,

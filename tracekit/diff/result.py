@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tracekit.diff.align import Alignment, Fusion
-from tracekit.diff.profile import Profile
+from tracekit.analyses.profile import Profile
 from tracekit.diff.verdict import Verdict
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class KernelTime:
 
 @dataclass(frozen=True)
 class HostSync:
-    """What blocked the host waiting for the device (:mod:`tracekit.diff.syncs`): its time per unit
+    """What blocked the host waiting for the device (:mod:`tracekit.analyses.syncs`): its time per unit
     (``quantity``) and its calls per unit (medians)."""
 
     name: str

@@ -1,7 +1,7 @@
 """The findings engine: what is wrong in a trace, the evidence, the price, and the fix.
 
 Contract: :func:`analyze` takes a :class:`~tracekit.trace.Trace` (its ``steps`` the unit windows),
-the whole-trace analyses (:class:`tracekit.report.TraceAnalyses`), the trace's compile pre-ops and
+the whole-trace analyses (:class:`tracekit.analyses.pipeline.Analyses`), the trace's compile pre-ops and
 the device's ceilings, and returns a tuple of :class:`~tracekit.findings.model.Finding` — warnings
 first, then by measured cost per step (largest first), then rule id. No finding without evidence:
 every finding names the ops, kernels or launch calls it saw, with a first timestamp and counts,
@@ -16,7 +16,7 @@ built here once. Figures are per step, taken over the *steady* steps
 ``cold_first_step``, which is about the steps that are not steady.
 
 Compile findings read the compile analysis (:class:`tracekit.analyses.compilations.Compilations`,
-``TraceAnalyses.compilation``) that :func:`analyze` is given as ``compilations``: ``recompile`` is
+``Analyses.compilation``) that :func:`analyze` is given as ``compilations``: ``recompile`` is
 one finding per trace listing every frame recompilation (compile id, the unit it happened in, its
 trigger and the dims that changed).
 """
@@ -44,7 +44,7 @@ def analyze(trace: Trace, analyses: Any, *, compile_preops: pl.DataFrame | None 
             ceilings: Mapping[str, Any] | None = None, step: int | None = None,
             compilations: Any = None, memory: Any = None) -> tuple[Finding, ...]:
     """The findings of ``trace`` (its ``steps`` the unit windows) from ``analyses`` (a
-    :class:`tracekit.report.TraceAnalyses`); ``step`` restricts the per-step rules to that unit;
+    :class:`tracekit.analyses.pipeline.Analyses`); ``step`` restricts the per-step rules to that unit;
     ``memory``: the trace's memory analysis when the caller already has it."""
     summary = analyses.steps
     if summary.height == 0:

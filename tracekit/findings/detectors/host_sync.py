@@ -1,5 +1,5 @@
 """The ``host_sync`` rule: synchronise calls and device-to-host copies launched under a CPU op, priced
-by the host's blocked time (:func:`tracekit.diff.syncs.measure`).
+by the host's blocked time (:func:`tracekit.analyses.syncs.measure`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ RULE = Rule(
 
 
 def detect(context: Context) -> list[Finding]:
-    from tracekit.diff import syncs
+    from tracekit.analyses import syncs
 
     launches = context.in_steady(context.launches).filter(pl.col("top_op").is_not_null())
     d2h = context.memcpys.filter(pl.col("direction") == "DtoH")

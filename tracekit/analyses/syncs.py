@@ -1,8 +1,9 @@
-"""Host syncs and CUDA-graph launches per unit: what :mod:`tracekit.diff.profile` measures for the
-diff's verdict ("``aten::item`` time 4.8 → 32.5 ms per step", "CUDA-graph launches appeared").
+"""Host syncs and CUDA-graph launches per unit: what the host waited for ("``aten::item`` time 4.8 →
+32.5 ms per step") and how often it replayed a graph ("CUDA-graph launches appeared").
 
-Contract: :func:`measure` takes a trace, its GPU activity (attributed, with ``decoded``) and the
-unit windows, and returns two frames:
+Contract: :func:`analyze` takes a trace (its ``steps`` the unit windows) and its attributed GPU
+activity (with ``decoded``) and returns :class:`HostSyncs`; :func:`measure` does the same over any
+unit windows (the ``host_sync`` finding measures the steady units' blocking calls with it). Frames:
 
 ``syncs``: ``unit i64, name str, count i64, ns i64`` — per unit, the host's time blocked waiting
 for the device, by what blocked it (:data:`SYNC_OPS`; a runtime call ending in ``Synchronize``;
@@ -15,6 +16,8 @@ time without counting any wait twice. A sync belongs to the unit holding its sta
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -30,6 +33,28 @@ SYNC_OPS = {
 SYNC_SCHEMA = {"unit": pl.Int64, "name": pl.String, "count": pl.Int64, "ns": pl.Int64}
 GRAPH_SCHEMA = {"unit": pl.Int64, "graph_launches": pl.Int64}
 _SPAN = ("name", "pid", "tid", "ts", "end")
+
+
+@dataclass(frozen=True)
+class HostSyncs:
+    """The host's blocked time and graph launches per unit (module docstring).
+
+    Attributes
+    ----------
+    syncs : DataFrame
+        :data:`SYNC_SCHEMA`: ``unit i64, name str, count i64, ns i64``, sorted by unit and name.
+    graphs : DataFrame
+        :data:`GRAPH_SCHEMA`: ``unit i64, graph_launches i64``, sorted by unit.
+    """
+
+    syncs: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SYNC_SCHEMA))
+    graphs: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=GRAPH_SCHEMA))
+
+
+def analyze(trace: Trace, gpu: pl.DataFrame) -> HostSyncs:
+    """The :class:`HostSyncs` of ``trace`` per unit (its ``steps``); ``gpu`` is its attributed GPU work."""
+    syncs, graphs = measure(trace, gpu, trace.steps)
+    return HostSyncs(syncs=syncs, graphs=graphs)
 
 
 def measure(trace: Trace, gpu: pl.DataFrame, windows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
