@@ -15,7 +15,7 @@ from tracekit.commands import main
 from tracekit.load import load
 from tracekit.classify.names import short_kernel_name
 from tracekit.render import FORMATS, renderer_for
-from tracekit.render.markdown import md_escape
+from tracekit.render.gfm import md_escape
 
 
 def render_report(report, fmt, out):
@@ -239,7 +239,7 @@ def test_cli_unknown_option_is_usage_error(capsys):
 def test_long_tables_are_capped_in_markdown_but_complete_in_json():
     from pathlib import Path
 
-    from tracekit.render.sections import MAX_TABLE_ROWS
+    from tracekit.render.views.tables import MAX_TABLE_ROWS
 
     sample = Path(__file__).resolve().parent.parent / "sample_traces" / "train_eager.json.gz"
     report = report_mod.build(load(sample), step=4)

@@ -43,7 +43,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from tracekit.render.text import for_display
+from tracekit.render.text import for_display, size
 
 if TYPE_CHECKING:
     from tracekit.analyses.timeline import StepTimeline
@@ -162,12 +162,6 @@ def _text_fit(text: str, width: float, char_px: float = 5.6) -> str | None:
     if room < 3:
         return None
     return text if len(text) <= room else text[: room - 1] + "…"
-
-
-def _size(n: int) -> str:
-    from tracekit.render.memory_sections import size
-
-    return size(n)
 
 
 class _Canvas:
@@ -344,7 +338,7 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
             y1 = y2 = gpu_bottom
             top_y = gpu_bottom + 6 + (ROUND_TRIP_BAND - 14) * math.sqrt(nbytes / biggest)
             stroke = 0.8 + 1.6 * (nbytes / biggest)
-            hover = (f"round trip {_size(nbytes)}: {label}", f"written by {a[5]}", f"read back by {b[5]}")
+            hover = (f"round trip {size(nbytes)}: {label}", f"written by {a[5]}", f"read back by {b[5]}")
             trips.append(f'<path class="tk-roundtrip" d="M{_num(x1)} {_num(y1)} C{_num(x1)} {_num(top_y)} '
                          f'{_num(x2)} {_num(top_y)} {_num(x2)} {_num(y2)}" fill="none" stroke="{ROUND_TRIP_COLOUR}" '
                          f'stroke-width="{_num(stroke)}" stroke-opacity="{trip_opacity}" data-ts="{a[4]}" '
@@ -352,7 +346,7 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
                          f"<title>{_hover(*hover)}</title></path>")
             if n < LABELLED_ROUND_TRIPS and x2 - x1 > 30:
                 trips.append(f'<text class="tk-roundtrip-label" x="{_num((x1 + x2) / 2)}" y="{_num(top_y + 2)}" '
-                             f'font-size="9" fill="{ROUND_TRIP_COLOUR}" text-anchor="middle">{_xml(_size(nbytes))}</text>')
+                             f'font-size="9" fill="{ROUND_TRIP_COLOUR}" text-anchor="middle">{_xml(size(nbytes))}</text>')
     overlay = []
     if links:
         overlay.append('<g class="tk-links">' + "".join(links) + "</g>")
