@@ -42,8 +42,8 @@ import html as html_lib
 import re
 from collections.abc import Sequence
 
-from tracekit.render.document import (Bullets, Document, Facts, Findings, Paragraph, Table, Timelines, Title,
-                                      Verdict)
+from tracekit.render.document import (Bullets, Charts, Document, Facts, Findings, Paragraph, Table, Timelines,
+                                      Title, Verdict)
 from tracekit.render.text import Code, for_display
 
 #: Characters with inline meaning, backslash-escaped (``#`` only after a space or at the start).
@@ -159,20 +159,22 @@ class _Printer:
             return _details(block.title, _bullets(block.lines))
         return f"{self.heading(block.title, colon=True)}\n\n{_bullets(block.lines)}"
 
-    def pictures(self, block: object) -> str | None:
+    def pictures(self, block: Timelines | Charts) -> str | None:
         """The links to the pictures, once, where the first picture is (none without ``links``):
         ``(alt text, relative path)``; a pair without a path is a sentence (nothing drawn). Paths
         are file names this package chose (``timeline.svg``), alt text is escaped."""
         if not self.links:
             return None
         links, self.links = self.links, None
-        lines = ["## Pictures" if self.page else "**Pictures**"]
+        lines = [self.heading("Pictures")]
         lines += [f"![{md_escape(alt)}]({path})" if path else f"_{md_escape(alt)}_" for alt, path in links]
         return "\n\n".join(lines)
 
 
+#: How each kind of block prints.
 _PRINT = {Findings: _Printer.findings, Facts: _Printer.facts, Table: _Printer.table, Verdict: _Printer.verdict,
-          Paragraph: _Printer.paragraph, Bullets: _Printer.bullets, Timelines: _Printer.pictures}
+          Paragraph: _Printer.paragraph, Bullets: _Printer.bullets, Timelines: _Printer.pictures,
+          Charts: _Printer.pictures}
 
 
 def document_text(document: Document, links: Sequence[tuple[str, str]] | None = None) -> str:
@@ -180,5 +182,5 @@ def document_text(document: Document, links: Sequence[tuple[str, str]] | None = 
     pictures written beside it, shown where its first picture is."""
     printer = _Printer(document, links)
     parts = [printer.title(document.title)]
-    parts += [_PRINT.get(type(block), _Printer.pictures)(printer, block) for block in document.blocks()]
+    parts += [_PRINT[type(block)](printer, block) for block in document.blocks()]
     return "\n\n".join(p for p in parts if p is not None) + "\n"

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tracekit.render.base import DocumentRenderer
-from tracekit.render.document import (Bullets, Document, Facts, Findings, Paragraph, Table, Tone,
+from tracekit.render.document import (PICTURES, Bullets, Document, Facts, Findings, Paragraph, Table, Tone,
                                       Verdict)
 from tracekit.render.text import INVISIBLE, for_display, visible
 
@@ -128,7 +128,7 @@ def _bullets(console: Console, block: Bullets) -> None:
         console.print(text(f"{block.marker}{line}", style=TONE_STYLE[block.tone]))
 
 
-#: How each kind of block prints, and whether a blank line goes before it (pictures: not at all).
+#: How each kind of block prints, and whether a blank line goes before it (pictures are left out).
 _PRINT: dict[type, tuple[Callable[[Console, Any], None], Callable[[Any], bool]]] = {
     Findings: (_findings, lambda b: False), Facts: (_facts, lambda b: True), Table: (_table, lambda b: True),
     Verdict: (_verdict, lambda b: False), Paragraph: (_paragraph, lambda b: b.title is not None),
@@ -148,8 +148,8 @@ class TermRenderer(DocumentRenderer):
         if printed:
             console.print(text(document.title.text, style="bold"))
         for block in document.blocks():
-            if type(block) not in _PRINT:
-                continue  # a picture
+            if isinstance(block, PICTURES):
+                continue
             draw, spaced = _PRINT[type(block)]
             if printed and spaced(block):
                 console.print()
