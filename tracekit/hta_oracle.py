@@ -206,7 +206,7 @@ def hta_figures(trace_path: str | Path) -> pl.DataFrame:
                 per_step.append((iteration, part.iloc[0]))
         except Exception as err:  # HTA raises bare asserts, KeyErrors, ValueErrors on odd traces
             raise TraceError(trace_path, f"HTA cannot analyse it ({type(err).__name__}: {err})") from None
-    for _, row in temporal.iter_rows():
+    for _, row in temporal.iterrows():
         rows.append(_temporal_row("rank", int(row["rank"]), int(row["rank"]), row))
     for iteration, row in per_step:
         rows.append(_temporal_row("step", rank, iteration, row))
@@ -217,7 +217,7 @@ def hta_figures(trace_path: str | Path) -> pl.DataFrame:
             "idle_ns": sum(by_cat.values()), "host_wait_ns": by_cat.get("host_wait", 0),
             "kernel_wait_ns": by_cat.get("kernel_wait", 0), "other_wait_ns": by_cat.get("other", 0),
         })
-    for _, row in overlap.iter_rows():
+    for _, row in overlap.iterrows():
         pct = row["comp_comm_overlap_pctg"]
         if pct == pct:  # HTA divides by zero (NaN) on a rank without communication kernels
             rows.append({"scope": "comm_overlap", "rank": int(row["rank"]), "key": int(row["rank"]),
