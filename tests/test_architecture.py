@@ -91,6 +91,30 @@ def test_the_diff_rooms_modules_import_each_other_in_no_circle():
         return found
 
     assert [c for m in sorted(graph) if (c := circle_from(m, ()))] == []
+#: The format modules of tracekit/render: each prints or writes one format, and none imports another
+#: (what two share lives in a neutral module: text, gfm, page, timeline, charts, document).
+FORMAT_MODULES = ("tracekit.render.term", "tracekit.render.markdown", "tracekit.render.html",
+                  "tracekit.render.svg", "tracekit.render.json")
+
+
+def _format_files(module: str) -> list[Path]:
+    path = PACKAGE.parent / Path(*module.split("."))
+    return sorted(path.rglob("*.py")) if path.is_dir() else [path.with_suffix(".py")]
+
+
+def test_no_format_module_imports_another():
+    offences = []
+    for module in FORMAT_MODULES:
+        siblings = tuple(m for m in FORMAT_MODULES if m != module)
+        for path in _format_files(module):
+            offences += [f"{path.relative_to(PACKAGE.parent)} imports {name}" for name in sorted(_imports(path))
+                         if any(name == s or name.startswith(s + ".") for s in siblings)]
+    assert offences == []
+
+
+def test_views_know_no_format():
+    # A view builds a document; printing it is the formats' (and JSON reads the views, never the reverse).
+    assert _offences("render/views", FORMAT_MODULES) == []
 
 
 def test_analyses_render_nothing():

@@ -13,7 +13,7 @@ from tracekit.commands import main
 from tracekit.diff import expect
 from tracekit.errors import UsageError
 from tracekit.load import load
-from tracekit.render.diff_sections import expected_text, observed_text
+from tracekit.render.views.check import expected_text, observed_text
 from tracekit.session import read_expectations
 
 ROOT = Path(__file__).resolve().parent.parent

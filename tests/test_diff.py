@@ -24,9 +24,9 @@ from tracekit.diff import align, diff_verdict, gates, pairwise, result
 from tracekit.errors import UsageError
 from tracekit.load import load
 from tracekit.render import FORMATS, renderer_for
-from tracekit.render.json import diff_data
-from tracekit.render.diff_sections import plain, verdict_parts
-from tracekit.render.markdown import md_code, md_escape
+from tracekit.render.gfm import md_code, md_escape
+from tracekit.render.json.diff import diff_data
+from tracekit.render.views.verdict import plain, verdict_parts
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 RT_BYTES = 8192 * 3072 * 2  # one bf16 [8192, 3072] intermediate
@@ -456,7 +456,7 @@ def test_findings_name_a_few_and_count_the_rest():
 
 def test_check_items_carry_numbers_and_the_renderers_word_them():
     from tracekit.diff import expect
-    from tracekit.render.diff_sections import expected_text, observed_text
+    from tracekit.render.views.check import expected_text, observed_text
     from tracekit.session import read_expectations
 
     result = expect.check(prof("mlp_eager"), read_expectations(SAMPLES.parent / "expectations" / "mlp_eager.toml"))

@@ -16,8 +16,8 @@ from tracekit.analyses import units as units_mod
 from tracekit.diff import pairwise, result
 from tracekit.load import load
 from tracekit.render import renderer_for
-from tracekit.render.diff_sections import plain, verdict_parts
-from tracekit.render.json import diff_data
+from tracekit.render.json.diff import diff_data
+from tracekit.render.views.verdict import plain, verdict_parts
 
 HERE = Path(__file__).resolve().parent
 REAL = HERE / "data" / "real"

@@ -279,7 +279,7 @@ def test_markdown_names_render_as_text(outputs, command):
 
 def test_markdown_shows_each_name_as_it_is():
     """Spot checks of the escaping itself, each read back through the parser."""
-    from tracekit.render.markdown import md_code, md_escape
+    from tracekit.render.gfm import md_code, md_escape
 
     def text_of(markdown: str) -> str:  # the last block: the paragraph, the body cell, the summary
         return _rendered(markdown).blocks[-1].replace("\u200b", "")

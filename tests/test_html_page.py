@@ -12,7 +12,8 @@ import pytest
 
 import tracekit
 from tracekit.render import renderer_for
-from tracekit.render.html import HtmlRenderer, esc, inline_svg
+from tracekit.render.html import HtmlRenderer
+from tracekit.render.page import esc, inline_svg
 
 ROOT = Path(__file__).resolve().parent.parent
 COLD = ROOT / "sample_traces" / "antipatterns" / "antipatterns_cold-first-step.json.gz"

@@ -12,7 +12,7 @@ import pytest
 from factory import GPU_PID, make_kernel, make_launch, make_op, make_step, span, write_trace
 from tracekit.analyses import launch_gaps, pipeline
 from tracekit.load import load
-from tracekit.render.json import launch_gaps_data
+from tracekit.render.json.report import launch_gaps_data
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 

@@ -16,7 +16,7 @@ import tracekit
 from tracekit.analyses import memory
 from tracekit.load import load
 from tracekit.render import renderer_for
-from tracekit.render.memory_sections import HINT
+from tracekit.render.views.memory import HINT
 
 from factory import make_annotation, make_memory, make_oom, make_op, make_step, span, write_trace
 

@@ -205,9 +205,9 @@ def test_orphans_are_reported_on_their_own_and_kept_out_of_the_step():
     step = report.steps.row(0, named=True)
     # The step's busy time is HTA's for this rank (12,118 µs, test_hta_oracle), not 12,321 µs.
     assert (step["kernel_count"], step["gpu_busy_ns"]) == (246, 12_118_000)
-    from tracekit.render import sections
+    from tracekit.render.views import tables
 
-    assert sections.orphan_lines(report) == ["64 kernels, 203.0 µs GPU time, launched before the trace began"]
+    assert tables.orphan_lines(report) == ["64 kernels, 203.0 µs GPU time, launched before the trace began"]
 
 
 @pytest.mark.parametrize("path", [DLRM0, TUGOT0, B200, RESNET], ids=lambda p: p.name[:30])

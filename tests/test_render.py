@@ -16,7 +16,7 @@ from tracekit.commands import main
 from tracekit.load import load
 from tracekit.classify.names import short_kernel_name
 from tracekit.render import FORMATS, renderer_for
-from tracekit.render.markdown import md_escape
+from tracekit.render.gfm import md_escape
 
 
 def render_report(report, fmt, out):
@@ -240,7 +240,7 @@ def test_cli_unknown_option_is_usage_error(capsys):
 def test_long_tables_are_capped_in_markdown_but_complete_in_json():
     from pathlib import Path
 
-    from tracekit.render.sections import MAX_TABLE_ROWS
+    from tracekit.render.views.tables import MAX_TABLE_ROWS
 
     sample = Path(__file__).resolve().parent.parent / "sample_traces" / "train_eager.json.gz"
     report = report_mod.build(pipeline.run(load(sample)), step=4)
@@ -251,3 +251,42 @@ def test_long_tables_are_capped_in_markdown_but_complete_in_json():
     assert kernels_in_step > MAX_TABLE_ROWS
     assert f"first {MAX_TABLE_ROWS} of {kernels_in_step} rows" in md.getvalue()
     assert len(json.loads(js.getvalue())["paths"]["rows"]) == kernels_in_step
+
+
+# -- the document model: every printer prints every kind of block --------------------------------
+
+def _every_block_document():
+    from tracekit.render.document import (Bullets, Charts, Document, Facts, Finding, Findings, Paragraph, Section,
+                                          Table, Timelines, Title, Verdict)
+    from tracekit.render.text import Code
+
+    return Document("report", Title("tracekit report: t.json", ("tracekit report: ", "t.json"), 1), (
+        Section("one", "One", (
+            Findings("Findings", ("severity", "rule", "what"),
+                     (Finding("warning", "host_sync", ("warning", Code("host_sync"), "a sync"), "WARNING host_sync",
+                              ("fix: drop it",)),)),
+            Timelines((), "", "no steps to draw"), Charts(()),
+            Facts((("device", "H200"),)),
+            Table("Kernels", ("kernel", "status"), ((Code("gemm_k"), "higher"),), status=True),
+            Table("Empty", ("a",), ()),
+            Verdict("Verdict", ("fused ", Code("k1"), ".")),
+            Paragraph(("memory hint",), "Memory"),
+            Paragraph(("quiet aside",), tone="muted"),
+            Bullets(("rule one",), "Notes", marker="note: "),
+        )),), "page")
+
+
+@pytest.mark.parametrize("fmt", ["term", "md", "html"])
+def test_every_printer_prints_every_kind_of_block(fmt):
+    """Each text format prints any document: every block's words are there, in the document's order."""
+    out = io.StringIO()
+    renderer_for(fmt).print(_every_block_document(), out)
+    text = out.getvalue()
+    words = ["t.json", "host_sync", "H200", "gemm_k", "Empty", "fused", "memory hint", "quiet aside", "rule one"]
+    positions = [text.find(w) for w in words]
+    assert all(p >= 0 for p in positions), dict(zip(words, positions))
+    assert positions == sorted(positions)
+    if fmt == "html":  # the pictures' empty sentence, the status cell's class
+        assert "no steps to draw" in text and 'class="tk-status-higher"' in text
+    else:  # the text formats leave pictures out
+        assert "no steps to draw" not in text

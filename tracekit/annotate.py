@@ -227,7 +227,7 @@ class _Short(dict):
 
 
 def _findings(tracks: _Tracks, findings: tuple[Any, ...], per_step: pl.DataFrame) -> list[bytes]:
-    from tracekit.render.finding_sections import findings_data
+    from tracekit.render.json.findings import findings_data
 
     starts = dict(zip(per_step["step"].to_list(),
                       per_step.select(pl.coalesce("cpu_start_ns", "gpu_start_ns"))[:, 0].to_list()))
@@ -262,7 +262,7 @@ def _compile_spans(tracks: _Tracks, compilation: Any) -> list[bytes]:
 
 
 def _round_trips(tracks: _Tracks, trips: Any, trace: Trace) -> list[bytes]:
-    from tracekit.render.memory_sections import size
+    from tracekit.render.text import size
 
     if trips is None or trips.tensors.height == 0:
         return []

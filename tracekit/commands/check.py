@@ -35,7 +35,7 @@ def check(trace_path: str, expect_path: str, unit: str | None, no_et: bool, fmt:
         renderer.check(result, out, color=options.colour(output))
     broken = [i for i in result.items if not i.met]
     if broken:
-        from tracekit.render.diff_sections import expected_text
+        from tracekit.render.views.check import expected_text
 
         raise GateFailed(f"{len(broken)} of {len(result.items)} expectations broken: "
                          + ", ".join(f"{i.key} {expected_text(i)}" for i in broken))

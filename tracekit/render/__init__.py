@@ -1,10 +1,18 @@
-"""Renderers: the only code that knows terminal, Markdown and JSON. They word results, never compute.
+"""Rendering: the only code that knows terminal, Markdown, HTML, SVG and JSON. It words results, never
+computes.
 
-One registry: :data:`RENDERERS` maps a format name to its :class:`~tracekit.render.base.Renderer`
-(one module per format: :mod:`~tracekit.render.term`, :mod:`~tracekit.render.markdown`,
-:mod:`~tracekit.render.json`, :mod:`~tracekit.render.html`, :mod:`~tracekit.render.svg`; the charts
-both pictures formats draw are :mod:`~tracekit.render.charts`). :data:`FORMATS` lists the names
-(``--format`` choices),
+Results become documents, documents become formats. One view per result kind
+(:mod:`tracekit.render.views`) builds an ordered :class:`~tracekit.render.document.Document`; one
+printer per text format prints any document (:mod:`~tracekit.render.term`,
+:mod:`~tracekit.render.markdown`, :mod:`~tracekit.render.html`); :mod:`~tracekit.render.svg` writes
+a document's pictures; :mod:`~tracekit.render.json` writes each result's versioned data contract.
+No format module imports another: what two share lives in a neutral module (escaping and display
+text :mod:`~tracekit.render.text`, Markdown :mod:`~tracekit.render.gfm`, the HTML page
+:mod:`~tracekit.render.page`, the drawings :mod:`~tracekit.render.timeline` and
+:mod:`~tracekit.render.charts`).
+
+One registry: :data:`RENDERERS` maps a format name to its :class:`~tracekit.render.base.Renderer`.
+:data:`FORMATS` lists the names (``--format`` choices),
 :func:`renderer_for` returns a format's renderer and :func:`format_for_path` picks the format of an
 ``-o`` file from the registry's extensions. A renderer module imports its heavy libraries (rich,
 Polars, msgspec, vl-convert) only when it renders, so importing this registry stays cheap for ``--help``.

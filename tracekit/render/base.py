@@ -1,19 +1,29 @@
-"""The renderer contract: one object per output format, one method per kind of result.
+"""The renderer contract: one object per output format, one entry per kind of result.
 
 A renderer words and draws results it is given; it never computes a figure nor decides what
-counts (the analyses and :mod:`tracekit.diff` do). Every method writes one complete document to
-``out`` (a text stream). ``color`` asks for terminal colour and ``width`` for a line width; a
-format without either ignores them.
+counts (the analyses and :mod:`tracekit.diff` do). Each entry (:meth:`Renderer.report`,
+:meth:`~Renderer.diff`, :meth:`~Renderer.check`, :meth:`~Renderer.ranks`, :meth:`~Renderer.compare`)
+writes one complete output to ``out`` (a text stream). ``color`` asks for terminal colour and
+``width`` for a line width; a format without either ignores them.
 
-Adding a format (HTML, SVG, …) is one module defining a :class:`Renderer` subclass and one line
-in :data:`tracekit.render.RENDERERS`; ``--format`` and the ``-o`` extension mapping follow from the
-registry. A subclass that leaves a method out cannot be instantiated (``abc``), so a format covers
+Two kinds of format:
+
+* a :class:`DocumentRenderer` (term, md, html) prints any document: its entries turn the result
+  into its document through the result kind's view (:mod:`tracekit.render.views`) and
+  :meth:`DocumentRenderer.print` it. A new section is a change to one view; a new block kind one
+  function per printer.
+* any other format implements the entries itself: ``json`` writes each result's versioned data
+  contract (:mod:`tracekit.render.json`), ``svg`` the pictures of a document.
+
+Adding a format is one module defining a subclass and one line in
+:data:`tracekit.render.RENDERERS`; ``--format`` and the ``-o`` extension mapping follow from the
+registry. A subclass that leaves an entry out cannot be instantiated (``abc``), so a format covers
 every result kind or fails at import.
 
 A format whose output is several files (``svg``: pictures plus the Markdown showing them) sets
 ``writes_files``; :meth:`Renderer.files_target` reads ``-o`` (a directory, or one file) before any
 work is done, and the result comes as ``{file name: text}`` (:meth:`Renderer.report_files`,
-:meth:`Renderer.diff_files`), written by :func:`tracekit.output.write_files`. Its stream methods
+:meth:`Renderer.diff_files`), written by :func:`tracekit.output.write_files`. Its stream entries
 still write the one document ``-o FILE`` asks for.
 """
 
@@ -29,6 +39,7 @@ if TYPE_CHECKING:
     from tracekit.diff.result import Diff
     from tracekit.diff.side_by_side import Comparison
     from tracekit.ranks import RankReport
+    from tracekit.render.document import Document
     from tracekit.report import Report
 
 
@@ -84,3 +95,40 @@ class Renderer(abc.ABC):
     def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[GateResult] = (), *,
                 color: bool = False, width: int | None = None) -> None:
         """``tracekit compare TRACE…``: the traces side by side, the verdict, and its ``--fail-if`` gates."""
+
+
+class DocumentRenderer(Renderer):
+    """A format that prints any :class:`~tracekit.render.document.Document`: every result goes
+    through its view and :meth:`print`."""
+
+    @abc.abstractmethod
+    def print(self, document: Document, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
+        """Write ``document`` to ``out``, complete."""
+
+    def report(self, report: Report, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
+        from tracekit.render.views import report as view
+
+        self.print(view.document(report), out, color=color, width=width)
+
+    def diff(self, diff: Diff, out: TextIO, gate_results: Sequence[GateResult] = (), *, color: bool = False,
+             width: int | None = None) -> None:
+        from tracekit.render.views import diff as view
+
+        self.print(view.document(diff, gate_results), out, color=color, width=width)
+
+    def check(self, result: CheckResult, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
+        from tracekit.render.views import check as view
+
+        self.print(view.document(result), out, color=color, width=width)
+
+    def ranks(self, rank_report: RankReport, out: TextIO, *, color: bool = False,
+              width: int | None = None) -> None:
+        from tracekit.render.views import ranks as view
+
+        self.print(view.document(rank_report), out, color=color, width=width)
+
+    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[GateResult] = (), *,
+                color: bool = False, width: int | None = None) -> None:
+        from tracekit.render.views import compare as view
+
+        self.print(view.document(comparison, gate_results), out, color=color, width=width)

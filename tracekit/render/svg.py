@@ -12,14 +12,17 @@ What ``-o`` means with ``--format svg`` (read by :meth:`SvgRenderer.files_target
   so when there is nothing to draw);
 * no ``-o`` (or ``-o -``): exit 2 — pictures are files, not a stream.
 
-The files of ``tracekit report`` (:data:`REPORT_FILES`; a picture the report has no data for is
-left out, and so is its link): ``timeline.svg`` (the default step, drawn by
+The pictures are the document's (its :class:`~tracekit.render.document.Timelines` and
+:class:`~tracekit.render.document.Charts`, as the view of the result words them): of a timeline, the
+drawings of the step shown first; each named by its picture's ``name``, in :data:`REPORT_FILES` or
+:data:`DIFF_FILES` order. A picture the result has no data for is left out, and so is its link. The
+files of ``tracekit report``: ``timeline.svg`` (the default step, drawn by
 :func:`tracekit.render.timeline.draw`), ``gpu_time_by_class.svg``, ``roofline.svg``,
 ``memory.svg`` (only with memory events) — the charts of :mod:`tracekit.render.charts`. Of
 ``tracekit diff``: ``class_time_a_vs_b.svg``, ``timeline_a.svg`` and ``timeline_b.svg`` (A's and B's
-last aligned pair of steps, drawn to one time scale). The Markdown is the ``md`` format's document with a
-*Pictures* section after the findings and facts (saying so when there is nothing to draw). Same
-trace, same bytes.
+last aligned pair of steps, drawn to one time scale). The Markdown is the document as
+:mod:`tracekit.render.gfm` prints it, with a *Pictures* part where the document's pictures are
+(saying so when there is nothing to draw). Same trace, same bytes.
 
 ``check``, ``ranks`` and ``compare`` have no pictures: exit 2 with a line naming the formats that
 have them.
@@ -27,13 +30,14 @@ have them.
 
 from __future__ import annotations
 
-import io
 import os
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from tracekit.errors import UsageError
 from tracekit.render.base import Renderer
+from tracekit.render.document import Charts, Document, Timelines
+from tracekit.render.gfm import document_text
 
 if TYPE_CHECKING:
     from tracekit.diff.expect import CheckResult
@@ -43,16 +47,10 @@ if TYPE_CHECKING:
     from tracekit.ranks import RankReport
     from tracekit.report import Report
 
-#: ``tracekit report``'s pictures in the order the Markdown shows them: file name and alt text.
-REPORT_FILES: tuple[tuple[str, str], ...] = (
-    ("timeline.svg", "step timeline"),
-    ("gpu_time_by_class.svg", "GPU time by kernel class per step"),
-    ("roofline.svg", "achieved throughput against the device's ceilings (roofline)"),
-    ("memory.svg", "memory over time"),
-)
-DIFF_FILES: tuple[tuple[str, str], ...] = (("class_time_a_vs_b.svg", "GPU time per kernel class, A vs B"),
-                                           ("timeline_a.svg", "step timeline of A"),
-                                           ("timeline_b.svg", "step timeline of B"))
+#: The pictures of ``tracekit report`` (by name) in the order the Markdown shows them.
+REPORT_FILES: tuple[str, ...] = ("timeline", "gpu_time_by_class", "roofline", "memory")
+#: The pictures of ``tracekit diff``; the first is what ``-o FILE.svg`` gets.
+DIFF_FILES: tuple[str, ...] = ("class_time_a_vs_b", "timeline_a", "timeline_b")
 REPORT_INDEX, DIFF_INDEX = "report.md", "diff.md"
 _NEEDS_FILES = ("--format svg writes files: give -o DIR/ (every picture and a Markdown page showing them) "
                 "or -o FILE.svg (one picture)")
@@ -70,62 +68,35 @@ def nothing_drawn(sentence: str) -> str:
             f'<text x="8" y="24" font-family="sans-serif" font-size="13" fill="#555555">{escape(sentence)}</text></svg>\n')
 
 
-def timeline(report: Report) -> str | None:
-    """The default step's timeline as SVG (:mod:`tracekit.render.timeline`), or None without one."""
-    timelines = getattr(report, "timelines", None)
-    if timelines is None or not timelines.steps:
-        return None
-    from tracekit.render import timeline as timeline_mod
+def pictures(document: Document, order: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """``{file name: (alt text, SVG)}`` of the document's pictures, in ``order`` (by picture name);
+    those without data left out."""
+    from tracekit.render import charts, timeline
 
-    step = next((s for s in timelines.steps if s.number == timelines.default_step), timelines.steps[0])
-    return timeline_mod.draw(step)
-
-
-def report_pictures(report: Report) -> dict[str, str]:
-    """``{file name: SVG}`` of the report's pictures (:data:`REPORT_FILES` order; those without data
-    left out)."""
-    from tracekit.render import charts
-
-    draw: dict[str, Callable[[Report], str | None]] = {
-        "timeline.svg": timeline, "gpu_time_by_class.svg": charts.gpu_time_by_class,
-        "roofline.svg": charts.roofline, "memory.svg": charts.memory_timeline}
-    drawn = {name: draw[name](report) for name, _ in REPORT_FILES}
-    return {name: svg for name, svg in drawn.items() if svg is not None}
+    drawn: dict[str, tuple[str, str]] = {}
+    for block in document.blocks():
+        if isinstance(block, Timelines) and (shown := block.shown()) is not None:
+            for d in shown.drawings:
+                drawn[d.name] = (d.alt, timeline.draw(d.step, width=d.width))
+        elif isinstance(block, Charts):
+            for chart in block.charts:
+                svg = getattr(charts, chart.chart)(chart.subject)
+                if svg is not None:
+                    drawn[chart.name] = (chart.alt, svg)
+    return {f"{name}.svg": drawn[name] for name in order if name in drawn}
 
 
-def diff_timelines(diff: Diff) -> tuple[Any, Any] | None:
-    """A's and B's step timelines of the last aligned pair of steps (the steadiest), or None."""
-    ta, tb = getattr(diff.a, "timelines", None), getattr(diff.b, "timelines", None)
-    if ta is None or tb is None:
-        return None
-    steps_a, steps_b = {s.number: s for s in ta.steps}, {s.number: s for s in tb.steps}
-    pairs = [(steps_a[ua], steps_b[ub]) for ua, ub in diff.unit_pairs if ua in steps_a and ub in steps_b]
-    return pairs[-1] if pairs else None
+def _files(document: Document, order: Sequence[str], index: str, nothing: str) -> dict[str, str]:
+    """The pictures and the Markdown showing them, ``{file name: text}``."""
+    drawn = pictures(document, order)
+    links = [(alt, name) for name, (alt, _) in drawn.items()] or [(nothing, "")]
+    return {**{name: svg for name, (_, svg) in drawn.items()}, index: document_text(document, links)}
 
 
-def diff_pictures(diff: Diff) -> dict[str, str]:
-    """``{file name: SVG}`` of the diff's pictures (:data:`DIFF_FILES` order; those without data left
-    out): the per-class bars, and A's and B's timelines of one aligned step pair on one time scale."""
-    from tracekit.render import charts
-
-    drawn = {"class_time_a_vs_b.svg": charts.class_time_a_vs_b(diff)}
-    pair = diff_timelines(diff)
-    if pair is not None:
-        from tracekit.render import timeline as timeline_mod
-        from tracekit.render.html import diff_step_width  # the html diff's scale rule: one rule for both
-
-        longest = max(s.end_ns - s.start_ns for s in pair)
-        for name, step in zip(("timeline_a.svg", "timeline_b.svg"), pair):
-            drawn[name] = timeline_mod.draw(step, width=diff_step_width(step.end_ns - step.start_ns, longest))
-    return {name: svg for name, svg in drawn.items() if svg is not None}
-
-
-def _alt(report: Report, name: str, alt: str) -> str:
-    if name == "timeline.svg" and report.timelines is not None and report.timelines.default_step is not None:
-        from tracekit.render.sections import step_label
-
-        return f"{alt} ({step_label(report, report.timelines.default_step)})"
-    return alt
+def _first(document: Document, order: Sequence[str], nothing: str) -> str:
+    """The first picture (``-o FILE.svg``), or a picture saying there is nothing to draw."""
+    drawn = pictures(document, order)
+    return next(iter(drawn.values()))[1] if drawn else nothing_drawn(nothing)
 
 
 class SvgRenderer(Renderer):
@@ -149,35 +120,26 @@ class SvgRenderer(Renderer):
         return output, None
 
     def report_files(self, report: Report, *, index: str | None = None) -> dict[str, str]:
-        from tracekit.render.markdown import MarkdownRenderer
+        from tracekit.render.views import report as view
 
-        pictures = report_pictures(report)
-        links = [(_alt(report, name, alt), name) for name, alt in REPORT_FILES if name in pictures]
-        text = io.StringIO()
-        MarkdownRenderer().report(report, text, pictures=links or [(NOTHING_IN_REPORT, "")])
-        return {**pictures, index or REPORT_INDEX: text.getvalue()}
+        return _files(view.document(report), REPORT_FILES, index or REPORT_INDEX, NOTHING_IN_REPORT)
 
     def diff_files(self, diff: Diff, gate_results: Sequence[GateResult] = (), *,
                    index: str | None = None) -> dict[str, str]:
-        from tracekit.render.markdown import MarkdownRenderer
+        from tracekit.render.views import diff as view
 
-        pictures = diff_pictures(diff)
-        pair = diff_timelines(diff)
-        steps = {} if pair is None else {"timeline_a.svg": f" ({diff.a.label}, {pair[0].name})",
-                                          "timeline_b.svg": f" ({diff.b.label}, {pair[1].name})"}
-        links = [(alt + steps.get(name, ""), name) for name, alt in DIFF_FILES if name in pictures]
-        text = io.StringIO()
-        MarkdownRenderer().diff(diff, text, gate_results, pictures=links or [(NOTHING_IN_DIFF, "")])
-        return {**pictures, index or DIFF_INDEX: text.getvalue()}
+        return _files(view.document(diff, gate_results), DIFF_FILES, index or DIFF_INDEX, NOTHING_IN_DIFF)
 
     def report(self, report: Report, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
-        pictures = report_pictures(report)
-        out.write(next(iter(pictures.values())) if pictures else nothing_drawn(NOTHING_IN_REPORT))
+        from tracekit.render.views import report as view
+
+        out.write(_first(view.document(report), REPORT_FILES, NOTHING_IN_REPORT))
 
     def diff(self, diff: Diff, out: TextIO, gate_results: Sequence[GateResult] = (), *, color: bool = False,
              width: int | None = None) -> None:
-        pictures = diff_pictures(diff)
-        out.write(next(iter(pictures.values())) if pictures else nothing_drawn(NOTHING_IN_DIFF))
+        from tracekit.render.views import diff as view
+
+        out.write(_first(view.document(diff, gate_results), DIFF_FILES, NOTHING_IN_DIFF))
 
     def check(self, result: CheckResult, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
         _no_pictures("check")
@@ -190,6 +152,6 @@ class SvgRenderer(Renderer):
         _no_pictures("compare")
 
 
-def _no_pictures(command: str) -> Any:
+def _no_pictures(command: str) -> NoReturn:
     raise UsageError(f"--format svg draws `tracekit report TRACE` and `tracekit diff`; for `tracekit {command}` "
                      "use --format md, html, json or term")

@@ -1,4 +1,5 @@
-"""Terminal renderer: rich tables. Colour only when writing to a terminal (or asked for).
+"""The ``term`` format: any document as rich text and tables. Colour only when writing to a terminal
+(or asked for).
 
 Without colour the console is 160 columns wide (or ``width``), so output written to a file or a
 pipe does not depend on the terminal it was made in.
@@ -10,6 +11,10 @@ of :func:`print_rows` included. The console itself (:func:`make_console`) reads 
 codes or highlighting in a plain ``str`` either, and, as a last guard, shows any control character
 still inside the text it renders (a newline stays a line break), so a name can neither recolour,
 retitle nor clear a terminal.
+
+Layout: the title in bold, then the blocks one after the other, a blank line before each table and
+each titled part (text that follows what precedes it, such as a table's note, follows it
+directly). Pictures are left out.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tracekit.render.base import Renderer
+from tracekit.render.base import DocumentRenderer
+from tracekit.render.document import (PICTURES, Bullets, Document, Facts, Findings, Paragraph, Table, Tone,
+                                      Verdict)
 from tracekit.render.text import INVISIBLE, for_display, visible
 
 if TYPE_CHECKING:
@@ -25,16 +32,11 @@ if TYPE_CHECKING:
     from rich.segment import Segment
     from rich.text import Text
 
-    from tracekit.diff.expect import CheckResult
-    from tracekit.diff.gates import GateResult
-    from tracekit.diff.result import Diff
-    from tracekit.diff.side_by_side import Comparison
-    from tracekit.ranks import RankReport
-    from tracekit.report import Report
-
-#: Rich styles of the status cells of diff and check tables.
+#: Rich styles of the status cells (:data:`~tracekit.render.document.STATUS_WORDS`).
 STATUS_STYLE = {"lower": "green", "higher": "red", "FAILED": "bold red", "BROKEN": "bold red",
                 "met": "green", "within noise": "dim"}
+#: Rich style of a line of each tone.
+TONE_STYLE: dict[Tone, str] = {"plain": "", "muted": "dim", "strong": "bold"}
 
 
 def text(value: object, style: str = "") -> Text:
@@ -80,105 +82,76 @@ def print_rows(console: Console, title: str, headers: Sequence[str], rows: Seque
     console.print(table)
 
 
-def _status_table(console: Console, title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    console.print()
-    print_rows(console, title, headers, rows, style=lambda cell: STATUS_STYLE.get(cell, ""))
+def _findings(console: Console, block: Findings) -> None:
+    console.print(text(block.title if block.items else f"{block.title}: none", style="bold"))
+    for item in block.items:
+        console.print(text(item.heading, style="bold red" if item.severity == "warning" else "bold"))
+        for line in item.lines:
+            console.print(text(f"  {line}"))
 
 
-class TermRenderer(Renderer):
+def _facts(console: Console, block: Facts) -> None:
+    from rich.text import Text
+
+    for label, value in block.pairs:
+        console.print(Text.assemble(text(f"  {label}: ", "bold"), text(value)))
+
+
+def _table(console: Console, block: Table) -> None:
+    print_rows(console, block.title, block.headers, block.rows,
+               style=(lambda cell: STATUS_STYLE.get(cell, "")) if block.status else None)
+
+
+def _verdict(console: Console, block: Verdict) -> None:
+    from rich.text import Text
+
+    console.print(Text.assemble(text(f"{block.label}: ", "bold"), *[text(p) for p in block.parts]))
+
+
+def _paragraph(console: Console, block: Paragraph) -> None:
+    from rich.text import Text
+
+    if block.terse is not None:
+        console.print(text(block.terse, style=TONE_STYLE[block.tone]))
+        return
+    for line in block.lines:
+        if block.title:
+            console.print(Text.assemble(text(f"{block.title}: ", "bold"), text(line)))
+        else:
+            console.print(text(line, style=TONE_STYLE[block.tone]))
+
+
+def _bullets(console: Console, block: Bullets) -> None:
+    if block.title and block.title_in_term:
+        console.print(text(f"{block.title}:", style="bold"))
+    for line in block.lines:
+        console.print(text(f"{block.marker}{line}", style=TONE_STYLE[block.tone]))
+
+
+#: How each kind of block prints, and whether a blank line goes before it (pictures are left out).
+_PRINT: dict[type, tuple[Callable[[Console, Any], None], Callable[[Any], bool]]] = {
+    Findings: (_findings, lambda b: False), Facts: (_facts, lambda b: True), Table: (_table, lambda b: True),
+    Verdict: (_verdict, lambda b: False), Paragraph: (_paragraph, lambda b: b.title is not None),
+    Bullets: (_bullets, lambda b: b.title is not None),
+}
+
+
+class TermRenderer(DocumentRenderer):
     """Rich tables for a terminal (or plain text in a file)."""
 
     name = "term"
     extensions = (".txt",)
 
-    def report(self, report: Report, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
-        from rich.text import Text
-
-        from tracekit.render import finding_sections, sections
-
+    def print(self, document: Document, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
         console = make_console(out, color=color, width=width)
-        facts = sections.facts_lines(report)
-        console.print(text(f"tracekit report: {facts[0][1]}", style="bold"))
-        blocks = finding_sections.finding_blocks(report.findings)
-        console.print(text("Findings" if blocks else "Findings: none", style="bold"))
-        for head, lines in blocks:
-            console.print(text(head, style="bold red" if head.startswith("WARNING") else "bold"))
-            for line in lines:
-                console.print(text(f"  {line}"))
-        console.print()
-        for label, value in facts[1:]:
-            console.print(Text.assemble(text(f"  {label}: ", "bold"), text(value)))
-        for title, headers, rows in sections.all_tables(report):
-            console.print()
-            print_rows(console, title, headers, rows)
-        from tracekit.render.memory_sections import hint
-
-        if hint(report):
-            console.print()
-            console.print(Text.assemble(text("Memory: ", "bold"), text(hint(report))))
-        rules = sections.notes(report)
-        if rules:
-            console.print()
-            for line in rules:
-                console.print(text(f"note: {line}"))
-
-    def diff(self, diff: Diff, out: TextIO, gate_results: Sequence[GateResult] = (), *, color: bool = False,
-             width: int | None = None) -> None:
-        from rich.text import Text
-
-        from tracekit.render import diff_sections as S
-
-        console = make_console(out, color=color, width=width)
-        console.print(text(f"tracekit diff: {diff.a.label} → {diff.b.label}", style="bold"))
-        console.print(Text.assemble(text("Verdict: ", "bold"), *[text(p) for p in S.verdict_parts(diff)]))
-        headers, rows = S.quantity_rows(diff)
-        _status_table(console, "Per step (median over steps)", headers, rows)
-        missing = S.unavailable_line(diff)
-        if missing:
-            console.print(text(missing, style="dim"))
-        if gate_results:
-            _status_table(console, *S.gate_rows(gate_results))
-        for title, headers, rows in S.detail_tables(diff):
-            _status_table(console, title, headers, rows)
-        console.print()
-        for line in S.method_lines(diff):
-            console.print(text(line, style="dim"))
-
-    def check(self, result: CheckResult, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
-        from tracekit.render import diff_sections as S
-
-        console = make_console(out, color=color, width=width)
-        console.print(text(f"tracekit check: {S.check_title(result)}", style="bold"))
-        if result.description:
-            for line in result.description.splitlines():
-                console.print(text(line))
-        _status_table(console, *S.check_rows(result))
-        for note in result.notes:
-            console.print(text(note, style="dim"))
-
-    def ranks(self, rank_report: RankReport, out: TextIO, *, color: bool = False,
-              width: int | None = None) -> None:
-        from tracekit.render import sections
-
-        console = make_console(out, color=color, width=width)
-        print_rows(console, *sections.ranks_table(rank_report))
-        if rank_report.slowest:
-            console.print(text(f"slowest: {rank_report.slowest}", style="bold"))
-
-    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[GateResult] = (), *,
-                color: bool = False, width: int | None = None) -> None:
-        from tracekit.render import compile_sections as C
-
-        console = make_console(out, color=color, width=width)
-        console.print(text(f"tracekit compare: {len(comparison.rows)} traces", style="bold"))
-        console.print()
-        print_rows(console, *C.compare_table(comparison))
-        console.print()
-        console.print(text("Verdict:", style="bold"))
-        for line in C.verdict_lines(comparison):
-            console.print(text(f"  {line}"))
-        if gate_results:
-            _status_table(console, *C.gate_rows(gate_results))
-        console.print()
-        for line in C.method_lines(comparison):
-            console.print(text(line, style="dim"))
+        printed = document.title.in_text
+        if printed:
+            console.print(text(document.title.text, style="bold"))
+        for block in document.blocks():
+            if isinstance(block, PICTURES):
+                continue
+            draw, spaced = _PRINT[type(block)]
+            if printed and spaced(block):
+                console.print()
+            draw(console, block)
+            printed = True

@@ -1,4 +1,4 @@
-"""Display formatting shared by the renderers: durations, percentages, code spans, and the one
+"""Display formatting shared by the views and the printers: durations, sizes, percentages, code spans, and the one
 function every piece of user text (a name, a file name, a description) passes through before a
 format escapes it for its own syntax: :func:`for_display`.
 
@@ -19,8 +19,9 @@ class Code(str):
     """A name (kernel, op, gate) shown as a code span in Markdown and plain elsewhere."""
 
 
-#: A titled table of display cells: ``(title, headers, rows)``; a cell is a ``str`` or :class:`Code`.
-Table = tuple[str, list[str], list[list[str]]]
+#: A titled table of display cells: ``(title, headers, rows)``; a cell is a ``str`` or :class:`Code`
+#: (the views' row builders return it; :class:`tracekit.render.document.Table` is the block it becomes).
+Rows = tuple[str, list[str], list[list[str]]]
 
 #: Longest text shown in one piece (a cell, a name, a line) in the terminal and Markdown formats.
 DISPLAY_LIMIT = 1000
@@ -72,3 +73,30 @@ def us(ns: int | float | None) -> str:
 def pct(part: float, whole: float) -> str:
     """``part/whole`` as a percentage with one decimal; "–" when ``whole`` is 0."""
     return f"{100.0 * part / whole:.1f}%" if whole else "–"
+
+
+def duration(ns: int | float | None) -> str:
+    """A duration in the unit that reads best: ``812.4 µs``, ``92.2 ms``, ``3.21 s``; "–" for none."""
+    if ns is None:
+        return "–"
+    if abs(ns) >= 1e9:
+        return f"{ns / 1e9:,.2f} s"
+    if abs(ns) >= 1e6:
+        return f"{ns / 1e6:,.1f} ms"
+    return us(ns)
+
+
+def size(n: int | None) -> str:
+    """Bytes in binary units: ``48.0 MiB``, ``5.67 GiB``; "–" for none."""
+    if n is None:
+        return "–"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= scale:
+            return f"{n / scale:,.2f} {unit}"
+    return f"{n:,} B"
+
+
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """``n`` and its noun: ``1 recompile``, ``3 recompiles``, ``2 GPU activities`` (``many`` when the
+    plural is not ``one + "s"``)."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"

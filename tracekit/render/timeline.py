@@ -43,7 +43,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from tracekit.render.text import for_display
+from tracekit.render.text import for_display, size
 
 if TYPE_CHECKING:
     from tracekit.analyses.timeline import StepTimeline
@@ -164,12 +164,6 @@ def _text_fit(text: str, width: float, char_px: float = 5.6) -> str | None:
     return text if len(text) <= room else text[: room - 1] + "…"
 
 
-def _size(n: int) -> str:
-    from tracekit.render.memory_sections import size
-
-    return size(n)
-
-
 class _Canvas:
     """Maps ns to x for one step and collects the SVG pieces."""
 
@@ -211,40 +205,74 @@ def _rect(cls: str, x: float, y: float, w: float, h: float, fill: str, hover: tu
             f'fill="{fill}" data-ts="{ts}" data-dur="{dur}"{extra}{more}><title>{_hover(*hover)}</title></rect>')
 
 
+#: Where a kernel was drawn, for the arrows to it: (x, x end, top, ts, end, name shown).
+_Drawn = tuple[float, float, float, int, int, str]
+
+
 def draw(step: StepTimeline, *, width: int = 1200) -> str:
     """The SVG document of ``step``'s timeline, ``width`` user units (CSS px) wide; see the module
-    docstring for its DOM."""
+    docstring for its DOM.
+
+    Laid out top to bottom: the title, the time axis' labels, the compile lane, the CPU lanes, the
+    GPU lanes (idle gaps shaded behind them) and the round trips' band under them, the legend and
+    the left-out note; the launch links and round-trip arcs are drawn over the lanes, the axis'
+    ticks across the whole height.
+    """
     c = _Canvas(step.start_ns, step.end_ns, width)
-    window = step.end_ns - step.start_ns
-    body: list[str] = []
-    background: list[str] = []
-    y = 8.0
-    title = (f"{step.name} — window {duration(window)} · {step.gpu.height:,} GPU activities · "
+    title = (f"{step.name} — window {duration(step.end_ns - step.start_ns)} · {step.gpu.height:,} GPU activities · "
              f"{step.cpu.height:,} CPU marks")
-    body.append(f'<text class="tk-title" x="4" y="{_num(y + 10)}" font-size="13" font-weight="600" '
-                f'fill="#1a1a1a">{_xml(title)}</text>')
-    y += 18
-    axis_y = y
-    y += 22
-
-    # Compile / graph-record spans: a lane of their own above the CPU lanes.
-    if step.compile_spans.height:
-        marks = []
-        for ts, end, kind, label in step.compile_spans.select("ts", "end", "kind", "label").iter_rows():
-            x, w = c.span(ts, end)
-            marks.append(_rect("tk-compile", x, y + 1, w, COMPILE_LANE - 2, COMPILE_COLOURS.get(kind, OTHER_COLOUR),
-                               (f"{kind}: {label}", duration(end - ts)), ts, end - ts, f' data-kind="{_xml(kind)}"'))
-            marks.append(c.label(label, x, w, y + COMPILE_LANE - 4))
-        body.append(_lane("compile", "compile / graph record", y, COMPILE_LANE, marks, c.x1 + RIGHT_MARGIN))
-        y += COMPILE_LANE + LANE_GAP
-
-    # CPU lanes: one per thread, a row per nesting depth.
-    launch_at: dict[tuple[str, int], float] = {}  # (lane, launch ts) -> y of the launch row's bottom
+    body = [f'<text class="tk-title" x="4" y="18" font-size="13" font-weight="600" fill="#1a1a1a">{_xml(title)}</text>']
+    axis_y, y = 26.0, 48.0
+    compile_lane, y = _compile_lane(c, step, y)
+    body += compile_lane
     # Each frame read once into rows per lane (a frame operation per lane costs more than the marks).
-    cpu = _by_lane(step.cpu.sort(["lane", "ts", "depth", "idx"]).select(
-        "lane", "depth", "name", "ts", "end", "kind", "correlation").rows())
     runs_by = _by_lane(step.merged.sort(["group", "lane", "depth", "ts"]).select(
         "lane", "depth", "ts", "end", "count", "busy_ns").rows())
+    cpu_lanes, launch_at, y = _cpu_lanes(c, step, runs_by, y)
+    body += cpu_lanes
+    gpu_lanes, gaps, kernel_at, gpu_bottom, y = _gpu_lanes(c, step, runs_by, y)
+    body += gpu_lanes
+    overlay = [_links(c, step, launch_at, kernel_at), _round_trips(step, kernel_at, gpu_bottom)]
+    legend, y = _legend(step, y + 6, width)
+    note, y = _left_out(step, y, width)
+    height = y + 8
+    axis = _axis(c, axis_y, height - 4, step.end_ns - step.start_ns)
+    svg_open = (f'<svg xmlns="http://www.w3.org/2000/svg" class="tk-timeline" data-step="{step.number}" '
+                f'data-start-ns="{step.start_ns}" data-end-ns="{step.end_ns}" data-x0="{_num(c.x0)}" '
+                f'data-x1="{_num(c.x1)}" width="{width}" '
+                f'height="{_num(height)}" viewBox="0 0 {width} {_num(height)}" {FONT} font-size="10" '
+                f'role="img" aria-label="{_xml(f"timeline of {step.name}")}">')
+    return "".join([
+        '<?xml version="1.0" encoding="UTF-8"?>\n', svg_open,
+        f"<title>{_xml(f'{step.name}: step timeline')}</title>",
+        f'<rect x="0" y="0" width="{width}" height="{_num(height)}" fill="#ffffff"/>',
+        axis, gaps, *body, *overlay, legend, note, "</svg>\n",
+    ])
+
+
+def _compile_lane(c: _Canvas, step: StepTimeline, y: float) -> tuple[list[str], float]:
+    """Compile / graph-record spans: a lane of their own above the CPU lanes (none without any);
+    the lane and the y under it."""
+    if not step.compile_spans.height:
+        return [], y
+    marks = []
+    for ts, end, kind, label in step.compile_spans.select("ts", "end", "kind", "label").iter_rows():
+        x, w = c.span(ts, end)
+        marks.append(_rect("tk-compile", x, y + 1, w, COMPILE_LANE - 2, COMPILE_COLOURS.get(kind, OTHER_COLOUR),
+                           (f"{kind}: {label}", duration(end - ts)), ts, end - ts, f' data-kind="{_xml(kind)}"'))
+        marks.append(c.label(label, x, w, y + COMPILE_LANE - 4))
+    lane = _lane("compile", "compile / graph record", y, COMPILE_LANE, marks, c.x1 + RIGHT_MARGIN)
+    return [lane], y + COMPILE_LANE + LANE_GAP
+
+
+def _cpu_lanes(c: _Canvas, step: StepTimeline, runs_by: dict[str, list[tuple]],
+               y: float) -> tuple[list[str], dict[tuple[str, int], float], float]:
+    """CPU lanes: one per thread, a row per nesting depth. Returns the lanes, where each launch call
+    was drawn (``(lane, launch ts)`` -> y of the launch row's bottom) and the y under them."""
+    lanes = []
+    launch_at: dict[tuple[str, int], float] = {}
+    cpu = _by_lane(step.cpu.sort(["lane", "ts", "depth", "idx"]).select(
+        "lane", "depth", "name", "ts", "end", "kind", "correlation").rows())
     for lane in _cpu_lane_order(cpu, [k for k in runs_by if k.startswith("cpu:")], step.name):
         rows, runs = cpu.get(lane, []), runs_by.get(lane, [])
         depth_max = max([r[0] for r in rows] + [r[0] for r in runs] + [0])
@@ -263,34 +291,27 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
                                    (name, f"{duration(end - ts)} · depth {depth} · {_lane_label(lane)}"), ts,
                                    end - ts, f' data-depth="{depth}"'))
                 marks.append(c.label(name, x, w, top + ROW - 3.5))
-        body.append(_lane(lane, _lane_label(lane), y, height, marks, c.x1 + RIGHT_MARGIN))
+        lanes.append(_lane(lane, _lane_label(lane), y, height, marks, c.x1 + RIGHT_MARGIN))
         y += height + LANE_GAP
+    return lanes, launch_at, y
 
-    # GPU lanes: one per (device, stream); idle gaps shaded over the device's lanes.
+
+def _gpu_lanes(c: _Canvas, step: StepTimeline, runs_by: dict[str, list[tuple]],
+               y: float) -> tuple[list[str], str, dict[int, _Drawn], float, float]:
+    """GPU lanes: one per (device, stream), and the idle gaps shaded over each device's lanes.
+    Returns the lanes, the gaps (drawn behind everything), where each GPU activity was drawn (by
+    id), the y of the lanes' bottom (where round trips hang) and the y under the round trips' band."""
     gpu = _by_lane(step.gpu.sort(["lane", "ts", "id"]).select(
         "lane", "name", "short", "klass", "library", "kind", "ts", "end", "correlation", "id").rows())
     gpu_lanes = sorted(set(gpu) | {k for k in runs_by if not k.startswith("cpu:")}, key=_gpu_lane_key)
     gpu_top: dict[str, float] = {}
-    kernel_at: dict[int, tuple[float, float, float, int, int, str]] = {}  # id -> (x, x end, top, ts, end, name)
     y += 4
     for lane in gpu_lanes:
         gpu_top[lane] = y
         y += GPU_LANE + 2
-    device_rows: dict[int, tuple[float, float]] = {}
-    for lane, top in gpu_top.items():
-        device = _gpu_lane_key(lane)[0]
-        lo, hi = device_rows.get(device, (top, top + GPU_LANE))
-        device_rows[device] = (min(lo, top), max(hi, top + GPU_LANE))
-    gap_marks = []
-    for ts, end, cause, device in step.gaps.select("ts", "end", "cause", "device").iter_rows():
-        lo, hi = device_rows.get(device if device is not None else 0, (y, y + GPU_LANE))
-        colour, words = CAUSE_STYLE.get(cause, (OTHER_COLOUR, cause))
-        x, w = c.span(ts, end)
-        gap_marks.append(_rect("tk-gap", x, lo - 1, w, hi - lo + 2, colour,
-                               (f"GPU {device} idle {duration(end - ts)}: {words} ({cause})",), ts, end - ts,
-                               f' data-cause="{_xml(cause)}"', ' fill-opacity="0.28"'))
-    if gap_marks:
-        background.append('<g class="tk-gaps">' + "".join(gap_marks) + "</g>")
+    gaps = _gaps(c, step, gpu_top, y)
+    lanes = []
+    kernel_at: dict[int, _Drawn] = {}
     for lane in gpu_lanes:
         top = gpu_top[lane]
         marks = [_run(c, r, top + 1, GPU_LANE - 2, "GPU activities") for r in runs_by.get(lane, [])]
@@ -304,16 +325,39 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
                                ts, end - ts, extra))
             marks.append(c.label(short or name, x, w, top + GPU_LANE - 6))
             kernel_at[ident] = (x, x + w, top, ts, end, short or name)
-        body.append(_lane(lane, _lane_label(lane), top, GPU_LANE, marks, c.x1 + RIGHT_MARGIN))
+        lanes.append(_lane(lane, _lane_label(lane), top, GPU_LANE, marks, c.x1 + RIGHT_MARGIN))
     gpu_bottom = y
     if step.round_trips.height and gpu_lanes:
         y += ROUND_TRIP_BAND
     if gpu_lanes:
         y += LANE_GAP
+    return lanes, gaps, kernel_at, gpu_bottom, y
 
-    # Launch → work links, over the lanes.
+
+def _gaps(c: _Canvas, step: StepTimeline, gpu_top: dict[str, float], below: float) -> str:
+    """The GPU's idle gaps, each shaded over its device's lanes (``gpu_top``: each lane's top; a
+    device without a lane gets a band at ``below``); empty without gaps."""
+    device_rows: dict[int, tuple[float, float]] = {}
+    for lane, top in gpu_top.items():
+        device = _gpu_lane_key(lane)[0]
+        lo, hi = device_rows.get(device, (top, top + GPU_LANE))
+        device_rows[device] = (min(lo, top), max(hi, top + GPU_LANE))
+    marks = []
+    for ts, end, cause, device in step.gaps.select("ts", "end", "cause", "device").iter_rows():
+        lo, hi = device_rows.get(device if device is not None else 0, (below, below + GPU_LANE))
+        colour, words = CAUSE_STYLE.get(cause, (OTHER_COLOUR, cause))
+        x, w = c.span(ts, end)
+        marks.append(_rect("tk-gap", x, lo - 1, w, hi - lo + 2, colour,
+                           (f"GPU {device} idle {duration(end - ts)}: {words} ({cause})",), ts, end - ts,
+                           f' data-cause="{_xml(cause)}"', ' fill-opacity="0.28"'))
+    return '<g class="tk-gaps">' + "".join(marks) + "</g>" if marks else ""
+
+
+def _links(c: _Canvas, step: StepTimeline, launch_at: dict[tuple[str, int], float],
+           kernel_at: dict[int, _Drawn]) -> str:
+    """Launch → work links, drawn over the lanes (empty without any)."""
     links = []
-    link_opacity = _num(min(0.7, max(0.12, 40 / max(1, step.links.height))))
+    opacity = _num(min(0.7, max(0.12, 40 / max(1, step.links.height))))
     for corr, launch_ts, launch_lane, _depth, kernel_id in step.links.select(
             "correlation", "launch_ts", "launch_lane", "launch_depth", "kernel_id").iter_rows():
         start = launch_at.get((launch_lane, launch_ts))
@@ -327,54 +371,39 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
         mid = (y1 + y2) / 2
         links.append(f'<path class="tk-link" d="M{_num(x1)} {_num(y1)} C{_num(x1)} {_num(mid)} {_num(x2)} '
                      f'{_num(mid)} {_num(x2)} {_num(y2)}" fill="none" stroke="{LINK_COLOUR}" stroke-width="0.7" '
-                     f'stroke-opacity="{link_opacity}" data-ts="{launch_ts}" data-dur="0" data-id="{kernel_id}">'
+                     f'stroke-opacity="{opacity}" data-ts="{launch_ts}" data-dur="0" data-id="{kernel_id}">'
                      f"<title>{_hover(*hover)}</title></path>")
-    # Round trips: arcs in a band under the GPU lanes, from the producer's end to the consumer's start.
-    trips = []
-    trip_opacity = _num(min(0.85, max(0.25, 30 / max(1, step.round_trips.height))))
-    if step.round_trips.height:
-        ordered = step.round_trips.sort(["bytes", "producer_id", "consumer_id"], descending=[True, False, False])
-        biggest = max(1, int(ordered["bytes"].max() or 1))
-        for n, (prod, cons, nbytes, label) in enumerate(ordered.select(
-                "producer_id", "consumer_id", "bytes", "label").iter_rows()):
-            a, b = kernel_at.get(prod), kernel_at.get(cons)
-            if a is None or b is None:
-                continue
-            x1, x2 = a[1], b[0]
-            y1 = y2 = gpu_bottom
-            top_y = gpu_bottom + 6 + (ROUND_TRIP_BAND - 14) * math.sqrt(nbytes / biggest)
-            stroke = 0.8 + 1.6 * (nbytes / biggest)
-            hover = (f"round trip {_size(nbytes)}: {label}", f"written by {a[5]}", f"read back by {b[5]}")
-            trips.append(f'<path class="tk-roundtrip" d="M{_num(x1)} {_num(y1)} C{_num(x1)} {_num(top_y)} '
-                         f'{_num(x2)} {_num(top_y)} {_num(x2)} {_num(y2)}" fill="none" stroke="{ROUND_TRIP_COLOUR}" '
-                         f'stroke-width="{_num(stroke)}" stroke-opacity="{trip_opacity}" data-ts="{a[4]}" '
-                         f'data-dur="0" data-bytes="{nbytes}" data-producer="{prod}" data-consumer="{cons}">'
-                         f"<title>{_hover(*hover)}</title></path>")
-            if n < LABELLED_ROUND_TRIPS and x2 - x1 > 30:
-                trips.append(f'<text class="tk-roundtrip-label" x="{_num((x1 + x2) / 2)}" y="{_num(top_y + 2)}" '
-                             f'font-size="9" fill="{ROUND_TRIP_COLOUR}" text-anchor="middle">{_xml(_size(nbytes))}</text>')
-    overlay = []
-    if links:
-        overlay.append('<g class="tk-links">' + "".join(links) + "</g>")
-    if trips:
-        overlay.append('<g class="tk-roundtrips">' + "".join(trips) + "</g>")
+    return '<g class="tk-links">' + "".join(links) + "</g>" if links else ""
 
-    # Axis (ticks over the whole drawing height), legend, left-out note.
-    legend, y = _legend(step, y + 6, width)
-    note, y = _left_out(step, y, width)
-    height = y + 8
-    axis = _axis(c, axis_y, height - 4, window)
-    svg_open = (f'<svg xmlns="http://www.w3.org/2000/svg" class="tk-timeline" data-step="{step.number}" '
-                f'data-start-ns="{step.start_ns}" data-end-ns="{step.end_ns}" data-x0="{_num(c.x0)}" '
-                f'data-x1="{_num(c.x1)}" width="{width}" '
-                f'height="{_num(height)}" viewBox="0 0 {width} {_num(height)}" {FONT} font-size="10" '
-                f'role="img" aria-label="{_xml(f"timeline of {step.name}")}">')
-    return "".join([
-        '<?xml version="1.0" encoding="UTF-8"?>\n', svg_open,
-        f"<title>{_xml(f'{step.name}: step timeline')}</title>",
-        f'<rect x="0" y="0" width="{width}" height="{_num(height)}" fill="#ffffff"/>',
-        axis, *background, *body, *overlay, legend, note, "</svg>\n",
-    ])
+
+def _round_trips(step: StepTimeline, kernel_at: dict[int, _Drawn], gpu_bottom: float) -> str:
+    """Round trips: arcs in a band under the GPU lanes, from the producer's end to the consumer's
+    start, the largest labelled with their bytes (empty without any)."""
+    if not step.round_trips.height:
+        return ""
+    trips = []
+    opacity = _num(min(0.85, max(0.25, 30 / max(1, step.round_trips.height))))
+    ordered = step.round_trips.sort(["bytes", "producer_id", "consumer_id"], descending=[True, False, False])
+    biggest = max(1, int(ordered["bytes"].max() or 1))
+    for n, (prod, cons, nbytes, label) in enumerate(ordered.select(
+            "producer_id", "consumer_id", "bytes", "label").iter_rows()):
+        a, b = kernel_at.get(prod), kernel_at.get(cons)
+        if a is None or b is None:
+            continue
+        x1, x2 = a[1], b[0]
+        y1 = y2 = gpu_bottom
+        top_y = gpu_bottom + 6 + (ROUND_TRIP_BAND - 14) * math.sqrt(nbytes / biggest)
+        stroke = 0.8 + 1.6 * (nbytes / biggest)
+        hover = (f"round trip {size(nbytes)}: {label}", f"written by {a[5]}", f"read back by {b[5]}")
+        trips.append(f'<path class="tk-roundtrip" d="M{_num(x1)} {_num(y1)} C{_num(x1)} {_num(top_y)} '
+                     f'{_num(x2)} {_num(top_y)} {_num(x2)} {_num(y2)}" fill="none" stroke="{ROUND_TRIP_COLOUR}" '
+                     f'stroke-width="{_num(stroke)}" stroke-opacity="{opacity}" data-ts="{a[4]}" '
+                     f'data-dur="0" data-bytes="{nbytes}" data-producer="{prod}" data-consumer="{cons}">'
+                     f"<title>{_hover(*hover)}</title></path>")
+        if n < LABELLED_ROUND_TRIPS and x2 - x1 > 30:
+            trips.append(f'<text class="tk-roundtrip-label" x="{_num((x1 + x2) / 2)}" y="{_num(top_y + 2)}" '
+                         f'font-size="9" fill="{ROUND_TRIP_COLOUR}" text-anchor="middle">{_xml(size(nbytes))}</text>')
+    return '<g class="tk-roundtrips">' + "".join(trips) + "</g>" if trips else ""
 
 
 def _by_lane(rows: list[tuple]) -> dict[str, list[tuple]]:

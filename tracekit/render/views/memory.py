@@ -1,8 +1,7 @@
 """The report's "Memory" section as rows of display strings (:mod:`tracekit.analyses.memory`).
 
-Like :mod:`tracekit.render.sections`, each table is ``(title, headers, rows)`` of plain strings
-(names as :class:`~tracekit.render.text.Code`), shared by the terminal and Markdown renderers, which
-escape them. A trace without ``[memory]`` events gets no table, only :func:`hint`'s one line.
+Like :mod:`tracekit.render.views.tables`, each table is ``(title, headers, rows)`` of display
+strings (names as :class:`~tracekit.render.text.Code`), which every printer escapes. A trace without ``[memory]`` events gets no table, only :func:`hint`'s one line.
 Nothing here computes a figure.
 """
 
@@ -10,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tracekit.render.text import Code, Table
+from tracekit.render.text import Code, Rows, size
+from tracekit.render.views.labels import step_label
 
 if TYPE_CHECKING:
     from tracekit.report import Report
@@ -20,16 +20,6 @@ HINT = ("no [memory] events in this trace: record them with torch.profiler.profi
         "(tracekit capture --profile-memory)")
 #: Rows of the per-op tables (the JSON has them all).
 TOP_OPS = 15
-
-
-def size(n: int | None) -> str:
-    """Bytes in binary units: ``48.0 MiB``, ``5.67 GiB``; "–" for none."""
-    if n is None:
-        return "–"
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= scale:
-            return f"{n / scale:,.2f} {unit}"
-    return f"{n:,} B"
 
 
 def _ms(ns: int | None) -> str:
@@ -47,14 +37,12 @@ def _op(name: str | None) -> Code | str:
     return Code(name) if name else "–"
 
 
-def tables(report: Report) -> list[Table]:
+def tables(report: Report) -> list[Rows]:
     """Peak per device, peak per unit, what holds the peak, per-op allocations, growth per unit and
     out-of-memory events (empty without memory events)."""
     memory = getattr(report, "memory", None)
     if memory is None or memory.events == 0:
         return []
-    from tracekit.render.sections import step_label
-
     devices = []
     for d in memory.devices.iter_rows(named=True):
         at = (f"{step_label(report, d['peak_step'])} +{_ms(d['peak_offset_ns'])}" if d["peak_step"] is not None
@@ -63,7 +51,7 @@ def tables(report: Report) -> list[Table]:
                         d["phase"] or "–", size(d["peak_reserved"]), size(d["fragmentation"]),
                         size(d["total_memory"]), size(d["headroom"]), size(d["before_trace_at_peak"]),
                         f"{d['allocations']:,}", str(d["out_of_memory"])])
-    out: list[Table] = [(
+    out: list[Rows] = [(
         "Memory — peak per device (allocator totals; CPU allocations are their own row)",
         ["device", "peak allocated", "at", "op", "top-level op", "phase", "peak reserved",
          "reserved − allocated at peak", "device memory", "headroom (memory − peak reserved)",

@@ -1,7 +1,9 @@
-"""The report's tables as rows of display strings, shared by the Markdown and terminal renderers.
+"""The report's facts, tables and notes as display strings (the parts of
+:mod:`tracekit.render.views.report`).
 
-Each function returns ``(title, headers, rows)``; rows are lists of plain strings. Keeping the
-content here means the two renderers show the same facts and differ only in markup.
+Each table function returns ``(title, headers, rows)``; a cell is a plain string or a
+:class:`~tracekit.render.text.Code`. Keeping the content here means every format shows the same
+facts and differs only in markup. Nothing here computes a figure.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from tracekit.classify.names import describe_decoded, short_kernel_name
-from tracekit.render.text import Table, pct, us
+from tracekit.render.text import Rows, pct, us
+from tracekit.render.views import compilation, memory
+from tracekit.render.views.labels import step_label
 
 if TYPE_CHECKING:
-    from tracekit.ranks import RankReport
     from tracekit.report import Report
 
 
@@ -44,10 +47,8 @@ def facts_lines(report: Report) -> list[tuple[str, str]]:
     units = report.units
     if units is not None and units.kind not in ("ProfilerStep", "none"):
         lines.append(("units", units.describe()))
-    from tracekit.render import compile_sections
-
-    for label, line in (("compilation", compile_sections.summary_line(report)),
-                        ("steady units", compile_sections.steady_line(report))):
+    for label, line in (("compilation", compilation.summary_line(report)),
+                        ("steady units", compilation.steady_line(report))):
         if line:
             lines.append((label, line))
     lines += [("not in any step", line) for line in orphan_lines(report)]
@@ -113,13 +114,7 @@ def clock_line(report: Report) -> str | None:
             f"{'; '.join(evidence)}. Queue delays and idle-gap causes are corrected for it")
 
 
-def step_label(report: Report, number: int | None) -> str:
-    """The name of step (unit) ``number``: ``ProfilerStep#4``, ``mlp_fwd#2``, ``whole trace``."""
-    names = dict(zip(report.steps["number"].to_list(), report.steps["name"].to_list()))
-    return names.get(number) or f"ProfilerStep#{number}"
-
-
-def steps_table(report: Report) -> Table:
+def steps_table(report: Report) -> Rows:
     rows = [
         [r["name"], us(r["dur_ns"]), us(r["gpu_busy_ns"]), pct(r["gpu_busy_ns"], r["dur_ns"]),
          str(r["kernel_count"]), str(r["gpu_activity_count"])]
@@ -132,7 +127,7 @@ def steps_table(report: Report) -> Table:
                     "GPU activities"], rows)
 
 
-def paths_table(report: Report) -> Table:
+def paths_table(report: Report) -> Rows:
     title = "Launch paths"
     if report.path_step is not None:
         title += f" ({step_label(report, report.path_step)})"
@@ -153,7 +148,7 @@ def _decoded_by_name(report: Report) -> dict[str, str]:
     return dict(zip(report.kernels["name"].to_list(), report.kernels["decoded"].to_list()))
 
 
-def kernels_table(report: Report) -> Table:
+def kernels_table(report: Report) -> Rows:
     """Kernels grouped by class; classes ordered by their total time (``class_total_ns``)."""
     k = report.kernels
     ordered = k.sort(["class_total_ns", "kernel_class"], descending=[True, False], maintain_order=True)
@@ -175,7 +170,7 @@ def _share(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
 
 
-def shares_table(report: Report, group: str) -> Table:
+def shares_table(report: Report, group: str) -> Rows:
     """GPU time per kernel class (``group="class"``) or library, as a share of busy time."""
     found = report.breakdown
     rows = []
@@ -191,7 +186,7 @@ def shares_table(report: Report, group: str) -> Table:
     return (f"GPU time by {group} ({scope})", headers, rows)
 
 
-def streams_table(report: Report) -> Table:
+def streams_table(report: Report) -> Rows:
     """Per-stream busy time."""
     found = report.breakdown
     rows = []
@@ -202,7 +197,7 @@ def streams_table(report: Report) -> Table:
     return ("GPU streams", ["device", "stream", "activities", "GPU time", "busy", "share of busy"], rows)
 
 
-def overlap_table(report: Report) -> Table | None:
+def overlap_table(report: Report) -> Rows | None:
     """How much of the communication kernels' time compute overlapped (only when there is any)."""
     found = report.breakdown
     if found is None:
@@ -219,13 +214,13 @@ def overlap_table(report: Report) -> Table | None:
             ["scope", "communication kernels", "communication time", "overlapped by compute", "overlap"], rows)
 
 
-def zero_kernel_table(report: Report) -> Table:
+def zero_kernel_table(report: Report) -> Rows:
     rows = [[r["name"], str(r["count"]), us(r["cpu_ns"])]
             for r in report.zero_kernel_ops.iter_rows(named=True)]
     return ("Ops that launch no GPU work", ["op", "count", "CPU time (inclusive)"], rows)
 
 
-def preops_table(report: Report) -> Table:
+def preops_table(report: Report) -> Rows:
     rows = [[str(r["step"]) if r["step"] is not None else "", r["name"], r["kind"], str(r["count"]),
              us(r["cpu_ns"])]
             for r in report.compile_preops.iter_rows(named=True)]
@@ -240,7 +235,7 @@ STATE_WORDS = {"recompile": "recompiling", "compile": "compiling", "graph_record
                "jit_warmup": "JIT warm-up", "cold": "cold", "warmup": "warm-up", "partial": "cut short by the trace"}
 
 
-def launch_gaps_table(report: Report) -> Table:
+def launch_gaps_table(report: Report) -> Rows:
     """Per-step wall, dispatch, busy, idle and verdict; the rule is stated in :func:`notes`."""
     gaps = report.launch_gaps
     rows = []
@@ -256,7 +251,7 @@ def launch_gaps_table(report: Report) -> Table:
             ["step", "wall", "CPU dispatch", "GPU busy", "busy/wall", "GPU idle", "verdict"], rows)
 
 
-def idle_causes_table(report: Report) -> Table:
+def idle_causes_table(report: Report) -> Rows:
     """Idle time between GPU activities by cause, and queue-delay percentiles."""
     gaps = report.launch_gaps
     rows = []
@@ -266,7 +261,7 @@ def idle_causes_table(report: Report) -> Table:
     return ("GPU idle gaps by cause", ["cause", "gaps", "idle time"], rows)
 
 
-def round_trips_table(report: Report) -> Table:
+def round_trips_table(report: Report) -> Rows:
     trips = report.round_trips
     rows = []
     title = "Memory round trips (tensors written to HBM and read back in the same step)"
@@ -291,7 +286,7 @@ def _kernel_and_op(kernel: str, op: str | None, decoded: dict[str, str]) -> str:
     return name if not op or op == kernel else f"{name} ({op})"
 
 
-def round_trip_steps_table(report: Report) -> Table:
+def round_trip_steps_table(report: Report) -> Rows:
     trips = report.round_trips
     rows = []
     if trips is not None:
@@ -301,7 +296,7 @@ def round_trip_steps_table(report: Report) -> Table:
     return ("Round-trip bytes per step", ["step", "tensors", "bytes", "kernels without a traffic model"], rows)
 
 
-def throughput_table(report: Report) -> Table:
+def throughput_table(report: Report) -> Rows:
     rates = report.throughput
     rows = []
     title = "Achieved throughput"
@@ -333,7 +328,7 @@ def _frac(value: float | None) -> str:
     return "" if value is None else f"{100 * value:.0f}%"
 
 
-def hta_table(report: Report) -> Table | None:
+def hta_table(report: Report) -> Rows | None:
     """Our busy/idle beside HolisticTraceAnalysis' (only with ``--hta``)."""
     hta = report.extra.get("hta")
     if hta is None:
@@ -369,9 +364,7 @@ def notes(report: Report) -> list[str]:
                          if report.launch_gaps.clock.get("skewed") else "")
             out.append(f"Queue delay (GPU start − launch call end{corrected}): p50 {us(q['p50'])}, p90 {us(q['p90'])}, "
                        f"p99 {us(q['p99'])}, max {us(q['max'])}.")
-    from tracekit.render import compile_sections
-
-    out += compile_sections.notes(report)
+    out += compilation.notes(report)
     if report.round_trips is not None:
         for note in report.round_trips.notes:
             out.append(note)
@@ -381,11 +374,11 @@ def notes(report: Report) -> list[str]:
     return out
 
 
-#: Rows shown per table in term/Markdown; long traces have hundreds of steps. JSON is never cut.
+#: Rows shown per table in term, Markdown and HTML; long traces have hundreds of steps. JSON is never cut.
 MAX_TABLE_ROWS = 60
 
 
-def _capped(table: Table) -> Table:
+def _capped(table: Rows) -> Rows:
     title, headers, rows = table
     if len(rows) <= MAX_TABLE_ROWS:
         return table
@@ -393,39 +386,18 @@ def _capped(table: Table) -> Table:
     return (title + note, headers, rows[:MAX_TABLE_ROWS])
 
 
-def all_tables(report: Report) -> list[Table]:
+def all_tables(report: Report) -> list[Rows]:
     """Every table in display order, each cut to :data:`MAX_TABLE_ROWS` rows."""
-    from tracekit.render import memory_sections
-
-    from tracekit.render import compile_sections
-
     tables = [shares_table(report, "class"), shares_table(report, "library"),
-              steps_table(report), launch_gaps_table(report), *compile_sections.report_tables(report),
+              steps_table(report), launch_gaps_table(report), *compilation.report_tables(report),
               idle_causes_table(report), streams_table(report)]
     overlap = overlap_table(report)
     if overlap is not None:
         tables.append(overlap)
     tables += [paths_table(report), kernels_table(report), throughput_table(report),
               round_trip_steps_table(report), round_trips_table(report),
-              zero_kernel_table(report), preops_table(report), *memory_sections.tables(report)]
+              zero_kernel_table(report), preops_table(report), *memory.tables(report)]
     hta = hta_table(report)
     if hta is not None:
         tables.append(hta)
     return [_capped(t) for t in tables]
-
-
-def ranks_table(rank_report: RankReport) -> Table:
-    """One row per rank trace of a directory, the slowest marked."""
-    rows = []
-    for r in rank_report.ranks.iter_rows(named=True):
-        mark = " (slowest)" if r["file"] == rank_report.slowest else ""
-        rows.append([
-            "" if r["rank"] is None else str(r["rank"]), r["file"] + mark,
-            "" if r["error"] else str(r["steps"]), us(r["mean_step_ns"]) if not r["error"] else "",
-            us(r["max_step_ns"]) if not r["error"] else "",
-            us(r["gpu_busy_ns"]) if not r["error"] else "",
-            "" if r["error"] else str(r["kernel_count"]), r["error"] or "",
-        ])
-    return (f"Ranks in {rank_report.directory}",
-            ["rank", "file", "steps", "mean step", "max step", "GPU busy (all steps)", "kernels", "error"],
-            rows)

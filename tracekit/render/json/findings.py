@@ -1,0 +1,20 @@
+"""The findings (:mod:`tracekit.findings`) as JSON data: the ``findings`` list of ``tracekit.report/1``,
+and the ``trace_findings`` of ``tracekit.diff/1`` (the same fields)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def findings_data(findings: Sequence[Any]) -> list[dict[str, Any]]:
+    """The ``findings`` list of ``tracekit.report/1`` (documented in :mod:`tracekit.render.json.report`)."""
+    return [{
+        "rule": f.rule, "title": f.title, "severity": f.severity, "steps": list(f.steps),
+        "evidence": [{"role": e.role, "name": e.name, "step": e.step, "ts_ns": e.ts_ns,
+                      "count_per_step": e.count_per_step, "dur_ns_per_step": e.dur_ns_per_step,
+                      "bytes_per_step": e.bytes_per_step, "detail": e.detail} for e in f.evidence],
+        "cost_ns_per_step": f.cost_ns_per_step, "saving_ns_per_step": f.saving_ns_per_step,
+        "saving_basis": f.saving_basis, "fix": f.fix, "thresholds": dict(f.thresholds),
+        "quantities": dict(f.quantities),
+    } for f in findings]

@@ -1,0 +1,18 @@
+"""``tracekit.ranks/1`` (``tracekit report DIR``): ``{schema, directory, slowest, ranks: [{file, rank,
+steps, mean_step_ns, max_step_ns, gpu_busy_ns, kernel_count, error}]}``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tracekit import schemas
+
+if TYPE_CHECKING:
+    from tracekit.ranks import RankReport
+
+
+def ranks_data(rank_report: RankReport) -> dict[str, Any]:
+    """A directory's per-rank summary following the ``tracekit.ranks/1`` contract."""
+    return {"schema": schemas.RANKS, "directory": rank_report.directory, "slowest": rank_report.slowest,
+            "ranks": rank_report.ranks.to_dicts()}

@@ -1,0 +1,68 @@
+"""The findings (:mod:`tracekit.findings`) worded: the report's :class:`~tracekit.render.document.Findings`
+block (:func:`findings`) and the diff's "new in B" / "resolved in B" rows (:func:`changes_table`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tracekit.classify.names import short_kernel_name
+from tracekit.render.document import Finding, Findings
+from tracekit.render.text import Code, Rows, us
+
+#: Evidence rows shown per finding (JSON has them all).
+MAX_EVIDENCE_SHOWN = 3
+
+
+def _count(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:g}" if value != int(value) else f"{int(value)}"
+
+
+def evidence_line(e: Any) -> str:
+    """One evidence row in words: what, how often per step, its cost, where to find it."""
+    name = short_kernel_name(e.name) if e.role == "kernel" else e.name
+    parts = [f"{name}"]
+    if e.count_per_step is not None:
+        parts.append(f"×{_count(e.count_per_step)}/step")
+    if e.dur_ns_per_step:
+        parts.append(us(e.dur_ns_per_step) + "/step")
+    if e.bytes_per_step:
+        parts.append(f"{e.bytes_per_step:,} B/step")
+    where = f"first in step {e.step}" if e.step is not None else ""
+    if e.ts_ns is not None:
+        where += f" at ts {e.ts_ns:,} ns"
+    line = " ".join(parts) + (f" ({e.detail})" if e.detail else "")
+    return f"{line}; {where}" if where else line
+
+
+def findings(found: Sequence[Any]) -> Findings:
+    """The Findings block: per finding (warnings first, as :mod:`tracekit.findings` orders them) its
+    table row and the terminal's heading and detail lines."""
+    items = []
+    for f in found:
+        shown = [evidence_line(e) for e in f.evidence[:MAX_EVIDENCE_SHOWN]]
+        if len(f.evidence) > MAX_EVIDENCE_SHOWN:
+            shown.append(f"… {len(f.evidence) - MAX_EVIDENCE_SHOWN} more")
+        once = " once" if f.quantities.get("once") else ""
+        saving = "–" if f.saving_ns_per_step is None else us(f.saving_ns_per_step)
+        thresholds = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in f.thresholds.items())
+        row = (f.severity, Code(f.rule), f.title, "; ".join(shown), us(f.cost_ns_per_step) + once,
+               f"{saving}{once if f.saving_ns_per_step is not None else ''} ({f.saving_basis})", f.fix, thresholds)
+        per = once or "/step"
+        heading = (f"{f.severity.upper()} {f.rule}: {f.title} — costs {us(f.cost_ns_per_step)}{per}, "
+                   f"saves {saving}{per} if fixed")
+        lines = [f"evidence: {line}" for line in shown]
+        lines += [f"saving: {f.saving_basis}", f"fix: {f.fix}",
+                  "thresholds: " + ", ".join(f"{k}={v}" for k, v in f.thresholds.items())]
+        items.append(Finding(f.severity, f.rule, row, heading, tuple(lines)))
+    return Findings("Findings", ("severity", "rule", "what", "evidence", "cost/step", "saving/step", "fix",
+                                 "thresholds"), tuple(items))
+
+
+def changes_table(changes: Sequence[tuple[str, Any]]) -> Rows:
+    """The diff's findings that appear or vanish: ``(status, finding)`` rows."""
+    rows = [[status, f.severity, Code(f.rule), f.title, us(f.cost_ns_per_step)] for status, f in changes]
+    return ("Findings new / resolved in B", ["status", "severity", "rule", "what", "cost/step"], rows)
