@@ -37,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's tracekit
 
 from tracekit.diff import align  # noqa: E402
+from tracekit.results.alignment import Alignment  # noqa: E402
 from tracekit.analyses.profile import KernelRef  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,7 +96,7 @@ def perturbed(seq: tuple[KernelRef, ...]) -> tuple[KernelRef, ...]:
     return tuple(out)
 
 
-def measure(a, b, repeat: int) -> tuple[float, align.Alignment]:
+def measure(a, b, repeat: int) -> tuple[float, Alignment]:
     best, result = float("inf"), None
     for _ in range(repeat):
         t = time.perf_counter()

@@ -114,7 +114,7 @@ def atheris_mode(args: argparse.Namespace, rest: list[str]) -> int:
         return 0
     with atheris.instrument_imports():
         import tracekit.load  # noqa: F401
-        import tracekit.report  # noqa: F401
+        import tracekit.results.report  # noqa: F401
 
     seeds = {name: hostile.seed(name) for name in hostile.SEEDS}
     count = [0]

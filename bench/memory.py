@@ -11,7 +11,7 @@ continued — until the trace holds at least N memory events (default 1,000,000)
 on the loaded frames rather than written as JSON and read back: the same trace as a file would be
 several GB, and the load is not what is measured here (``bench/load.py`` measures it).
 
-Then the report (``tracekit.report.build`` of ``tracekit.analyses.pipeline.run``) runs R times with
+Then the report (``tracekit.results.report.build`` of ``tracekit.analyses.pipeline.run``) runs R times with
 the memory analysis and R times without it (the pipeline's ``memory.analyze`` replaced by one
 returning an empty :class:`~tracekit.analyses.memory.MemoryReport`), alternating, and the memory
 analysis alone R times. Prints wall and CPU (process) time of each, best of R, and the share the
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's tracekit
 
 import tracekit  # noqa: E402
-from tracekit import report as report_mod  # noqa: E402
+from tracekit.results import report as report_mod  # noqa: E402
 from tracekit.analyses import attribution, memory, pipeline  # noqa: E402
 from tracekit.trace import Trace  # noqa: E402
 

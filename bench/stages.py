@@ -3,7 +3,7 @@
     python bench/stages.py TRACE [TRACE.parquet]
 
 Loads TRACE as ``tracekit report`` does (one process per core), then runs the real analysis
-pipeline and report (``tracekit.report.build(tracekit.analyses.pipeline.run(trace))``, "``build()``"
+pipeline and report (``tracekit.results.report.build(tracekit.analyses.pipeline.run(trace))``, "``build()``"
 below) once with every public function of each analysis module wrapped in a timer, so the stages are
 exactly the calls the report makes — never a copy of them that could drift.
 A stage's time is exclusive: a stage called inside another (``op_tree`` inside ``attribution``)
@@ -141,7 +141,7 @@ def main(argv: list[str]) -> None:
     clock = Clock()
     import importlib
 
-    from tracekit import report as report_mod
+    from tracekit.results import report as report_mod
     from tracekit.analyses import pipeline
     from tracekit.load import open_trace
     from tracekit.render import renderer_for

@@ -47,50 +47,196 @@ def _offences(room: str, forbidden: tuple[str, ...]) -> list[str]:
 
 
 def test_every_room_exists():
-    for room in ("load", "render", "diff", "analyses", "classify", "commands"):
+    for room in ("load", "classify", "analyses", "findings", "results", "diff", "render", "commands"):
         assert _room(room), room
 
 
-def test_the_loader_knows_no_analysis():
-    assert _offences("load", ("tracekit.report", "tracekit.report_store", "tracekit.analyses",
-                              "tracekit.diff", "tracekit.render", "tracekit.session",
-                              "tracekit.commands")) == []
+# -- the import graph, read from the code ---------------------------------------------------------
 
-
-def test_diff_imports_nothing_from_render():
-    assert _offences("diff", ("tracekit.render", "tracekit.commands")) == []
-
-
-def test_render_imports_neither_the_loader_nor_the_diffs_machinery():
-    # Renderers word results; they may name result types (under TYPE_CHECKING or as data classes)
-    # but never load traces or run the diff's alignment/profiling.
-    assert _offences("render", ("tracekit.load", "tracekit.session", "tracekit.diff.align",
-                                "tracekit.analyses.profile", "tracekit.diff.pairwise",
-                                "tracekit.commands")) == []
-
-
-def _module_of(path: Path) -> str:
+def _module_name(path: Path) -> str:
     return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
 
 
-def test_the_diff_rooms_modules_import_each_other_in_no_circle():
-    # A circle (the Diff's builder and its verdict rules, once) means neither module can be read or
-    # tested alone; every import counts, those under TYPE_CHECKING and inside functions too.
-    modules = {_module_of(path) for path in _room("diff")}
-    graph = {_module_of(path): {m for m in modules if m in _imports(path) and m != _module_of(path)}
-             for path in _room("diff")}
-    done: set[str] = set()
+MODULES: dict[str, Path] = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
-    def circle_from(module: str, path: tuple[str, ...]) -> tuple[str, ...] | None:
-        if module in path:
-            return path[path.index(module):] + (module,)
-        if module in done:
-            return None
-        found = next((c for m in sorted(graph[module]) if (c := circle_from(m, path + (module,)))), None)
-        done.add(module)
-        return found
 
-    assert [c for m in sorted(graph) if (c := circle_from(m, ()))] == []
+def _arrows(path: Path) -> set[str]:
+    """The tracekit modules ``path`` imports: ``from tracekit.x import y`` is module ``tracekit.x.y``
+    when that is a module (and then not the package ``tracekit.x``, which Python only runs first),
+    else ``tracekit.x``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in MODULES:  # ``tracekit.x.Name`` is module ``tracekit.x``
+                name = name.rpartition(".")[0]
+            if name:
+                found.add(name)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    """``{module: the tracekit modules it imports}``. Every import is an arrow: those inside functions
+    and under ``TYPE_CHECKING`` too (a lazy import still ties the two modules together)."""
+    return {name: _arrows(path) - {name, "tracekit"} for name, path in MODULES.items()}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_the_circle_finder_finds_circles():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set(), "c": {"b"}}) == []
+
+
+def test_the_import_graph_has_no_circle():
+    assert _circles(_graph()) == []
+
+
+#: Every module's floor, lowest first. A module imports its own floor and those below, never one
+#: above; the longest matching name decides (``tracekit.analyses.pipeline`` is not ``tracekit.analyses``).
+FLOORS: tuple[tuple[str, ...], ...] = (
+    # 0 - leaves: errors, the Trace model, device tables, text shapes, processes, file writing
+    ("tracekit.errors", "tracekit.trace", "tracekit.devices", "tracekit.shapes", "tracekit.parallel",
+     "tracekit.schemas", "tracekit.output"),
+    # 1 - bytes to a Trace; the kernel taxonomy
+    ("tracekit.load", "tracekit.execution_trace", "tracekit.classify"),
+    # 2 - one analysis per module, each from the Trace and lower analyses
+    ("tracekit.analyses",),
+    # 3 - the rule engine reads the analyses
+    ("tracekit.findings",),
+    # 4 - the one place analyses and findings run, into the bundle
+    ("tracekit.analyses.pipeline",),
+    # 5 - what reads the bundle: the per-unit profile and the timelines
+    ("tracekit.analyses.profile", "tracekit.analyses.timeline"),
+    # 6 - result classes
+    ("tracekit.results",),
+    # 7 - comparisons of results; the HTA oracle
+    ("tracekit.diff", "tracekit.hta_oracle"),
+    # 8 - what a command or a notebook opens; many ranks open many sessions
+    ("tracekit.session", "tracekit.ranks"),
+    # 9 - words and pictures
+    ("tracekit.render", "tracekit.annotate"),
+    # 10 - the command line
+    ("tracekit.commands", "tracekit.boundary", "tracekit.__main__"),
+)
+
+
+def _floor(module: str) -> int:
+    best, floor = "", -1
+    for level, prefixes in enumerate(FLOORS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+                best, floor = prefix, level
+    return floor
+
+
+def test_every_module_has_a_floor():
+    assert sorted(m for m in MODULES if m != "tracekit" and _floor(m) < 0) == []
+
+
+def test_no_module_imports_a_floor_above_its_own():
+    upward = sorted(f"{m} (floor {_floor(m)}) imports {t} (floor {_floor(t)})"
+                    for m, targets in _graph().items() if m != "tracekit"
+                    for t in targets if _floor(t) > _floor(m))
+    assert upward == []
+
+
+def test_the_floor_rule_sees_an_upward_import():
+    # An analysis that imported the report would break it: the rule can fail.
+    assert _floor("tracekit.analyses.steps") < _floor("tracekit.results.report")
+    assert _floor("tracekit.analyses.pipeline") > _floor("tracekit.findings.engine") > _floor("tracekit.analyses.steps")
+
+
+# -- the house's "never"s, room by room (each also follows from the floors; named for the reader) -----
+
+def _offences(room: str, forbidden: tuple[str, ...], *, except_: tuple[str, ...] = ()) -> list[str]:
+    out = []
+    for path in _room(room):
+        module = _module_name(path)
+        for name in sorted(_imports(path)):
+            if any(name == f or name.startswith(f + ".") for f in forbidden) and module not in except_:
+                out.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
+    return out
+
+
+def test_the_loader_knows_no_analysis():
+    assert _offences("load", ("tracekit.analyses", "tracekit.findings", "tracekit.results", "tracekit.diff",
+                              "tracekit.render", "tracekit.session", "tracekit.commands")) == []
+
+
+def test_analyses_import_no_report_findings_or_render():
+    # The pipeline alone calls the findings engine (findings read the bundle the analyses make).
+    assert _offences("analyses", ("tracekit.results", "tracekit.findings", "tracekit.diff", "tracekit.render",
+                                  "tracekit.session", "tracekit.commands", "rich", "click"),
+                     except_=("tracekit.analyses.pipeline", "tracekit.analyses.profile")) == []
+    assert _offences("analyses", ("tracekit.results", "tracekit.diff", "tracekit.render", "tracekit.session",
+                                  "tracekit.commands", "rich", "click")) == []
+
+
+def test_findings_import_no_diff():
+    assert _offences("findings", ("tracekit.diff", "tracekit.results", "tracekit.render", "tracekit.session",
+                                  "tracekit.commands")) == []
+
+
+def test_diff_imports_no_load_and_no_trace():
+    # The diff compares results (profiles, reports), never a trace or a file.
+    assert _offences("diff", ("tracekit.load", "tracekit.trace", "tracekit.execution_trace", "tracekit.session",
+                              "tracekit.render", "tracekit.commands", "tracekit.analyses.pipeline",
+                              "tracekit.analyses.attribution")) == []
+
+
+def test_renderers_never_load_nor_compute_a_comparison():
+    # Renderers word results; they may name result types but never load traces or run the diff.
+    assert _offences("render", ("tracekit.load", "tracekit.session", "tracekit.analyses.pipeline",
+                                "tracekit.diff.align", "tracekit.diff.pairwise", "tracekit.commands")) == []
+
+
+def test_nothing_below_the_commands_imports_capture():
+    assert sorted(f"{m} imports {n}" for m, path in MODULES.items() if not m.startswith("tracekit.commands")
+                  for n in _imports(path) if n == "capture" or n.startswith("capture.")) == []
+
+
 #: The format modules of tracekit/render: each prints or writes one format, and none imports another
 #: (what two share lives in a neutral module: text, gfm, page, timeline, charts, document).
 FORMAT_MODULES = ("tracekit.render.term", "tracekit.render.markdown", "tracekit.render.html",
@@ -115,64 +261,6 @@ def test_no_format_module_imports_another():
 def test_views_know_no_format():
     # A view builds a document; printing it is the formats' (and JSON reads the views, never the reverse).
     assert _offences("render/views", FORMAT_MODULES) == []
-
-
-def test_analyses_render_nothing():
-    assert _offences("analyses", ("tracekit.render", "tracekit.commands", "tracekit.diff",
-                                  "rich", "click")) == []
-
-
-def test_analyses_sit_below_report_findings_and_session():
-    # The pipeline alone calls the findings engine (findings read the bundle the analyses make).
-    forbidden = ("tracekit.report", "tracekit.report_store", "tracekit.findings", "tracekit.diff",
-                 "tracekit.render", "tracekit.session", "tracekit.commands")
-    offences = [o for o in _offences("analyses", forbidden)
-                if not (o.startswith("tracekit/analyses/pipeline.py imports tracekit.findings"))]
-    assert offences == []
-
-
-def test_findings_know_nothing_of_diff_report_or_session():
-    assert _offences("findings", ("tracekit.diff", "tracekit.report", "tracekit.render", "tracekit.session",
-                                  "tracekit.commands")) == []
-
-
-def test_diff_compares_results_never_traces():
-    # Profiles, the bundle's types, findings (rule ids), the kernel taxonomy and errors: nothing that
-    # reads a file or analyses a trace.
-    allowed = ("tracekit.diff", "tracekit.analyses.profile", "tracekit.analyses.pipeline", "tracekit.findings",
-               "tracekit.analyses.compilations", "tracekit.report", "tracekit.classify", "tracekit.errors")
-    used = {name for path in _room("diff") for name in _imports(path) if name.startswith("tracekit")}
-    assert sorted(n for n in used if not any(n == a or n.startswith(a + ".") for a in allowed)) == []
-
-
-def test_no_import_circle_among_analyses_findings_report_and_session():
-    rooms = [*_room("analyses"), *_room("findings"),
-             *(PACKAGE / f"{m}.py" for m in ("report", "report_store", "session", "ranks", "hta_oracle"))]
-    names = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
-             for p in rooms}
-    graph = {}
-    for name, path in names.items():
-        imported = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:  # ``from tracekit.analyses import steps`` is the module steps
-                    full = f"{node.module}.{alias.name}"
-                    imported.add(full if full in names else node.module)
-            elif isinstance(node, ast.Import):
-                imported.update(alias.name for alias in node.names)
-        graph[name] = {m for m in imported if m in names and m != name}
-
-    def reaches(start: str, goal: str) -> bool:
-        seen, todo = set(), [start]
-        while todo:
-            for nxt in graph[todo.pop()] - seen:
-                if nxt == goal:
-                    return True
-                seen.add(nxt)
-                todo.append(nxt)
-        return False
-
-    assert sorted(f"{a} <-> {b}" for a in graph for b in graph[a] if reaches(b, a)) == []
 
 
 def _modules_after(code: str) -> set[str]:

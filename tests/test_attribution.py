@@ -8,7 +8,7 @@ import pytest
 import tracekit
 from factory import (make_annotation, make_flow, make_kernel, make_launch, make_op, make_step, span,
                      write_trace)
-from tracekit import report as report_mod
+from tracekit.results import report as report_mod
 from tracekit.analyses import attribution, op_tree, pipeline
 from tracekit.analyses import units as units_mod
 from tracekit.errors import UsageError

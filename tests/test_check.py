@@ -11,6 +11,7 @@ import pytest
 from tracekit.analyses import pipeline, profile
 from tracekit.commands import main
 from tracekit.diff import expect
+from tracekit.results.check import CheckResult
 from tracekit.errors import UsageError
 from tracekit.load import load
 from tracekit.render.views.check import expected_text, observed_text
@@ -27,7 +28,7 @@ def _exit(argv: list[str]) -> int:
     return exc.value.code
 
 
-def _result(trace: str, exp: expect.Expectations) -> expect.CheckResult:
+def _result(trace: str, exp: expect.Expectations) -> CheckResult:
     return expect.check(profile.build(pipeline.run(load(SAMPLES / f"{trace}.json.gz"), unit=exp.unit)), exp)
 
 

@@ -16,11 +16,12 @@ import pytest
 
 from factory import make_kernel, make_launch, make_op, make_step, write_trace
 from tracekit import execution_trace
-from tracekit import report as report_mod
+from tracekit.results import report as report_mod
 from tracekit.analyses import pipeline, profile
 from tracekit.analyses.profile import KernelRef
 from tracekit.commands import main
-from tracekit.diff import align, diff_verdict, gates, pairwise, result
+from tracekit.diff import align, diff_verdict, gates, pairwise
+from tracekit.results import diff as result
 from tracekit.errors import UsageError
 from tracekit.load import load
 from tracekit.render import FORMATS, renderer_for

@@ -13,7 +13,8 @@ import pytest
 
 from tracekit.analyses import pipeline, profile
 from tracekit.analyses import units as units_mod
-from tracekit.diff import pairwise, result
+from tracekit.diff import pairwise
+from tracekit.results import diff as result
 from tracekit.load import load
 from tracekit.render import renderer_for
 from tracekit.render.json.diff import diff_data

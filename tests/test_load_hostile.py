@@ -487,7 +487,7 @@ def test_a_rank_file_that_crashes_its_process_is_named(tmp_path: Path, monkeypat
 # --- internal errors --------------------------------------------------------------------------------------
 
 def test_an_internal_error_is_exit_3_with_one_line_and_a_traceback_only_when_debugging(tmp_path: Path) -> None:
-    code = ("import sys, tracekit.report as r\n"
+    code = ("import sys, tracekit.results.report as r\n"
             "def boom(*a, **k): raise ZeroDivisionError('a bug')\n"
             "r.build = boom\n"
             "from tracekit import commands\n"

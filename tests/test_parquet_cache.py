@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tracekit import report_store
+from tracekit.results import store as report_store
 from tracekit.commands import main
 from tracekit.errors import TraceError
 from tracekit.load import load, open_trace, parquet
@@ -84,7 +84,7 @@ def test_stored_report_renders_exactly_as_a_fresh_analysis(tmp_path, name):
 
 def test_stored_report_is_ignored_when_its_key_differs(tmp_path):
     """A report stored by other code (another key) is not used: the trace is analysed afresh."""
-    from tracekit import report as report_mod
+    from tracekit.results import report as report_mod
     from tracekit.analyses import pipeline
 
     trace = load(SAMPLES / "mlp_eager.json.gz")
@@ -131,7 +131,7 @@ def test_a_skeleton_naming_other_code_is_refused():
 
 def test_trace_frames_ignore_the_stored_report(tmp_path):
     """Loading the trace from a file with a stored report gives the same frames as without."""
-    from tracekit import report as report_mod
+    from tracekit.results import report as report_mod
     from tracekit.analyses import pipeline
 
     trace = load(SAMPLES / "mlp_compile.json.gz")

@@ -10,7 +10,7 @@ from html import escape as html_escape
 import pytest
 
 from factory import make_kernel, make_launch, make_op, make_step, write_trace
-from tracekit import report as report_mod
+from tracekit.results import report as report_mod
 from tracekit.analyses import pipeline
 from tracekit.commands import main
 from tracekit.load import load

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tracekit import report as report_mod
+from tracekit.results import report as report_mod
 from tracekit.analyses import pipeline
 from tracekit.load import load
 

@@ -1,6 +1,6 @@
 """The trace with its analysis drawn on it, for Perfetto and ``chrome://tracing``: ``tracekit annotate``.
 
-Contract: :func:`annotations` turns a :class:`~tracekit.report.Report` (and its trace, for where
+Contract: :func:`annotations` turns a :class:`~tracekit.results.report.Report` (and its trace, for where
 each kernel sits) into Chrome trace events on tracekit's own tracks — it computes nothing, every
 figure is the report's — and :func:`write` copies the original file's text through unchanged,
 adding those events at the end of its ``traceEvents``. Every original byte is kept, the other
@@ -82,7 +82,7 @@ class Annotations:
 
 
 def annotations(report: Any, trace: Trace) -> Annotations:
-    """The events that carry ``report`` (a whole-trace :class:`~tracekit.report.Report` of
+    """The events that carry ``report`` (a whole-trace :class:`~tracekit.results.report.Report` of
     ``trace``) on tracekit's tracks; see the module docstring."""
     tracks = _Tracks(_free_pid(trace), whole=trace.meta.time_format == "absolute-us-int")
     gaps = report.launch_gaps

@@ -21,20 +21,7 @@ import polars as pl
 
 from tracekit import parallel
 from tracekit.errors import TracekitError, UsageError
-
-RANK_SCHEMA = {
-    "file": pl.String, "rank": pl.Int64, "steps": pl.UInt32, "mean_step_ns": pl.Int64,
-    "max_step_ns": pl.Int64, "gpu_busy_ns": pl.Int64, "kernel_count": pl.UInt32, "error": pl.String,
-}
-
-
-@dataclass(frozen=True)
-class RankReport:
-    """Per-rank summary of a directory of traces."""
-
-    directory: str
-    ranks: pl.DataFrame
-    slowest: str | None
+from tracekit.results.ranks import RANK_SCHEMA, RankReport
 
 
 def find_traces(directory: str | os.PathLike[str]) -> list[Path]:

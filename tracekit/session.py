@@ -18,7 +18,7 @@ once per choice of units and ceilings, and :meth:`Session.report`, :meth:`Sessio
 :meth:`Session.diff` and :meth:`Session.check` read it. A Parquet file may hold the report
 ``convert`` stored; :meth:`Session.report` returns it without analysing when it is still what this
 code would compute (same code fingerprint, same execution trace, default options) — see
-:mod:`tracekit.report_store`.
+:mod:`tracekit.results.store`.
 
 :func:`read_expectations` reads an expectations file (``check --expect``) for
 :func:`tracekit.diff.expect.parse`.
@@ -32,16 +32,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from tracekit import execution_trace as et_mod
-from tracekit import report_store
+from tracekit.results import store as report_store
 from tracekit.load import open_trace, parquet
 from tracekit.trace import Trace, TraceMeta
 
 if TYPE_CHECKING:
     from tracekit.analyses.pipeline import Analyses
     from tracekit.analyses.profile import Profile
-    from tracekit.diff.result import Diff
-    from tracekit.diff.expect import CheckResult, Expectations
-    from tracekit.report import Report
+    from tracekit.results.diff import Diff
+    from tracekit.diff.expect import Expectations
+    from tracekit.results.check import CheckResult
+    from tracekit.results.report import Report
 
 ExecutionTraceChoice = Literal["auto"] | str | os.PathLike[str] | None
 
@@ -192,9 +193,9 @@ class Session:
 
         Returns
         -------
-        tracekit.report.Report
+        tracekit.results.report.Report
             Frames as Polars DataFrames: ``steps``, ``kernels``, ``paths``, ``zero_kernel_ops``,
-            ``compile_preops`` (columns in :mod:`tracekit.report`), plus ``launch_gaps``,
+            ``compile_preops`` (columns in :mod:`tracekit.results.report`), plus ``launch_gaps``,
             ``round_trips`` and ``throughput`` reports.
         """
         key = (step, _frozen(ceilings), hta, unit, timelines)
@@ -218,7 +219,7 @@ class Session:
         """The report made from this session's analyses (see :meth:`report`)."""
         from dataclasses import replace
 
-        from tracekit import report as report_mod
+        from tracekit.results import report as report_mod
 
         if unit is None and self.trace.steps.height:
             report_mod.check_step(self.trace, step)  # before the analyses, which take longest
@@ -254,7 +255,7 @@ class Session:
 
         Returns
         -------
-        tracekit.diff.result.Diff
+        tracekit.results.diff.Diff
             ``findings`` (the verdict as data), per-step ``quantities`` with their noise, the
             kernel ``alignment`` and per-class times.
         """

@@ -1,7 +1,7 @@
 """The one place a trace's analyses run, in order, into one bundle that everything downstream reads.
 
 Contract: :func:`run` takes a loaded :class:`~tracekit.trace.Trace` and returns a frozen
-:class:`Analyses` — the report (:func:`tracekit.report.build`), the per-unit profile
+:class:`Analyses` — the report (:func:`tracekit.results.report.build`), the per-unit profile
 (:func:`tracekit.analyses.profile.build`), the timelines, ``diff`` and ``check`` all read it and
 never go back to the trace's events to analyse them again. The stages, in order:
 

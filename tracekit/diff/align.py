@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 
 from tracekit.analyses.profile import KernelRef
 from tracekit.diff.matching import Budget, match
+from tracekit.results.alignment import Alignment, Change, Fusion, Split
 
 _FUNCTOR_SUFFIX = re.compile(r"(CUDAKernelImpl|KernelImpl|Functor|_kernel|Kernel)$")
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|\b|_)|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -74,67 +75,6 @@ MAX_SEGMENT = 256
 #: Fusion candidates outside the kernel's own segment are looked for at most this many kernels
 #: before or after it: compilers reorder within a graph region, not across the step.
 WINDOW = 256
-
-
-@dataclass(frozen=True)
-class Fusion:
-    before: tuple[KernelRef, ...]
-    after: KernelRef
-    ops: tuple[str, ...]
-    evidence: str  # "inductor fused_ops" | "launching CPU op" | "position" | "GEMM epilogue"
-
-
-@dataclass(frozen=True)
-class Change:
-    before: KernelRef
-    after: KernelRef
-    fields: tuple[tuple[str, object, object], ...]
-
-
-@dataclass(frozen=True)
-class Split:
-    """The reverse of a fusion: one A kernel replaced by several B kernels."""
-
-    before: KernelRef
-    after: tuple[KernelRef, ...]
-    ops: tuple[str, ...]
-    evidence: str
-
-
-@dataclass(frozen=True)
-class Alignment:
-    unchanged: tuple[tuple[KernelRef, KernelRef], ...]
-    fusions: tuple[Fusion, ...]
-    splits: tuple[Split, ...]
-    changed: tuple[Change, ...]
-    #: One A kernel replaced by one B kernel of another class at the same place (not a variant).
-    replaced: tuple[tuple[KernelRef, KernelRef], ...]
-    removed: tuple[KernelRef, ...]
-    added: tuple[KernelRef, ...]
-    #: Unchanged main GEMMs that anchored the alignment.
-    anchors: int = 0
-    #: Unchanged kernels found out of sequence (step 3 of the module docstring); part of ``unchanged``.
-    moved: int = 0
-    #: Where the alignment is approximate, and why (few anchors, bounded matching).
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    def unchanged_once(self) -> tuple[tuple[KernelRef, KernelRef, int], ...]:
-        """Unchanged kernels once per identity, in order, with how often each runs in the unit."""
-        counts: dict[str, int] = {}
-        for ka, _ in self.unchanged:
-            counts[ka.identity] = counts.get(ka.identity, 0) + 1
-        seen: set[str] = set()
-        out = []
-        for ka, kb in self.unchanged:
-            if ka.identity not in seen:
-                seen.add(ka.identity)
-                out.append((ka, kb, counts[ka.identity]))
-        return tuple(out)
-
-    @property
-    def is_identical(self) -> bool:
-        return not (self.fusions or self.splits or self.changed or self.replaced or self.removed
-                    or self.added)
 
 
 def is_main_gemm(k: KernelRef) -> bool:

@@ -1,11 +1,11 @@
 """The diff's verdict rules: which changes count, in which order, and the figures that word them.
 
-Contract: :func:`judge` takes a :class:`~tracekit.diff.result.Diff` and returns its verdict, in
+Contract: :func:`judge` takes a :class:`~tracekit.results.diff.Diff` and returns its verdict, in
 order (:func:`~tracekit.diff.pairwise.diff` stores it as ``Diff.findings``). Every rule of the
 verdict lives here — which changes count, how many names are listed before a count takes over — so
 a renderer only words what it is given. No clause at all means "no change".
 
-A clause is a :class:`~tracekit.diff.verdict.Verdict`: ``kind`` + ``subjects`` (the kernels and
+A clause is a :class:`~tracekit.results.verdict.Verdict`: ``kind`` + ``subjects`` (the kernels and
 ops it is about, each with its ``role``) + ``quantities`` (numbers, and a few labels such as a
 fusion's evidence). Kinds, in verdict order — *when* it is found: *subjects*; *quantities*:
 
@@ -48,7 +48,7 @@ fusion's evidence). Kinds, in verdict order — *when* it is found: *subjects*; 
   vanished or changed in number outside the noise: ``a, b`` (per step).
 * ``launches`` — launch calls changed outside the noise: ``a, b``.
 
-Quantities are per step (medians over steps, see :mod:`~tracekit.diff.result`).
+Quantities are per step (medians over steps, see :mod:`~tracekit.results.diff`).
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ from collections.abc import Iterable
 
 from tracekit.diff.align import is_main_gemm
 from tracekit.analyses.profile import KernelRef
-from tracekit.diff.result import Diff
-from tracekit.diff.verdict import Subject, Value, Verdict
+from tracekit.results.diff import Diff
+from tracekit.results.verdict import Subject, Value, Verdict
 
 #: Changed variants whose fields the verdict names; the rest are only counted.
 MAX_VARIANTS_NAMED = 2

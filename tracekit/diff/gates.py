@@ -28,7 +28,7 @@ is more than 5 % above A's; ``kernels>+0`` when B launches any more kernels per 
 more than 10 % *faster* (to catch a suspicious win).
 
 A gate fails only when its threshold is exceeded **and** the change is outside the step-to-step
-noise (see :mod:`tracekit.diff.result`); an exceeded threshold within noise is reported, not
+noise (see :mod:`tracekit.results.diff`); an exceeded threshold within noise is reported, not
 failed. So a trace compared with itself passes every gate. Metrics: ``gpu_time`` GPU busy time,
 ``cpu_time`` CPU dispatch time, ``idle_time`` GPU idle inside the step, ``kernels`` kernel count,
 ``launches`` launch calls, ``round_trip_bytes``/``round_trip_tensors`` intermediate tensors written
@@ -56,12 +56,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tracekit.diff.result import QUANTITIES
+from tracekit.results.diff import QUANTITIES
 from tracekit.errors import UsageError
+from tracekit.results.gates import Gate, GateResult
 
 if TYPE_CHECKING:
-    from tracekit.diff.result import Diff
-    from tracekit.diff.side_by_side import Comparison
+    from tracekit.results.diff import Diff
+    from tracekit.results.comparison import Comparison
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class Metric:
     unit : str
         ``"ns"`` | ``"bytes"`` | ``"count"``: which units VALUE takes besides ``%``.
     reads : str
-        The figure it tests: a :class:`~tracekit.diff.result.Diff` quantity key, or a
+        The figure it tests: a :class:`~tracekit.results.diff.Diff` quantity key, or a
         :meth:`~tracekit.diff.side_by_side.Row.value` key.
     """
 
@@ -108,7 +109,7 @@ class GateMetrics:
         return next((m for m in self.metrics if m.name == name), None)
 
 
-#: ``tracekit diff``: the diff's headline quantities (:data:`tracekit.diff.result.QUANTITIES`).
+#: ``tracekit diff``: the diff's headline quantities (:data:`tracekit.results.diff.QUANTITIES`).
 DIFF_GATES = GateMetrics(tuple(Metric(key, unit, key) for key, _label, unit, _column in QUANTITIES), "gpu_time>+5%")
 #: ``tracekit compare``: per-trace figures of a comparison's rows.
 COMPARE_GATES = GateMetrics((
@@ -139,64 +140,6 @@ def size_bytes(text: str) -> int | None:
 
 
 _EXPR = re.compile(r"^\s*([a-z_]+)\s*(>=|<=|>|<)\s*([+-]?)\s*(\d+(?:\.\d+)?)\s*([%a-zA-Zµ]*)\s*$")
-
-
-@dataclass(frozen=True)
-class Gate:
-    """A parsed ``--fail-if`` expression.
-
-    Attributes
-    ----------
-    text : str
-        The expression as given, stripped.
-    metric : str
-        The metric's name.
-    op : str
-        ``>`` | ``>=`` | ``<`` | ``<=``.
-    value : float
-        The threshold: in % when ``relative``, else in the metric's base unit (ns, bytes, count).
-    relative : bool
-        Whether the threshold is a change in % (against A, or the baseline).
-    """
-
-    text: str
-    metric: str
-    op: str
-    value: float
-    relative: bool
-
-
-@dataclass(frozen=True)
-class GateResult:
-    """A gate tested on a diff or a comparison.
-
-    Attributes
-    ----------
-    gate : Gate
-        The gate.
-    observed : float or None
-        A diff's change ``B - A``; a comparison's most extreme value over its traces (the largest
-        for ``>``/``>=``, the smallest for ``<``/``<=``). In % when the gate is relative (infinite
-        when A's value is 0), else in base units (ns, bytes, count).
-    exceeded : bool
-        Whether the threshold is exceeded (a comparison: by any trace).
-    within_noise : bool
-        Whether a diff's change is within the step-to-step noise (:mod:`tracekit.diff.result`);
-        always False for a comparison.
-    traces : tuple of str
-        The labels of a comparison's traces that exceed the gate; empty for a diff.
-    """
-
-    gate: Gate
-    observed: float | None
-    exceeded: bool
-    within_noise: bool = False
-    traces: tuple[str, ...] = ()
-
-    @property
-    def failed(self) -> bool:
-        """Exceeded, and not within the noise."""
-        return self.exceeded and not self.within_noise
 
 
 def parse(text: str, metrics: GateMetrics = DIFF_GATES) -> Gate:

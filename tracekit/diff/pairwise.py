@@ -2,8 +2,8 @@
 quantity with its noise, and judge what changed.
 
 Contract: :func:`diff` takes two :class:`~tracekit.analyses.profile.Profile` (A = before, B = after)
-and returns a frozen :class:`~tracekit.diff.result.Diff` (its quantities follow the noise rule of
-:mod:`tracekit.diff.result`); its ``findings`` are the verdict as data (which changes count,
+and returns a frozen :class:`~tracekit.results.diff.Diff` (its quantities follow the noise rule of
+:mod:`tracekit.results.diff`); its ``findings`` are the verdict as data (which changes count,
 :mod:`tracekit.diff.diff_verdict`). Pure: no printing, no I/O.
 
 **Units.** A's and B's units (ProfilerSteps or ``--unit`` spans) are paired in order; every unit's
@@ -24,7 +24,8 @@ import polars as pl
 from tracekit.diff import align as align_mod
 from tracekit.diff.diff_verdict import judge
 from tracekit.analyses.profile import Profile
-from tracekit.diff.result import (
+from tracekit.results.alignment import Alignment
+from tracekit.results.diff import (
     QUANTITIES,
     Diff,
     HostSync,
@@ -41,7 +42,7 @@ def _column(profile: Profile, column: str) -> list[int]:
     return [int(v) for v in values if v is not None]
 
 
-def _signature(al: align_mod.Alignment) -> tuple:
+def _signature(al: Alignment) -> tuple:
     ids = lambda ks: tuple(k.identity for k in ks)  # noqa: E731
     return (tuple((ids(f.before), f.after.identity) for f in al.fusions),
             tuple((s.before.identity, ids(s.after)) for s in al.splits),
@@ -63,14 +64,14 @@ def _median_by(frame: pl.DataFrame, units: list[int], key: str, value: str) -> d
     return {k: plain_number(statistics.median(v)) for k, v in _per_unit_by(frame, units, key, value).items()}
 
 
-def _align_pairs(a: Profile, b: Profile, pairs: tuple[tuple[int, int], ...]) -> list[align_mod.Alignment]:
+def _align_pairs(a: Profile, b: Profile, pairs: tuple[tuple[int, int], ...]) -> list[Alignment]:
     """The alignment of every unit pair, each distinct pair of sequences aligned once.
 
     A profile shares one :class:`KernelRef` per distinct kernel among its sequences, so two units
     that ran the same kernels have sequences of the same objects; steady training steps repeat,
     and a 300-step trace needs a handful of alignments instead of 300.
     """
-    done: dict[tuple[tuple[int, ...], tuple[int, ...]], align_mod.Alignment] = {}
+    done: dict[tuple[tuple[int, ...], tuple[int, ...]], Alignment] = {}
     out = []
     for ua, ub in pairs:
         seq_a, seq_b = a.sequences[ua], b.sequences[ub]
@@ -170,7 +171,7 @@ def _tensor_rows(p: Profile) -> list[dict[str, Any]]:
     return p.tensors.filter(pl.col("unit") == p.units[-1]).drop("unit").to_dicts()
 
 
-def _fused_away(rows: list[dict[str, Any]], alignment: align_mod.Alignment) -> list[dict[str, Any]]:
+def _fused_away(rows: list[dict[str, Any]], alignment: Alignment) -> list[dict[str, Any]]:
     """A's round trips between two kernels that B runs as one fused kernel."""
     out = []
     for f in alignment.fusions:

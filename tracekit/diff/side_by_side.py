@@ -1,9 +1,9 @@
 """Compile or hand-tuned? N traces of one workload side by side: what each paid once, what each costs
 per call, and after how many calls a compilation pays for itself.
 
-Contract: :func:`compare` takes ``(label, report)`` pairs (:class:`~tracekit.report.Report`, with its
+Contract: :func:`compare` takes ``(label, report)`` pairs (:class:`~tracekit.results.report.Report`, with its
 ``compilation``) and the index of the baseline, and returns a frozen :class:`Comparison`: one
-:class:`Row` per trace and the verdict as data (:class:`~tracekit.diff.verdict.Verdict` clauses of
+:class:`Row` per trace and the verdict as data (:class:`~tracekit.results.verdict.Verdict` clauses of
 :data:`VERDICT_KINDS`, the vocabulary ``tracekit diff`` speaks too), which the renderers word.
 ``--fail-if`` gates are tested against it by :func:`tracekit.diff.gates.evaluate_comparison`. Pure.
 
@@ -31,11 +31,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from tracekit.diff.verdict import Subject, Value, Verdict
+from tracekit.results.verdict import Subject, Value, Verdict
 from tracekit.errors import UsageError
+from tracekit.results.comparison import BreakEven, Comparison, Row
 
 if TYPE_CHECKING:
-    from tracekit.report import Report
+    from tracekit.results.report import Report
 
 STEADY_RULE = ("Steady per call: per shape key (the Input Dims of one op per unit), the median over the trace's "
                "steady units (not compiling, recompiling, recording a CUDA graph, JIT-compiling, cold or warming "
@@ -48,84 +49,6 @@ BREAK_EVEN_RULE = ("Break-even: calls n = ceil((O_X - O_B) / (g_B - g_X)) after 
 #: whether it pays off), ``fastest`` (the lowest steady GPU time per call), ``cpu_bound`` (the
 #: traces whose steady CPU dispatch exceeds their GPU time).
 VERDICT_KINDS = ("compiled", "jit", "none", "fastest", "cpu_bound")
-
-
-@dataclass(frozen=True)
-class BreakEven:
-    """When trace X has paid for its one-off cost against the baseline (module docstring)."""
-
-    reason: str
-    calls: int | None
-    extra_ns: int | None
-    saving_ns: int | None
-
-
-@dataclass(frozen=True)
-class Row:
-    """One trace's figures (times in ns; ``None`` where the trace cannot give them)."""
-
-    label: str
-    path: str
-    is_baseline: bool
-    shapes: int
-    units: int
-    steady_units: int
-    set_aside: dict[str, int]
-    compilations: int
-    recompiles: int
-    dynamic_promotions: int
-    shape_changes: int
-    compile_ns: int
-    recompile_ns: int
-    graph_records: int
-    graph_replays: int
-    record_ns: int
-    jit_ns: int
-    set_aside_count: int
-    set_aside_gpu_ns: int
-    gpu_ns: int | None
-    cpu_dispatch_ns: int | None
-    wall_ns: int | None
-    break_even: BreakEven | None = None
-
-    @property
-    def one_off_ns(self) -> int:
-        """What the trace paid once: compile CPU + graph records + first-call JIT."""
-        return self.compile_ns + self.record_ns + self.jit_ns
-
-    def value(self, key: str) -> float | None:
-        """The figure ``key`` (a field, or ``break_even_calls``) as a number for a ``--fail-if`` gate
-        (:data:`tracekit.diff.gates.COMPARE_GATES`); a break-even that never comes is infinite."""
-        if key == "break_even_calls":
-            be = self.break_even
-            if be is None or be.reason in ("unmeasured",) or self.is_baseline:
-                return None
-            return math.inf if be.calls is None else float(be.calls)
-        value = getattr(self, key)
-        return None if value is None else float(value)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Traces side by side (module docstring).
-
-    Attributes
-    ----------
-    rows : tuple of Row
-        One per trace, in the order given.
-    baseline : int
-        The index of the baseline row.
-    findings : tuple of Verdict
-        The verdict as data, in the order it is worded (:data:`VERDICT_KINDS`).
-    """
-
-    rows: tuple[Row, ...]
-    baseline: int
-    findings: tuple[Verdict, ...]
-
-    @property
-    def baseline_label(self) -> str:
-        return self.rows[self.baseline].label
 
 
 def label_of(path: str) -> str:

@@ -11,7 +11,7 @@ and bigger engines read it as is — e.g. DuckDB:
 ``SELECT name, sum(dur) FROM 'trace.parquet' WHERE "table" = 'gpu' GROUP BY name``.
 
 A caller may store more in the same file — rows of its own (with their own ``table`` value, which
-trace queries filter out as usual) and key-value metadata of its own; :mod:`tracekit.report_store`
+trace queries filter out as usual) and key-value metadata of its own; :mod:`tracekit.results.store`
 keeps the trace's report there. This module knows nothing of what they hold: it reads only the
 trace's frames and metadata back.
 

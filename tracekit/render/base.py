@@ -34,13 +34,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, TextIO
 
 if TYPE_CHECKING:
-    from tracekit.diff.expect import CheckResult
-    from tracekit.diff.gates import GateResult
-    from tracekit.diff.result import Diff
-    from tracekit.diff.side_by_side import Comparison
-    from tracekit.ranks import RankReport
+    from tracekit.results.check import CheckResult
+    from tracekit.results.gates import GateResult
+    from tracekit.results.diff import Diff
+    from tracekit.results.comparison import Comparison
+    from tracekit.results.ranks import RankReport
     from tracekit.render.document import Document
-    from tracekit.report import Report
+    from tracekit.results.report import Report
 
 
 class Renderer(abc.ABC):

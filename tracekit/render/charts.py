@@ -48,8 +48,8 @@ from tracekit.render.text import for_display
 from tracekit.render.timeline import CLASS_COLOURS, OTHER_COLOUR
 
 if TYPE_CHECKING:
-    from tracekit.diff.result import Diff
-    from tracekit.report import Report
+    from tracekit.results.diff import Diff
+    from tracekit.results.report import Report
 
 #: Bars drawn in :func:`gpu_time_by_class` (one per unit; the first ones).
 MAX_BARS = 64

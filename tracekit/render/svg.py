@@ -40,12 +40,12 @@ from tracekit.render.document import Charts, Document, Timelines
 from tracekit.render.gfm import document_text
 
 if TYPE_CHECKING:
-    from tracekit.diff.expect import CheckResult
-    from tracekit.diff.gates import GateResult
-    from tracekit.diff.result import Diff
-    from tracekit.diff.side_by_side import Comparison
-    from tracekit.ranks import RankReport
-    from tracekit.report import Report
+    from tracekit.results.check import CheckResult
+    from tracekit.results.gates import GateResult
+    from tracekit.results.diff import Diff
+    from tracekit.results.comparison import Comparison
+    from tracekit.results.ranks import RankReport
+    from tracekit.results.report import Report
 
 #: The pictures of ``tracekit report`` (by name) in the order the Markdown shows them.
 REPORT_FILES: tuple[str, ...] = ("timeline", "gpu_time_by_class", "roofline", "memory")

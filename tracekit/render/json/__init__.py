@@ -21,12 +21,12 @@ from tracekit.render.base import Renderer
 from tracekit.render.json.encode import encode
 
 if TYPE_CHECKING:
-    from tracekit.diff.side_by_side import Comparison
-    from tracekit.diff.result import Diff
-    from tracekit.diff.expect import CheckResult
-    from tracekit.diff.gates import GateResult
-    from tracekit.ranks import RankReport
-    from tracekit.report import Report
+    from tracekit.results.comparison import Comparison
+    from tracekit.results.diff import Diff
+    from tracekit.results.check import CheckResult
+    from tracekit.results.gates import GateResult
+    from tracekit.results.ranks import RankReport
+    from tracekit.results.report import Report
 
 
 def _write(out: TextIO, data: Any) -> None:

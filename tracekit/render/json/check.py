@@ -15,7 +15,7 @@ from tracekit import schemas
 from tracekit.render.views.check import expected_text, observed_text
 
 if TYPE_CHECKING:
-    from tracekit.diff.expect import CheckResult
+    from tracekit.results.check import CheckResult
 
 
 def check_data(result: CheckResult) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from tracekit.render.json.encode import finite
 from tracekit.render.views.compare import verdict_lines
 
 if TYPE_CHECKING:
-    from tracekit.diff.gates import GateResult
-    from tracekit.diff.side_by_side import Comparison
+    from tracekit.results.gates import GateResult
+    from tracekit.results.comparison import Comparison
 
 
 def compare_data(comparison: Comparison, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:

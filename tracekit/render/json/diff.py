@@ -53,9 +53,9 @@ from tracekit.render.json.findings import findings_data
 from tracekit.render.views.verdict import plain, verdict_parts
 
 if TYPE_CHECKING:
-    from tracekit.diff.result import Diff, Quantity
-    from tracekit.diff.verdict import Verdict
-    from tracekit.diff.gates import GateResult
+    from tracekit.results.diff import Diff, Quantity
+    from tracekit.results.verdict import Verdict
+    from tracekit.results.gates import GateResult
 
 
 _PER_STEP_KEYS = {
@@ -82,7 +82,7 @@ def _finding(f: Verdict) -> dict[str, Any]:
 
 def diff_data(diff: Diff, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:
     """The diff (and its gates) as plain data following the ``tracekit.diff/1`` contract."""
-    from tracekit.diff.result import NOISE_RULE, fusion_record
+    from tracekit.results.diff import NOISE_RULE, fusion_record
     al = diff.alignment
     side = lambda p: {"trace": p.label, "unit_kind": p.unit_kind,  # noqa: E731
                       "units": [p.unit_labels[u] for u in p.units],

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from tracekit import schemas
 
 if TYPE_CHECKING:
-    from tracekit.ranks import RankReport
+    from tracekit.results.ranks import RankReport
 
 
 def ranks_data(rank_report: RankReport) -> dict[str, Any]:

@@ -97,7 +97,7 @@ if TYPE_CHECKING:
     from tracekit.analyses.round_trips import RoundTripReport
     from tracekit.analyses.throughput import ThroughputReport
     from tracekit.analyses.units import Units
-    from tracekit.report import Report
+    from tracekit.results.report import Report
 
 
 def report_data(report: Report) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from tracekit.render.text import Code, Rows
 from tracekit.render.views.blocks import table
 
 if TYPE_CHECKING:
-    from tracekit.diff.expect import CheckResult, Item
+    from tracekit.results.check import CheckResult, Item
 
 
 def document(result: CheckResult) -> Document:

@@ -12,9 +12,9 @@ from tracekit.render.text import Code, Rows, counted, duration, us
 from tracekit.render.views.blocks import gates_table, table
 
 if TYPE_CHECKING:
-    from tracekit.diff.gates import GateResult
-    from tracekit.diff.side_by_side import Comparison
-    from tracekit.diff.verdict import Verdict
+    from tracekit.results.gates import GateResult
+    from tracekit.results.comparison import Comparison
+    from tracekit.results.verdict import Verdict
 
 
 def document(comparison: Comparison, gate_results: Sequence[GateResult] = ()) -> Document:

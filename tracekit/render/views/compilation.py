@@ -15,7 +15,7 @@ from tracekit.render.text import Code, Rows, counted, duration, us
 from tracekit.render.views.labels import step_label
 
 if TYPE_CHECKING:
-    from tracekit.report import Report
+    from tracekit.results.report import Report
 
 #: How a frame compilation's trigger and a unit's state are worded.
 TRIGGER_WORDS = {"first": "first compile", "dynamic_promotion": "recompile, dynamic-shape promotion",

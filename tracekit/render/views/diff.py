@@ -3,7 +3,7 @@ gates), A's and B's step timelines, the per-class chart, then the detail tables 
 were measured.
 
 Cells are plain strings, or :class:`~tracekit.render.text.Code` for names (kernels, ops). The view
-words a :class:`~tracekit.diff.result.Diff`; it never computes a figure nor decides what counts:
+words a :class:`~tracekit.results.diff.Diff`; it never computes a figure nor decides what counts:
 medians, deltas and noise come from the Diff, the verdict's clauses from its findings
 (:mod:`tracekit.render.views.verdict`).
 """
@@ -23,8 +23,8 @@ from tracekit.render.views.findings import changes_table as findings_changes
 from tracekit.render.views.verdict import fmt_delta, fmt_status, fmt_value, joined_ops, kname, verdict_parts
 
 if TYPE_CHECKING:
-    from tracekit.diff.result import Diff
-    from tracekit.diff.gates import GateResult
+    from tracekit.results.diff import Diff
+    from tracekit.results.gates import GateResult
 
 #: Width (user units and CSS pixels) a step timeline is drawn at; the longer of a pair of steps
 #: gets it, the shorter a share in proportion to its duration (one time scale for both).
@@ -207,7 +207,7 @@ def hidden_table(diff: Diff) -> Rows:
 
 
 def method_lines(diff: Diff) -> list[str]:
-    from tracekit.diff.result import NOISE_RULE
+    from tracekit.results.diff import NOISE_RULE
     a, b = diff.a, diff.b
     lines = [
         f"A: {a.label}, {len(a.units)} {a.unit_kind} unit(s): {', '.join(a.unit_labels[u] for u in a.units)}",

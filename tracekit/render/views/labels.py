@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tracekit.report import Report
+    from tracekit.results.report import Report
 
 
 def step_label(report: Report, number: int | None) -> str:

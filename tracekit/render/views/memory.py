@@ -13,7 +13,7 @@ from tracekit.render.text import Code, Rows, size
 from tracekit.render.views.labels import step_label
 
 if TYPE_CHECKING:
-    from tracekit.report import Report
+    from tracekit.results.report import Report
 
 #: The one line a report without memory events shows in its Memory section.
 HINT = ("no [memory] events in this trace: record them with torch.profiler.profile(profile_memory=True) "

@@ -9,7 +9,7 @@ from tracekit.render.text import Rows, us
 from tracekit.render.views.blocks import table
 
 if TYPE_CHECKING:
-    from tracekit.ranks import RankReport
+    from tracekit.results.ranks import RankReport
 
 
 def document(rank_report: RankReport) -> Document:

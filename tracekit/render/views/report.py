@@ -12,7 +12,7 @@ from tracekit.render.views.blocks import table
 from tracekit.render.views.labels import step_label
 
 if TYPE_CHECKING:
-    from tracekit.report import Report
+    from tracekit.results.report import Report
 
 #: Width (user units and CSS pixels) a report's step timeline is drawn at.
 TIMELINE_WIDTH = 1200

@@ -19,7 +19,7 @@ from tracekit.render.views import compilation, memory
 from tracekit.render.views.labels import step_label
 
 if TYPE_CHECKING:
-    from tracekit.report import Report
+    from tracekit.results.report import Report
 
 
 def facts_lines(report: Report) -> list[tuple[str, str]]:

@@ -12,8 +12,8 @@ from tracekit.classify.names import short_kernel_name
 from tracekit.render.text import Code, us
 
 if TYPE_CHECKING:
-    from tracekit.diff.result import Diff, Quantity
-    from tracekit.diff.verdict import Verdict
+    from tracekit.results.diff import Diff, Quantity
+    from tracekit.results.verdict import Verdict
 
 
 class Kernel(Protocol):

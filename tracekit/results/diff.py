@@ -19,9 +19,9 @@ import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tracekit.diff.align import Alignment, Fusion
+from tracekit.results.alignment import Alignment, Fusion
 from tracekit.analyses.profile import Profile
-from tracekit.diff.verdict import Verdict
+from tracekit.results.verdict import Verdict
 
 if TYPE_CHECKING:
     from tracekit.findings import Finding

@@ -1,7 +1,7 @@
 """The trace's report stored beside it in the Parquet file of ``tracekit convert``, and read back.
 
 Contract: :func:`save` writes the trace (:func:`tracekit.load.parquet.write`) with its
-:class:`~tracekit.report.Report` stored in the same file, and :func:`load_report` returns that report
+:class:`~tracekit.results.report.Report` stored in the same file, and :func:`load_report` returns that report
 when it was stored under the given key (:func:`cache_key`), else None — so re-reporting a converted
 trace renders stored results instead of analysing again. The report's frames are rows with
 ``table`` = ``report_cache`` (``cache_part`` names the frame, ``cache_blob`` holds it as Parquet
@@ -48,7 +48,7 @@ from tracekit.analyses.round_trips import RoundTripReport
 from tracekit.analyses.throughput import ThroughputReport
 from tracekit.analyses.units import Units
 from tracekit.load import parquet
-from tracekit.report import Facts, Report
+from tracekit.results.report import Facts, Report
 from tracekit.findings import Evidence, Finding
 from tracekit.trace import Trace
 
@@ -130,7 +130,7 @@ def decode(skeleton: str, frames: dict[str, bytes]) -> Report:
 def _reference() -> Report:
     """The report of an empty trace: the classes, frame columns and dtypes this code produces."""
     from tracekit.analyses import pipeline
-    from tracekit.report import build
+    from tracekit.results.report import build
     from tracekit.trace import LOADED_SCHEMAS, STEPS_SCHEMA, TraceMeta, empty_frame
 
     meta = TraceMeta(path="", size_bytes=0, base_time_ns=None, devices=(), versions={}, distributed=None,
@@ -214,7 +214,7 @@ def _from_plain(value: Any, frames: dict[str, bytes]) -> Any:
 def code_fingerprint() -> str:
     """sha256 of every tracekit source file and the Polars version: what made the analysis."""
     digest = hashlib.sha256(f"polars {pl.__version__}\n".encode())
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parent.parent  # the tracekit package, not only this wing
     for path in sorted(root.rglob("*.py")):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())

@@ -144,7 +144,7 @@ class Report:
     round_trips: round_trips.RoundTripReport | None = None
     throughput: throughput.ThroughputReport | None = None
     #: The whole-trace attribution the tables were built from (never step-filtered); None in a
-    #: stored report (:mod:`tracekit.report_store` leaves it out).
+    #: stored report (:mod:`tracekit.results.store` leaves it out).
     attribution: attribution.Attribution | None = None
     #: ``{"hta": DataFrame}`` with ``--hta`` (:func:`tracekit.hta_oracle.side_by_side`).
     extra: dict[str, pl.DataFrame] = field(default_factory=dict)

@@ -1,0 +1,35 @@
+"""``tracekit report DIR``'s result: one summary row per rank trace (made by
+:func:`tracekit.ranks.analyze`, worded by the renderers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+
+RANK_SCHEMA = {
+    "file": pl.String, "rank": pl.Int64, "steps": pl.UInt32, "mean_step_ns": pl.Int64,
+    "max_step_ns": pl.Int64, "gpu_busy_ns": pl.Int64, "kernel_count": pl.UInt32, "error": pl.String,
+}
+
+
+@dataclass(frozen=True)
+class RankReport:
+    """Per-rank summary of a directory of traces.
+
+    Attributes
+    ----------
+    directory : str
+        The directory as given.
+    ranks : DataFrame
+        One row per trace file (:data:`RANK_SCHEMA`): ``file str, rank i64?, steps u32,
+        mean_step_ns i64?, max_step_ns i64?, gpu_busy_ns i64, kernel_count u32, error str?``, sorted
+        by rank then file.
+    slowest : str or None
+        The file whose mean step is longest (ties: lowest rank); None when no file has a step.
+    """
+
+    directory: str
+    ranks: pl.DataFrame
+    slowest: str | None
