@@ -173,7 +173,7 @@ def main(argv: list[str]) -> None:
     clock.mark = time.perf_counter()
     result = report_mod.build(pipeline.run(trace))
     clock.tick("(whole build() again, for reference)")
-    renderer_for("md").report(result, io.StringIO())
+    renderer_for("md").render(result, io.StringIO())
     clock.tick("render md")
     if len(argv) > 1:  # the Parquet cache of the same trace: its load alone
         clock.mark = time.perf_counter()

@@ -100,7 +100,7 @@ def test_readme_report_example_is_a_real_run(request):
     assert shown.startswith(f"```\n{command}\n```\n\n")
     out = io.StringIO()
     report = tracekit.open(ROOT / "sample_traces" / "mlp_eager.json.gz").report(step=4)
-    renderer_for("md").report(report, out)
+    renderer_for("md").render(report, out)
     expected = f"```\n{command}\n```\n\n{_demoted(out.getvalue())}\n\n"
     if request.config.getoption("--update-goldens"):
         readme.write_text(head + start + expected + end + tail, encoding="utf-8")

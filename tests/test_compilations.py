@@ -157,7 +157,7 @@ def test_a_trace_without_compilation_has_no_section_in_any_format(tmp_path):
 
     for name in ("term", "md"):
         out = io.StringIO()
-        RENDERERS[name].report(report, out)
+        RENDERERS[name].render(report, out)
         assert "Compilation" not in out.getvalue(), name
 
 
@@ -174,14 +174,14 @@ def test_every_renderer_reports_an_empty_and_a_cpu_only_trace(tmp_path):
         comparison = side_by_side.compare([("a", report), ("b", report)])
         assert comparison.rows[1].break_even.reason == reason
         for renderer in RENDERERS.values():
-            renderer.report(report, io.StringIO())
+            renderer.render(report, io.StringIO())
             if renderer.name == "svg":  # no picture for compare: one line, exit 2
                 from tracekit.errors import UsageError
 
                 with pytest.raises(UsageError, match="--format svg draws"):
-                    renderer.compare(comparison, io.StringIO())
+                    renderer.render(comparison, io.StringIO())
                 continue
-            renderer.compare(comparison, io.StringIO())
+            renderer.render(comparison, io.StringIO())
 
 
 # -- the shipped sweep, against its manifest and the raw JSON ------------------------------------------
@@ -458,14 +458,14 @@ def test_report_shows_a_compilation_section_and_json_key():
 
     report = _report("compile")
     out = io.StringIO()
-    RENDERERS["md"].report(report, out)
+    RENDERERS["md"].render(report, out)
     md = out.getvalue()
     assert "## Compilation: frame compilations (dims of aten::mm)" in md
     assert "| 0/1 | mlp\\_fwd#4 32x128 | recompile, dynamic-shape promotion | dynamic |" in md
     assert "3 frame compilations (2 recompiles: 2 dynamic-shape promotions), 3.21 s of CPU" in md
     assert "**steady units**: 13 of 16 steady; set aside: 1 compile, 2 recompile" in md
     out = io.StringIO()
-    RENDERERS["json"].report(report, out)
+    RENDERERS["json"].render(report, out)
     data = json.loads(out.getvalue())
     assert data["compilation"]["totals"]["recompiles"] == 2
     assert data["set_aside_units"] == {"0": "compile", "4": "recompile", "12": "recompile"}

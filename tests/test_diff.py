@@ -26,7 +26,7 @@ from tracekit.errors import UsageError
 from tracekit.load import load
 from tracekit.render import FORMATS, renderer_for
 from tracekit.render.gfm import md_code, md_escape
-from tracekit.render.json.diff import diff_data
+from tracekit.render.json import diff as diff_json
 from tracekit.render.views.verdict import plain, verdict_parts
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
@@ -228,7 +228,7 @@ def test_missing_analyses_are_reported_unavailable_not_zero():
     d = pairwise.diff(without_gaps_and_trips(prof("mlp_eager")), without_gaps_and_trips(prof("mlp_compile")))
     assert "round_trip_bytes" not in d.quantities and "cpu_time" not in d.quantities
     assert "not computed" in d.unavailable["round_trip_bytes"]
-    data = diff_data(d)
+    data = diff_json.data(d)
     assert data["round_trip_bytes_per_step"] is None and data["cpu_ns_per_step"] is None
     with pytest.raises(UsageError, match="not available"):
         gates.evaluate([gates.parse("round_trip_bytes>+0")], d)
@@ -237,7 +237,7 @@ def test_missing_analyses_are_reported_unavailable_not_zero():
 # --- JSON contract ----------------------------------------------------------------------------
 
 def test_json_contract():
-    data = json.loads(_render(renderer_for("json").diff, diff("mlp_eager", "mlp_compile")))
+    data = json.loads(_render(renderer_for("json").render, diff("mlp_eager", "mlp_compile")))
     assert data["schema"] == "tracekit.diff/1"
     assert data["fusions"][0]["after"] == "triton_poi_fused__unsafe_view_gelu_mul_0"
     assert len(data["fusions"][0]["before"]) == 2
@@ -248,8 +248,8 @@ def test_json_contract():
     assert rt["a"] - rt["b"] == RT_BYTES
     assert sum(u["count"] for u in data["kernels"]["unchanged"] if u["class"] == "gemm") == 3
     assert data["a"]["trace"] == "mlp_eager.json.gz"  # basenames only
-    again = _render(renderer_for("json").diff, diff("mlp_eager", "mlp_compile"))
-    assert again == _render(renderer_for("json").diff, diff("mlp_eager", "mlp_compile"))
+    again = _render(renderer_for("json").render, diff("mlp_eager", "mlp_compile"))
+    assert again == _render(renderer_for("json").render, diff("mlp_eager", "mlp_compile"))
 
 
 def _render(fn, d, *args) -> str:
@@ -368,7 +368,7 @@ HOSTILE = "k|<b>`x`</b>*_"
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_renderer_on_empty_cpu_only_and_hostile_names(tmp_path, fmt):
-    render = renderer_for(fmt).diff
+    render = renderer_for(fmt).render
     empty = write_trace(tmp_path / "empty.json", [], gpu=False)
     cpu = _tiny(tmp_path, "cpu.json", [])
     hostile = _tiny(tmp_path, "hostile.json", [HOSTILE])
@@ -426,7 +426,7 @@ def test_eager_to_compile_findings_name_the_fusion_and_the_gpu_time():
                               "triton_poi_fused__unsafe_view_gelu_mul_0; the three GEMMs unchanged; "
                               "GPU time per step 231.1 µs → 205.4 µs (-11.1%, outside the step-to-step noise of ±4.4 µs)")
     assert "aten::as_strided and 2 more (ops that launch no GPU work) is gone" in verdict
-    data = diff_data(d)
+    data = diff_json.data(d)
     assert data["verdict"] == verdict
     assert data["findings"][0]["subjects"][2] == {"role": "after", "name": "triton_poi_fused__unsafe_view_gelu_mul_0",
                                                   "class": "triton_fused", "changes": []}
@@ -484,7 +484,7 @@ def test_check_items_carry_numbers_and_the_renderers_word_them():
     for fmt, line in (("md", "| kernels | `exactly 5` | 5 in every step | met |"),
                       ("term", "exactly 5"), ("json", '"expected_value": 5')):
         out = io.StringIO()
-        renderer_for(fmt).check(result, out)
+        renderer_for(fmt).render(result, out)
         assert line in out.getvalue()
     data = json.loads(_check_json(result))
     assert data["items"][0] == {"key": "kernels", "expected": "exactly 5", "observed": "5 in every step", "met": True,
@@ -494,7 +494,7 @@ def test_check_items_carry_numbers_and_the_renderers_word_them():
 
 def _check_json(result) -> str:
     out = io.StringIO()
-    renderer_for("json").check(result, out)
+    renderer_for("json").render(result, out)
     return out.getvalue()
 
 

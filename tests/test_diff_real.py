@@ -17,7 +17,7 @@ from tracekit.diff import pairwise
 from tracekit.results import diff as result
 from tracekit.load import load
 from tracekit.render import renderer_for
-from tracekit.render.json.diff import diff_data
+from tracekit.render.json import diff as diff_json
 from tracekit.render.views.verdict import plain, verdict_parts
 
 HERE = Path(__file__).resolve().parent
@@ -58,7 +58,7 @@ def test_two_dlrm_ranks_name_the_longer_stream_sync_and_no_fusion():
     assert "host sync cudaStreamSynchronize 1,142.0 µs → 6,622.0 µs per step" in plain(verdict_parts(d))
     md = _render("md", d)
     assert "| `cudaStreamSynchronize` | 1,142.0 µs | 6,622.0 µs |" in md
-    data = diff_data(d)
+    data = diff_json.data(d)
     assert data["a"]["setup"] == {"devices": ["Tesla V100-SXM2-32GB"], "versions": {}, "world_size": 8, "rank": 0}
     assert data["b"]["setup"]["rank"] == 1
     host = {h["name"]: h for h in data["host_syncs"]}
@@ -131,7 +131,7 @@ def test_cuda_graph_launches_that_appear_and_vanish():
     (g,) = [f for f in d.findings if f.kind == "graph_launches"]
     assert dict(g.quantities) == {"a": 0, "b": 1}
     assert "CUDA-graph launches appeared (1 per step)" in plain(verdict_parts(d))
-    assert diff_data(d)["graph_launches_per_step"]["values_b"] == [1, 1, 1]
+    assert diff_json.data(d)["graph_launches_per_step"]["values_b"] == [1, 1, 1]
     back = diff(graphs, SAMPLES / "mlp_compile.json.gz")
     assert "CUDA-graph launches vanished (1 per step in A)" in plain(verdict_parts(back))
 
@@ -148,7 +148,7 @@ def _render(fmt: str, d: result.Diff) -> str:
     import io
 
     out = io.StringIO()
-    renderer_for(fmt).diff(d, out, [])
+    renderer_for(fmt).render(d, out, [])
     return out.getvalue()
 
 

@@ -22,7 +22,7 @@ COLD = ROOT / "sample_traces" / "antipatterns" / "antipatterns_cold-first-step.j
 @pytest.fixture(scope="module")
 def report_page() -> str:
     out = io.StringIO()
-    HtmlRenderer().report(tracekit.open(COLD).report(timelines=True), out)
+    HtmlRenderer().render(tracekit.open(COLD).report(timelines=True), out)
     return out.getvalue()
 
 
@@ -86,7 +86,7 @@ def test_a_capped_step_says_what_was_left_out(monkeypatch):
     shown = next(s for s in report.timelines.steps if s.number == 3)
     assert shown.left_out.get("kernel", 0) > 0
     out = io.StringIO()
-    renderer_for("html").report(report, out)
+    renderer_for("html").render(report, out)
     view = out.getvalue().split('<div class="tk-view" data-key="3">')[1].split("</div>")[0]
     assert view.count('class="tk-kernel"') <= 10
     note = re.search(r'<g class="tk-left-out".*?</g>', view, re.S).group()

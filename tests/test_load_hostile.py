@@ -208,10 +208,10 @@ def test_device_activity_tracekit_does_not_analyse_is_counted_and_named(tmp_path
     import io
 
     md = io.StringIO()
-    renderer_for("md").report(report, md)
+    renderer_for("md").render(report, md)
     assert "25,814 MTIA device activities: not analysed" in md.getvalue()
     data = io.StringIO()
-    renderer_for("json").report(report, data)
+    renderer_for("json").render(report, data)
     assert json.loads(data.getvalue())["trace"]["unanalysed_activity"] == {"mtia_ccp_events": 25_814}
 
 

@@ -254,7 +254,7 @@ def test_real_traces_with_memory_events(name: str) -> None:
 
 def _render(report, fmt: str) -> str:
     out = io.StringIO()
-    renderer_for(fmt).report(report, out)
+    renderer_for(fmt).render(report, out)
     return out.getvalue()
 
 

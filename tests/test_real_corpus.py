@@ -70,7 +70,7 @@ def _renders(path: Path) -> None:
     report = session.report()
     for fmt in FORMATS:
         out = io.StringIO()
-        renderer_for(fmt).report(report, out)
+        renderer_for(fmt).render(report, out)
         assert out.getvalue().strip()
         if fmt == "json":
             data = json.loads(out.getvalue())
@@ -78,7 +78,7 @@ def _renders(path: Path) -> None:
     diff = session.diff(session)
     for fmt in FORMATS:
         out = io.StringIO()
-        renderer_for(fmt).diff(diff, out)
+        renderer_for(fmt).render(diff, out)
         assert out.getvalue().strip()
 
 
@@ -98,7 +98,7 @@ def test_ranks_of_one_run_diff_in_every_format(a, b):
     diff = tracekit.open(a, execution_trace=None).diff(b)
     for fmt in FORMATS:
         out = io.StringIO()
-        renderer_for(fmt).diff(diff, out)
+        renderer_for(fmt).render(diff, out)
         assert out.getvalue().strip()
 
 

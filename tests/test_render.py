@@ -20,7 +20,7 @@ from tracekit.render.gfm import md_escape
 
 
 def render_report(report, fmt, out):
-    renderer_for(fmt).report(report, out)
+    renderer_for(fmt).render(report, out)
 
 
 def _cpu_only(tmp_path):

@@ -1,5 +1,8 @@
 """The ``tracekit`` command line: one module per command, each a few lines (open → analyse → render).
 
+Each module ``tracekit/commands/NAME.py`` defines the click command ``NAME`` and is registered by
+being there (:func:`_commands`); :mod:`~tracekit.commands.options` holds what commands share.
+
 Contract: :func:`main` runs the click group behind the one error boundary
 (:mod:`tracekit.boundary`): a :class:`~tracekit.errors.TracekitError` becomes one line on stderr
 and its exit code (2 = bad input or usage, 1 = a gate or expectation failed). ``capture`` is
@@ -11,11 +14,11 @@ from __future__ import annotations
 
 import importlib
 import os
+import pkgutil
 
 import click
 
 from tracekit import __version__, boundary
-from tracekit.commands import annotate, check, compare, convert, diff, report
 
 #: Commands imported only when run: name -> (module, attribute, the help line ``--help`` lists).
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -62,7 +65,21 @@ def cli() -> None:
     """Turn PyTorch profiler (Kineto) traces into answers."""
 
 
-for _command in (report.report, convert.convert, diff.diff, check.check, compare.compare, annotate.annotate):
+#: Modules of this package that hold no command.
+NOT_COMMANDS = ("options",)
+
+
+def _commands() -> list[click.Command]:
+    """Every command module's command: module ``tracekit.commands.NAME`` defines the click command
+    ``NAME`` (a new command is one new module here; nothing else registers it)."""
+    found = []
+    for module in pkgutil.iter_modules(__path__):
+        if module.name not in NOT_COMMANDS:
+            found.append(getattr(importlib.import_module(f"{__name__}.{module.name}"), module.name))
+    return found
+
+
+for _command in _commands():
     cli.add_command(_command)
 
 

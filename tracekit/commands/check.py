@@ -32,7 +32,7 @@ def check(trace_path: str, expect_path: str, unit: str | None, no_et: bool, fmt:
     result = session.check(expectations, unit=unit)
     renderer = options.renderer(fmt, output)
     with open_output(output) as out:
-        renderer.check(result, out, color=options.colour(output))
+        renderer.render(result, out, color=options.colour(output))
     broken = [i for i in result.items if not i.met]
     if broken:
         from tracekit.render.views.check import expected_text

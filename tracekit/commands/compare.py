@@ -63,5 +63,5 @@ def compare(traces: tuple[str, ...], baseline: str | None, unit: str | None, fai
     result = side_by_side.compare(reports, baseline=index)
     results = gates.evaluate_comparison(parsed, result)
     renderer = options.renderer(fmt, output)
-    options.write_then_gate(output, lambda out: renderer.compare(result, out, results, color=options.colour(output)),
+    options.write_then_gate(output, lambda out: renderer.render(result, out, results, color=options.colour(output)),
                             results, lambda r: f"{r.gate.text} ({', '.join(r.traces)})")

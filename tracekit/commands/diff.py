@@ -60,6 +60,6 @@ def diff(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], n
         refuse_inputs(output, inputs)
     result = pairwise.diff(*profiles(a_path, b_path, unit, et_choice, renderer.needs_timelines))
     results = gates.evaluate(parsed, result)
-    options.write_then_gate(output, lambda out: renderer.diff(result, out, results, color=options.colour(output)),
+    options.write_then_gate(output, lambda out: renderer.render(result, out, results, color=options.colour(output)),
                             results, target=target, inputs=inputs,
-                            files=lambda index: renderer.diff_files(result, results, index=index))
+                            files=lambda index: renderer.files(result, results, index=index))

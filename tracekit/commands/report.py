@@ -57,7 +57,7 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
         refuse_inputs(output, ranks.find_traces(trace_path))
         result = ranks.analyze(trace_path)
         with open_output(output) as out:
-            renderer.ranks(result, out, color=options.colour(output))
+            renderer.render(result, out, color=options.colour(output))
         return
     overrides = options.parse_ceilings(ceilings)
     session = Session(trace_path, execution_trace=options.execution_trace_choice(et_path, no_et),
@@ -66,8 +66,8 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     if target is None:
         refuse_inputs(output, inputs)
     result = session.report(step=step, ceilings=overrides, hta=hta, unit=unit, timelines=renderer.needs_timelines)
-    options.write_result(output, lambda out: renderer.report(result, out, color=options.colour(output)),
-                         target=target, inputs=inputs, files=lambda index: renderer.report_files(result, index=index))
+    options.write_result(output, lambda out: renderer.render(result, out, color=options.colour(output)),
+                         target=target, inputs=inputs, files=lambda index: renderer.files(result, index=index))
     hits = sorted({f.rule for f in result.findings} & set(gated))
     if hits:
         from tracekit.errors import GateFailed

@@ -38,14 +38,11 @@ from tracekit.errors import UsageError
 from tracekit.render.base import Renderer
 from tracekit.render.document import Charts, Document, Timelines
 from tracekit.render.gfm import document_text
+from tracekit.render.views import document
 
 if TYPE_CHECKING:
-    from tracekit.results.check import CheckResult
+    from tracekit.results import Result
     from tracekit.results.gates import GateResult
-    from tracekit.results.diff import Diff
-    from tracekit.results.comparison import Comparison
-    from tracekit.results.ranks import RankReport
-    from tracekit.results.report import Report
 
 #: The pictures of ``tracekit report`` (by name) in the order the Markdown shows them.
 REPORT_FILES: tuple[str, ...] = ("timeline", "gpu_time_by_class", "roofline", "memory")
@@ -58,6 +55,14 @@ _NEEDS_FILES = ("--format svg writes files: give -o DIR/ (every picture and a Ma
 
 NOTHING_IN_REPORT = "Nothing to draw: this report has no step timeline and no GPU work."
 NOTHING_IN_DIFF = "Nothing to draw: neither trace has GPU kernel time."
+#: The result kinds with pictures: their pictures in order, the page showing them, and what
+#: ``-o FILE.svg`` says when nothing can be drawn.
+PICTURES: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "report": (REPORT_FILES, REPORT_INDEX, NOTHING_IN_REPORT),
+    "diff": (DIFF_FILES, DIFF_INDEX, NOTHING_IN_DIFF),
+}
+#: How the refusal names the command of a result kind without pictures (default: the kind).
+COMMANDS = {"ranks": "report DIR"}
 
 
 def nothing_drawn(sentence: str) -> str:
@@ -119,37 +124,23 @@ class SvgRenderer(Renderer):
             return os.path.dirname(output) or ".", os.path.basename(output)
         return output, None
 
-    def report_files(self, report: Report, *, index: str | None = None) -> dict[str, str]:
-        from tracekit.render.views import report as view
+    def files(self, result: Result, gate_results: Sequence[GateResult] = (), *,
+              index: str | None = None) -> dict[str, str]:
+        order, default_index, nothing = _drawn(result)
+        return _files(document(result, gate_results), order, index or default_index, nothing)
 
-        return _files(view.document(report), REPORT_FILES, index or REPORT_INDEX, NOTHING_IN_REPORT)
+    def render(self, result: Result, out: TextIO, gate_results: Sequence[GateResult] = (), *,
+               color: bool = False, width: int | None = None) -> None:
+        order, _, nothing = _drawn(result)
+        out.write(_first(document(result, gate_results), order, nothing))
 
-    def diff_files(self, diff: Diff, gate_results: Sequence[GateResult] = (), *,
-                   index: str | None = None) -> dict[str, str]:
-        from tracekit.render.views import diff as view
 
-        return _files(view.document(diff, gate_results), DIFF_FILES, index or DIFF_INDEX, NOTHING_IN_DIFF)
-
-    def report(self, report: Report, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
-        from tracekit.render.views import report as view
-
-        out.write(_first(view.document(report), REPORT_FILES, NOTHING_IN_REPORT))
-
-    def diff(self, diff: Diff, out: TextIO, gate_results: Sequence[GateResult] = (), *, color: bool = False,
-             width: int | None = None) -> None:
-        from tracekit.render.views import diff as view
-
-        out.write(_first(view.document(diff, gate_results), DIFF_FILES, NOTHING_IN_DIFF))
-
-    def check(self, result: CheckResult, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
-        _no_pictures("check")
-
-    def ranks(self, rank_report: RankReport, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
-        _no_pictures("report DIR")
-
-    def compare(self, comparison: Comparison, out: TextIO, gate_results: Sequence[GateResult] = (), *,
-                color: bool = False, width: int | None = None) -> None:
-        _no_pictures("compare")
+def _drawn(result: Result) -> tuple[tuple[str, ...], str, str]:
+    """``(picture names in order, index file name, what to say when nothing is drawn)`` of a result
+    kind with pictures; :class:`UsageError` for another."""
+    if result.kind not in PICTURES:
+        _no_pictures(COMMANDS.get(result.kind, result.kind))
+    return PICTURES[result.kind]
 
 
 def _no_pictures(command: str) -> NoReturn:

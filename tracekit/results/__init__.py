@@ -13,3 +13,14 @@ Results sit above the analyses and the findings and below everything that comput
 (:mod:`tracekit.diff`), the session and the renderers: they import neither (the architecture tests
 hold it).
 """
+
+from __future__ import annotations
+
+from typing import ClassVar, Protocol
+
+
+class Result(Protocol):
+    """What every result is to a renderer: its ``kind`` (``"report"``, ``"diff"``, ``"check"``,
+    ``"compare"``, ``"ranks"``), which names its view and its JSON contract."""
+
+    kind: ClassVar[str]

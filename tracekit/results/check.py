@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass, field
 
 
@@ -36,6 +38,10 @@ class Item:
 
 @dataclass(frozen=True)
 class CheckResult:
+    #: The result kind: its view is ``tracekit.render.views.check``, its JSON contract
+    #: ``tracekit.render.json.check`` (the renderers find both by this name).
+    kind: ClassVar[str] = "check"
+
     trace: str
     description: str
     items: tuple[Item, ...]

@@ -4,6 +4,8 @@ its break-even against the baseline, and the verdict as data (built by
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import math
 from dataclasses import dataclass
 
@@ -78,6 +80,10 @@ class Comparison:
     findings : tuple of Verdict
         The verdict as data, in the order it is worded (:data:`VERDICT_KINDS`).
     """
+
+    #: The result kind: its view is ``tracekit.render.views.compare``, its JSON contract
+    #: ``tracekit.render.json.compare`` (the renderers find both by this name).
+    kind: ClassVar[str] = "compare"
 
     rows: tuple[Row, ...]
     baseline: int

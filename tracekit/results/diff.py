@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tracekit.results.alignment import Alignment, Fusion
 from tracekit.analyses.profile import Profile
@@ -127,6 +127,10 @@ class OpChange:
 @dataclass(frozen=True)
 class Diff:
     """Everything ``tracekit diff`` shows (see module docstring)."""
+
+    #: The result kind: its view is ``tracekit.render.views.diff``, its JSON contract
+    #: ``tracekit.render.json.diff`` (the renderers find both by this name).
+    kind: ClassVar[str] = "diff"
 
     a: Profile
     b: Profile

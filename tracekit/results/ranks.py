@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 import polars as pl
@@ -29,6 +31,10 @@ class RankReport:
     slowest : str or None
         The file whose mean step is longest (ties: lowest rank); None when no file has a step.
     """
+
+    #: The result kind: its view is ``tracekit.render.views.ranks``, its JSON contract
+    #: ``tracekit.render.json.ranks`` (the renderers find both by this name).
+    kind: ClassVar[str] = "ranks"
 
     directory: str
     ranks: pl.DataFrame

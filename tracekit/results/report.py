@@ -12,7 +12,7 @@ JSON contract ``tracekit.report/1`` (see :func:`tracekit.render.json.to_data`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import polars as pl
 
@@ -126,6 +126,10 @@ class Report:
         What is wrong, with its evidence, measured cost, projected saving and fix
         (:mod:`tracekit.findings`; warnings first), over the steady steps or the ``--step``.
     """
+
+    #: The result kind: its view is ``tracekit.render.views.report``, its JSON contract
+    #: ``tracekit.render.json.report`` (the renderers find both by this name).
+    kind: ClassVar[str] = "report"
 
     facts: Facts
     selected_step: int | None

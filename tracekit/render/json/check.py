@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from tracekit.results.check import CheckResult
 
 
-def check_data(result: CheckResult) -> dict[str, Any]:
+def data(result: CheckResult) -> dict[str, Any]:
     """A check result as plain data following the ``tracekit.check/1`` contract."""
     return {"schema": schemas.CHECK, "trace": result.trace, "description": result.description,
             "passed": result.passed,

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from tracekit.results.comparison import Comparison
 
 
-def compare_data(comparison: Comparison, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:
+def data(comparison: Comparison, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:
     """A comparison (and its gates) as plain data following the ``tracekit.compare/1`` contract."""
     import dataclasses
 

@@ -80,7 +80,7 @@ def _finding(f: Verdict) -> dict[str, Any]:
                           "changes": [list(c) for c in s.changes]} for s in f.subjects]}
 
 
-def diff_data(diff: Diff, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:
+def data(diff: Diff, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:
     """The diff (and its gates) as plain data following the ``tracekit.diff/1`` contract."""
     from tracekit.results.diff import NOISE_RULE, fusion_record
     al = diff.alignment

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from tracekit.results.ranks import RankReport
 
 
-def ranks_data(rank_report: RankReport) -> dict[str, Any]:
+def data(rank_report: RankReport) -> dict[str, Any]:
     """A directory's per-rank summary following the ``tracekit.ranks/1`` contract."""
     return {"schema": schemas.RANKS, "directory": rank_report.directory, "slowest": rank_report.slowest,
             "ranks": rank_report.ranks.to_dicts()}

@@ -100,7 +100,7 @@ if TYPE_CHECKING:
     from tracekit.results.report import Report
 
 
-def report_data(report: Report) -> dict[str, Any]:
+def data(report: Report) -> dict[str, Any]:
     """The report as plain data following the ``tracekit.report/1`` contract."""
     from tracekit.classify.names import decoded_fields
 

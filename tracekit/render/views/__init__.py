@@ -9,6 +9,26 @@ The other modules are their parts: the report's tables (:mod:`~tracekit.render.v
 (:mod:`~tracekit.render.views.findings`), the diff's verdict (:mod:`~tracekit.render.views.verdict`),
 step names (:mod:`~tracekit.render.views.labels`).
 
+:func:`document` finds a result's view by the result's ``kind`` (module ``views.<kind>``): a new
+result kind is one new view module, nothing here changes.
+
 A view words a result; it never computes a figure nor decides what counts (the analyses,
 :mod:`tracekit.diff` and :mod:`tracekit.diff.side_by_side` do), and it knows no output format.
 """
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tracekit.render.document import Document
+    from tracekit.results import Result
+    from tracekit.results.gates import GateResult
+
+
+def document(result: Result, gate_results: Sequence[GateResult] = ()) -> Document:
+    """``result``'s document, built by its kind's view (``gate_results`` go to a view that shows gates)."""
+    view = importlib.import_module(f"{__name__}.{result.kind}")
+    return view.document(result, gate_results) if gate_results else view.document(result)
