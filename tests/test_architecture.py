@@ -138,7 +138,7 @@ def test_the_import_graph_has_no_circle():
 FLOORS: tuple[tuple[str, ...], ...] = (
     # 0 - leaves: errors, the Trace model, device tables, text shapes, processes, file writing
     ("tracekit.errors", "tracekit.trace", "tracekit.devices", "tracekit.shapes", "tracekit.parallel",
-     "tracekit.schemas", "tracekit.output"),
+     "tracekit.output"),
     # 1 - bytes to a Trace; the kernel taxonomy
     ("tracekit.load", "tracekit.execution_trace", "tracekit.classify"),
     # 2 - one analysis per module, each from the Trace and lower analyses

@@ -1,6 +1,6 @@
 """The ``json`` format: the versioned data contracts, sorted keys, byte-for-byte stable for the same input.
 
-Five documents, each named by its ``schema`` (:mod:`tracekit.schemas`). Additive keys may appear
+Five documents, each named by its ``schema`` (each contract module's ``SCHEMA``). Additive keys may appear
 within a version; a breaking change bumps it (``tracekit.report/2``…). Times are integer
 nanoseconds.
 

@@ -11,16 +11,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tracekit import schemas
 from tracekit.render.views.check import expected_text, observed_text
 
 if TYPE_CHECKING:
     from tracekit.results.check import CheckResult
 
 
+#: The version string this contract's documents start with (``"schema"``): keys may be added
+#: within a version; removing or changing the meaning of one bumps it (``/2``).
+SCHEMA = "tracekit.check/1"
+
+
 def data(result: CheckResult) -> dict[str, Any]:
     """A check result as plain data following the ``tracekit.check/1`` contract."""
-    return {"schema": schemas.CHECK, "trace": result.trace, "description": result.description,
+    return {"schema": SCHEMA, "trace": result.trace, "description": result.description,
             "passed": result.passed,
             "items": [{"key": r.key, "expected": expected_text(r), "observed": observed_text(r), "met": r.met,
                        "unit": r.unit, "op": r.op, "expected_value": r.expected_value, "steps": r.steps,

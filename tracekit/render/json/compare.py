@@ -14,13 +14,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tracekit import schemas
 from tracekit.render.json.encode import finite
 from tracekit.render.views.compare import verdict_lines
 
 if TYPE_CHECKING:
     from tracekit.results.gates import GateResult
     from tracekit.results.comparison import Comparison
+
+
+#: The version string this contract's documents start with (``"schema"``): keys may be added
+#: within a version; removing or changing the meaning of one bumps it (``/2``).
+SCHEMA = "tracekit.compare/1"
 
 
 def data(comparison: Comparison, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:
@@ -35,7 +39,7 @@ def data(comparison: Comparison, gate_results: Sequence[GateResult] = ()) -> dic
         return data
 
     return {
-        "schema": schemas.COMPARE, "baseline": comparison.baseline_label,
+        "schema": SCHEMA, "baseline": comparison.baseline_label,
         "rows": [row(r) for r in comparison.rows],
         "verdict": verdict_lines(comparison),
         "findings": [{"kind": f.kind, "subject": f.subject, "quantities": dict(f.quantities)}

@@ -47,7 +47,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tracekit import schemas
 from tracekit.render.json.encode import finite
 from tracekit.render.json.findings import findings_data
 from tracekit.render.views.verdict import plain, verdict_parts
@@ -56,6 +55,11 @@ if TYPE_CHECKING:
     from tracekit.results.diff import Diff, Quantity
     from tracekit.results.verdict import Verdict
     from tracekit.results.gates import GateResult
+
+
+#: The version string this contract's documents start with (``"schema"``): keys may be added
+#: within a version; removing or changing the meaning of one bumps it (``/2``).
+SCHEMA = "tracekit.diff/1"
 
 
 _PER_STEP_KEYS = {
@@ -89,7 +93,7 @@ def data(diff: Diff, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:
                       "setup": {"devices": list(p.setup.devices), "versions": p.setup.versions,
                                 "world_size": p.setup.world_size, "rank": p.setup.rank}}
     data: dict[str, Any] = {
-        "schema": schemas.DIFF, "a": side(diff.a), "b": side(diff.b),
+        "schema": SCHEMA, "a": side(diff.a), "b": side(diff.b),
         "verdict": plain(verdict_parts(diff)),
         "findings": [_finding(f) for f in diff.findings],
         "fusions": [fusion_record(f) for f in al.fusions],

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tracekit import schemas
 
 if TYPE_CHECKING:
     from tracekit.results.ranks import RankReport
 
 
+#: The version string this contract's documents start with (``"schema"``): keys may be added
+#: within a version; removing or changing the meaning of one bumps it (``/2``).
+SCHEMA = "tracekit.ranks/1"
+
+
 def data(rank_report: RankReport) -> dict[str, Any]:
     """A directory's per-rank summary following the ``tracekit.ranks/1`` contract."""
-    return {"schema": schemas.RANKS, "directory": rank_report.directory, "slowest": rank_report.slowest,
+    return {"schema": SCHEMA, "directory": rank_report.directory, "slowest": rank_report.slowest,
             "ranks": rank_report.ranks.to_dicts()}

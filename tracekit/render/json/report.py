@@ -86,7 +86,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tracekit import schemas
 from tracekit.render.json.encode import rows
 from tracekit.render.json.findings import findings_data
 from tracekit.render.views.memory import HINT
@@ -100,6 +99,11 @@ if TYPE_CHECKING:
     from tracekit.results.report import Report
 
 
+#: The version string this contract's documents start with (``"schema"``): keys may be added
+#: within a version; removing or changing the meaning of one bumps it (``/2``).
+SCHEMA = "tracekit.report/1"
+
+
 def data(report: Report) -> dict[str, Any]:
     """The report as plain data following the ``tracekit.report/1`` contract."""
     from tracekit.classify.names import decoded_fields
@@ -109,7 +113,7 @@ def data(report: Report) -> dict[str, Any]:
     for row in kernels:
         row["decoded"] = decoded_fields(row["decoded"])
     return {
-        "schema": schemas.REPORT,
+        "schema": SCHEMA,
         "findings": findings_data(report.findings),
         "trace": {
             "path": facts.path, "size_bytes": facts.size_bytes, "event_count": facts.event_count,
