@@ -206,7 +206,8 @@ def test_the_loader_knows_no_analysis():
 
 
 def test_analyses_import_no_report_findings_or_render():
-    # The pipeline alone calls the findings engine (findings read the bundle the analyses make).
+    # The pipeline alone calls the findings engine (findings read what the analyses make); the
+    # per-unit profile, which reads the bundle, names the findings' type.
     assert _offences("analyses", ("tracekit.results", "tracekit.findings", "tracekit.diff", "tracekit.render",
                                   "tracekit.session", "tracekit.commands", "rich", "click"),
                      except_=("tracekit.analyses.pipeline", "tracekit.analyses.profile")) == []

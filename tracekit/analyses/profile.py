@@ -54,7 +54,8 @@ from tracekit.classify.names import decoded_fields
 from tracekit.trace import GPU_WORK_KINDS, TraceMeta
 
 if TYPE_CHECKING:
-    from tracekit.analyses.pipeline import Analyses, Finding
+    from tracekit.analyses.pipeline import Analyses
+    from tracekit.findings import Finding
     from tracekit.analyses.timeline import Timelines
 
 #: Compile wrappers counted as CPU "tax" per call: they run before the compiled graph and contain
