@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Literal
 from tracekit import execution_trace as et_mod
 from tracekit import report_store
 from tracekit.load import open_trace, parquet
+from tracekit.load.source import TraceSource
 from tracekit.trace import Trace, TraceMeta
 
 if TYPE_CHECKING:
@@ -137,6 +138,12 @@ class Session:
         if self._footer is not None and "trace" not in self.__dict__:
             return parquet.stored_meta(self.path, kv=self._footer)
         return self.trace.meta
+
+    @cached_property
+    def source(self) -> TraceSource:
+        """The input's own text, to read again once analysed: what a writer that copies the trace
+        through with events added (``tracekit annotate``) is handed (:class:`tracekit.load.source.TraceSource`)."""
+        return TraceSource(self.path)
 
     @cached_property
     def execution_trace(self) -> et_mod.ExecutionTrace | None:
