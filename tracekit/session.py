@@ -20,6 +20,10 @@ once per choice of units and ceilings, and :meth:`Session.report`, :meth:`Sessio
 code would compute (same code fingerprint, same execution trace, default options) — see
 :mod:`tracekit.report_store`.
 
+:attr:`Session.source` is the input's own text to read again once analysed
+(:class:`tracekit.load.source.TraceSource`): a writer that copies the trace through with events
+added (``tracekit annotate``'s :mod:`tracekit.render.annotated`) is handed it, and reads no file itself.
+
 :func:`read_expectations` reads an expectations file (``check --expect``) for
 :func:`tracekit.diff.expect.parse`.
 """
@@ -141,8 +145,7 @@ class Session:
 
     @cached_property
     def source(self) -> TraceSource:
-        """The input's own text, to read again once analysed: what a writer that copies the trace
-        through with events added (``tracekit annotate``) is handed (:class:`tracekit.load.source.TraceSource`)."""
+        """The input's own text, to read again once analysed (the module docstring says who reads it)."""
         return TraceSource(self.path)
 
     @cached_property
