@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 import tracekit
-from tracekit import annotate
 from tracekit.classify.names import short_kernel_name
 from tracekit.commands import main
-from tracekit.load import load
+from tracekit.load import load, source
+from tracekit.render.annotated.events import micros
 from tracekit.trace import is_annotation
 
 from factory import make_annotation, make_kernel, make_launch, make_op, make_step, write_trace
@@ -366,18 +366,18 @@ def test_a_failed_write_leaves_the_existing_output_untouched(tmp_path, monkeypat
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(annotate, "_copy", broken)
+    monkeypatch.setattr(source, "_copy", broken)  # the copy-through of the trace's text fails half-way
     assert _exit(["annotate", str(SAMPLES / "linear_eager.json.gz"), "-o", str(out)]) != 0
     assert out.read_text() == "keep me"
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temp file left behind
 
 
 def test_micros_writes_exact_three_decimal_microseconds():
-    assert bytes(annotate.micros(5427043549027728)) == b"5427043549027.728"
-    assert bytes(annotate.micros(1_000)) == b"1.000"
-    assert bytes(annotate.micros(-1_500)) == b"-1.500"
-    assert bytes(annotate.micros(1_000, whole=True)) == b"1"
-    assert bytes(annotate.micros(1_500, whole=True)) == b"1.500"
+    assert bytes(micros(5427043549027728)) == b"5427043549027.728"
+    assert bytes(micros(1_000)) == b"1.000"
+    assert bytes(micros(-1_500)) == b"-1.500"
+    assert bytes(micros(1_000, whole=True)) == b"1"
+    assert bytes(micros(1_500, whole=True)) == b"1.500"
 
 
 def test_round_trip_kernels_stay_row_for_row_with_tensors_in_one_step():

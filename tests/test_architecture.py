@@ -156,7 +156,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # 8 - what a command or a notebook opens; many ranks open many sessions
     ("tracekit.session", "tracekit.ranks"),
     # 9 - words and pictures
-    ("tracekit.render", "tracekit.annotate"),
+    ("tracekit.render",),
     # 10 - the command line
     ("tracekit.commands", "tracekit.boundary", "tracekit.__main__"),
 )
@@ -239,9 +239,9 @@ def test_nothing_below_the_commands_imports_capture():
 
 
 #: The format modules of tracekit/render: each prints or writes one format, and none imports another
-#: (what two share lives in a neutral module: text, gfm, page, timeline, charts, document).
+#: (what two share lives in a neutral module: text, gfm, page, timeline, charts, document, findings_data).
 FORMAT_MODULES = ("tracekit.render.term", "tracekit.render.markdown", "tracekit.render.html",
-                  "tracekit.render.svg", "tracekit.render.json")
+                  "tracekit.render.svg", "tracekit.render.json", "tracekit.render.annotated")
 
 
 def _format_files(module: str) -> list[Path]:
@@ -257,6 +257,17 @@ def test_no_format_module_imports_another():
             offences += [f"{path.relative_to(PACKAGE.parent)} imports {name}" for name in sorted(_imports(path))
                          if any(name == s or name.startswith(s + ".") for s in siblings)]
     assert offences == []
+
+
+def test_the_annotated_trace_reads_no_file_itself():
+    # It writes the trace's own text, which the session hands it (Session.source): every import,
+    # those inside functions too, stays out of the loader, the session and the commands.
+    files = _format_files("tracekit.render.annotated")
+    assert [p.name for p in files] == ["__init__.py", "events.py"]
+    forbidden = ("tracekit.load", "tracekit.session", "tracekit.commands", "tracekit.execution_trace")
+    assert [f"{p.name} imports {name}" for p in files for name in sorted(_imports(p))
+            if any(name == f or name.startswith(f + ".") for f in forbidden)] == []
+    assert not (PACKAGE / "annotate.py").exists()  # the format lives in render, nowhere else
 
 
 def test_views_know_no_format():

@@ -20,6 +20,10 @@ once per choice of units and ceilings, and :meth:`Session.report`, :meth:`Sessio
 code would compute (same code fingerprint, same execution trace, default options) — see
 :mod:`tracekit.results.store`.
 
+:attr:`Session.source` is the input's own text to read again once analysed
+(:class:`tracekit.load.source.TraceSource`): a writer that copies the trace through with events
+added (``tracekit annotate``'s :mod:`tracekit.render.annotated`) is handed it, and reads no file itself.
+
 :func:`read_expectations` reads an expectations file (``check --expect``) for
 :func:`tracekit.diff.expect.parse`.
 """
@@ -34,6 +38,7 @@ from typing import TYPE_CHECKING, Literal
 from tracekit import execution_trace as et_mod
 from tracekit.results import store as report_store
 from tracekit.load import open_trace, parquet
+from tracekit.load.source import TraceSource
 from tracekit.trace import Trace, TraceMeta
 
 if TYPE_CHECKING:
@@ -138,6 +143,11 @@ class Session:
         if self._footer is not None and "trace" not in self.__dict__:
             return parquet.stored_meta(self.path, kv=self._footer)
         return self.trace.meta
+
+    @cached_property
+    def source(self) -> TraceSource:
+        """The input's own text, to read again once analysed (the module docstring says who reads it)."""
+        return TraceSource(self.path)
 
     @cached_property
     def execution_trace(self) -> et_mod.ExecutionTrace | None:

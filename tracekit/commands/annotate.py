@@ -30,16 +30,16 @@ def annotate(trace_path: str, output: str, unit: str | None, et_path: str | None
     their evidence, and compile/recompile spans. `tracekit report` on the output gives the report
     of TRACE: the added events are set aside when it is read.
     """
-    from tracekit import annotate as annotate_mod
-    from tracekit.load import source
+    from tracekit.render import ANNOTATED_TRACE as annotated
     from tracekit.session import Session
 
-    annotate_mod.compressed(output)  # a wrong -o fails before the slow part
-    if source.is_stream_path(trace_path):
-        raise UsageError(f"{trace_path}: annotate reads the trace twice (to analyse it, then to copy it): "
-                         "pass a file, not a stream")
+    annotated.check_output(output)  # a wrong -o fails before the slow part
     session = Session(trace_path, execution_trace=options.execution_trace_choice(et_path, no_et),
                       workers=None, show_progress=True)
+    source = session.source
+    if source.is_stream:
+        raise UsageError(f"{trace_path}: annotate reads the trace twice (to analyse it, then to copy it): "
+                         "pass a file, not a stream")
     if session.is_parquet:
         raise UsageError(f"{trace_path}: a Parquet file holds no trace events to annotate: "
                          "pass the JSON trace it was converted from")
@@ -47,11 +47,11 @@ def annotate(trace_path: str, output: str, unit: str | None, et_path: str | None
     if session.meta.partial:
         raise UsageError(f"{trace_path}: the trace is cut short ({session.meta.partial}): "
                          "annotate copies a whole trace")
-    added = annotate_mod.annotations(session.report(unit=unit), session.trace)
+    added = annotated.events(session.report(unit=unit), session.trace)
     event_count = session.meta.event_count
     del session
     gc.collect()  # the analysis' frames go before the copy starts
-    annotate_mod.write(trace_path, output, added)
+    annotated.write(added, source, output)
     kinds = ", ".join(f"{n:,} {kind.replace('_', ' ').removesuffix('s') if n == 1 else kind.replace('_', ' ')}"
                       for kind, n in added.counts.items() if n)
     size = f"{os.path.getsize(output):,} bytes, " if os.path.isfile(output) else ""

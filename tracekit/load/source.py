@@ -21,6 +21,11 @@ Inflating and reading streams stop at a cap (:class:`~tracekit.load.read_options
 gzip bomb or an endless stream is one line, not an exhausted machine or an allocator abort. A
 truncated or corrupt compressed stream is an error, unless ``partial`` is set: then the bytes that
 inflated are kept and :attr:`Source.partial` says why they end early.
+
+:class:`TraceSource` is a trace file to read again after its load: a writer that copies the text
+through with events of its own added (``tracekit annotate``) opens it once more
+(:meth:`TraceSource.open`) and gets the text split after its last event
+(:class:`EventArrayText`), copied in pieces whose pages are given back as they go.
 """
 
 from __future__ import annotations
@@ -31,15 +36,19 @@ import os
 import stat
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import IO
 
 from tracekit.errors import TraceError
-from tracekit.load import compressed, inflated, read_options
+from tracekit.load import compressed, inflated, layout, read_options
 from tracekit.load.layout import Buffer
 from tracekit.load.read_options import ReadOptions
 
 #: Bytes read from a stream per call.
 _READ_STEP = 1 << 20
+#: Bytes of a trace's text copied (and, for a mapped input, pages given back) at a time.
+COPY_BYTES = 64 << 20
 
 
 @dataclass
@@ -253,5 +262,87 @@ def gzip_pieces(path: str | os.PathLike[str], cap: int | None) -> Iterator[bytes
             _close_quietly(raw)
 
 
-__all__ = ["Source", "check_input", "close_in_background", "gzip_pieces", "inflated_size_hint",
-           "is_stream_path", "read_input"]
+# --- reading a trace again, to copy it through -----------------------------------------------------
+
+
+class TraceSource:
+    """A trace file to read again once analysed (see the module docstring); ``path`` as given."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+
+    def __repr__(self) -> str:
+        return f"TraceSource({self.path!r})"
+
+    @property
+    def is_stream(self) -> bool:
+        """Whether the input is a stream (:func:`is_stream_path`): read once, it cannot be read again."""
+        return is_stream_path(self.path)
+
+    @contextmanager
+    def open(self) -> Iterator[EventArrayText]:
+        """The text, read as :func:`read_input` reads it (mapped; a compressed file inflated, a big one
+        into shared memory) and split after its last event; :class:`TraceError` when its event array
+        cannot be found. The mapping and any inflated copy go when the block ends."""
+        src = read_input(self.path, spill=True)
+        try:
+            yield EventArrayText(self.path, src.data)
+        finally:
+            src.release()
+            if isinstance(src.data, mmap.mmap):
+                src.data.close()
+
+
+class EventArrayText:
+    """A trace's text in two parts, for a writer that adds events at the end of its event array:
+    :meth:`copy_head` (up to and including its last event) and :meth:`copy_tail` (the white space
+    and ``]`` that close the array, and every top-level key after it). Every byte is kept, and the
+    original events keep their positions."""
+
+    def __init__(self, path: str, data: Buffer) -> None:
+        bounds = layout.event_array_bounds(data)
+        if bounds is None:
+            raise TraceError(path, "its traceEvents array cannot be found to add events to")
+        start, end = bounds
+        _give_back(data, 0, len(data))  # the validating pass read every page
+        last = end - 1  # the cut goes after the last event, before the white space that closes the array
+        while last > start and data[last] in b" \t\r\n":
+            last -= 1
+        self._data = data
+        self._cut = last + 1
+        #: Whether the array holds any event (an added event then needs a comma before it).
+        self.has_events = last != start
+
+    def copy_head(self, sink: IO[bytes]) -> None:
+        """The text up to and including the last event (or the array's ``[``) to ``sink``."""
+        _copy(self._data, 0, self._cut, sink)
+
+    def copy_tail(self, sink: IO[bytes]) -> None:
+        """The rest of the text, from the end of :meth:`copy_head`'s part, to ``sink``."""
+        _copy(self._data, self._cut, len(self._data), sink)
+
+
+def _copy(data: Buffer, lo: int, hi: int, sink: IO[bytes]) -> None:
+    """``data[lo:hi]`` to ``sink`` in pieces, each given back once copied (:func:`_give_back`)."""
+    with memoryview(data) as view:
+        for pos in range(lo, hi, COPY_BYTES):
+            stop = min(hi, pos + COPY_BYTES)
+            sink.write(view[pos:stop])
+            _give_back(data, pos, stop)
+
+
+def _give_back(data: Buffer, lo: int, hi: int) -> None:
+    """Drop the pages of ``data[lo:hi]`` from this process when ``data`` maps a file: they are only
+    read, so the file (or its inflated copy) still holds them, and a 1 GB trace is never resident
+    as a whole."""
+    if not (isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")) or hi <= lo:
+        return
+    page = lo - lo % mmap.PAGESIZE
+    try:
+        data.madvise(mmap.MADV_DONTNEED, page, hi - page)
+    except (OSError, ValueError):  # pragma: no cover - an odd mapping: it stays resident
+        pass
+
+
+__all__ = ["EventArrayText", "Source", "TraceSource", "check_input", "close_in_background", "gzip_pieces",
+           "inflated_size_hint", "is_stream_path", "read_input"]

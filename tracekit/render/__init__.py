@@ -16,12 +16,18 @@ One registry: :data:`RENDERERS` maps a format name to its :class:`~tracekit.rend
 :func:`renderer_for` returns a format's renderer and :func:`format_for_path` picks the format of an
 ``-o`` file from the registry's extensions. A renderer module imports its heavy libraries (rich,
 Polars, msgspec, vl-convert) only when it renders, so importing this registry stays cheap for ``--help``.
+
+Beside the registry, :data:`ANNOTATED_TRACE` (:mod:`~tracekit.render.annotated`) writes a report into
+its trace's own text (``tracekit annotate``): a :class:`~tracekit.render.base.TraceRenderer`, not a
+result format (:mod:`tracekit.render.base` says why). What it shares with ``json`` (a finding as
+data) lives in :mod:`~tracekit.render.findings_data`.
 """
 
 from __future__ import annotations
 
 from tracekit.errors import UsageError
-from tracekit.render.base import Renderer
+from tracekit.render.annotated import AnnotatedTraceRenderer
+from tracekit.render.base import Renderer, TraceRenderer
 from tracekit.render.html import HtmlRenderer
 from tracekit.render.json import JsonRenderer
 from tracekit.render.markdown import MarkdownRenderer
@@ -34,6 +40,8 @@ RENDERERS: dict[str, Renderer] = {r.name: r for r in (TermRenderer(), MarkdownRe
 #: The format names, in registry order.
 FORMATS: tuple[str, ...] = tuple(RENDERERS)
 _DEFAULT = FORMATS[0]
+#: The trace written again with a report on tracks of its own (``tracekit annotate``).
+ANNOTATED_TRACE: TraceRenderer = AnnotatedTraceRenderer()
 
 
 def renderer_for(fmt: str) -> Renderer:

@@ -26,18 +26,32 @@ A format whose output is several files (``svg``: pictures plus the Markdown show
 work is done, and the result comes as ``{file name: text}`` (:meth:`Renderer.files`), written by
 :func:`tracekit.output.write_files`. Its :meth:`~Renderer.render` still writes the one document
 ``-o FILE`` asks for.
+
+A third kind writes no document: a :class:`TraceRenderer` (``tracekit annotate``'s annotated trace)
+writes the trace itself again, its own text copied through with a report drawn onto it as events
+of its own. It is no entry of :data:`tracekit.render.RENDERERS`: its output needs one trace's text
+(the other result kinds have none to write into), it is binary (gzip by suffix) where those write a
+text stream, and ``.json`` already names the ``json`` contract. Render reads no file, so the text
+comes as an argument, a :class:`TraceText` the session opens (``Session.source``); and the work
+comes in two calls, so that the caller can let the analysis go between them:
+:meth:`TraceRenderer.events` words the report, :meth:`TraceRenderer.write` copies the text with
+those events added.
 """
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar, TextIO
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, ClassVar, Protocol, TextIO
 
 if TYPE_CHECKING:
     from tracekit.render.document import Document
     from tracekit.results import Result
     from tracekit.results.gates import GateResult
+    from tracekit.results.report import Report
+    from tracekit.trace import Trace
 
 
 class Renderer(abc.ABC):
@@ -87,3 +101,55 @@ class DocumentRenderer(Renderer):
         from tracekit.render.views import document
 
         self.print(document(result, gate_results), out, color=color, width=width)
+
+
+class SplitText(Protocol):
+    """A trace's text split after its last event: :meth:`copy_head` writes it up to there,
+    :meth:`copy_tail` the rest (the close of the event array and every key after it)."""
+
+    #: Whether the event array holds any event (an added event then needs a comma before it).
+    has_events: bool
+
+    def copy_head(self, sink: IO[bytes]) -> None: ...
+
+    def copy_tail(self, sink: IO[bytes]) -> None: ...
+
+
+class TraceText(Protocol):
+    """Where a trace's text can be read again (``Session.source``): :meth:`open` reads it, split as
+    :class:`SplitText` says, for the ``with`` block; :class:`~tracekit.errors.TraceError` when the
+    text has no event array to add events to."""
+
+    def open(self) -> AbstractContextManager[SplitText]: ...
+
+
+@dataclass(frozen=True)
+class AddedEvents:
+    """What :meth:`TraceRenderer.events` made: the events, each one JSON object's text, in the order
+    they are written, and how many of each kind (the kinds a format's own; the command words them)."""
+
+    events: tuple[bytes, ...]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+class TraceRenderer(abc.ABC):
+    """A format whose output is the trace again, with a report added (see module docstring)."""
+
+    #: The format's name.
+    name: ClassVar[str]
+    #: Lower-case endings (with the dot) an output of this format may have.
+    extensions: ClassVar[tuple[str, ...]]
+
+    @abc.abstractmethod
+    def check_output(self, output: str) -> None:
+        """Raise :class:`~tracekit.errors.UsageError` when this format cannot write ``-o output``:
+        called before any work is done."""
+
+    @abc.abstractmethod
+    def events(self, report: Report, trace: Trace) -> AddedEvents:
+        """The events that draw ``report``, a whole-trace report of ``trace`` (read for where each
+        event it points at sits in the file)."""
+
+    @abc.abstractmethod
+    def write(self, added: AddedEvents, source: TraceText, output: str) -> None:
+        """Write ``source``'s text with ``added``'s events to ``output``: every original byte kept."""

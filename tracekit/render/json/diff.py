@@ -47,8 +47,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tracekit.render.findings_data import findings_data
 from tracekit.render.json.encode import finite
-from tracekit.render.json.findings import findings_data
 from tracekit.render.views.verdict import plain, verdict_parts
 
 if TYPE_CHECKING:

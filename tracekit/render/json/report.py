@@ -86,8 +86,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tracekit.render.findings_data import findings_data
 from tracekit.render.json.encode import rows
-from tracekit.render.json.findings import findings_data
 from tracekit.render.views.memory import HINT
 
 if TYPE_CHECKING:

@@ -1,5 +1,7 @@
-"""The findings (:mod:`tracekit.findings`) as JSON data: the ``findings`` list of ``tracekit.report/1``,
-and the ``trace_findings`` of ``tracekit.diff/1`` (the same fields)."""
+"""The findings (:mod:`tracekit.findings`) as plain data (JSON types): the ``findings`` list of
+``tracekit.report/1``, the ``trace_findings`` of ``tracekit.diff/1`` (the same fields), and the
+``args`` of an annotated trace's finding events. Neutral ground: the ``json`` format and the
+annotated trace both write a finding so, and neither imports the other."""
 
 from __future__ import annotations
 

@@ -1,57 +1,29 @@
-"""The trace with its analysis drawn on it, for Perfetto and ``chrome://tracing``: ``tracekit annotate``.
+"""A report as Chrome trace events on tracekit's own tracks: what :mod:`tracekit.render.annotated`
+adds to the trace.
 
-Contract: :func:`annotations` turns a :class:`~tracekit.results.report.Report` (and its trace, for where
-each kernel sits) into Chrome trace events on tracekit's own tracks — it computes nothing, every
-figure is the report's — and :func:`write` copies the original file's text through unchanged,
-adding those events at the end of its ``traceEvents``. Every original byte is kept, the other
-top-level keys (``deviceProperties``, ``distributedInfo``, …) included, and the original events keep
-their positions (so a report's ``idx`` still points at them). The text is streamed in pieces: a
-mapped file's pages are given back as they are copied, so writing needs little memory beyond the
-analysis that came before it.
-
-What is added, all of category ``tracekit.<track>``
-(:data:`tracekit.trace.ANNOTATION_CATEGORY`, which the loader sets aside and counts as
-``annotations``, so reloading the output gives the same report), on one process named
-``tracekit`` sorted just above the first GPU (Kineto sorts devices from 5,000,000):
-
-- ``verdict`` — one span per unit over its CPU span (its ``ProfilerStep#N``), named by the
-  launch-gap verdict (``overhead-bound``, ``compute-bound``, ``mixed``, ``no-gpu``), the unit's
-  per-step figures in ``args``;
-- ``idle gaps (GPU d)`` — one span per idle gap of device ``d``, named by its cause (``cpu_bound``,
-  ``sync``, ``profiler_overhead``, ``back_to_back``, ``other``);
-- ``round trips`` — one flow arrow per round-trip tensor from the producer kernel to the consumer
-  kernel: a ``ph: "s"`` event at the producer's start on its stream and a ``ph: "f"``, ``bp: "e"``
-  event at the consumer's start on its stream, with one ``id`` and the same category and name (its
-  bytes: ``round trip 48.00 MiB``); the start's ``args`` hold the tensor (bytes, shape, dtype,
-  producer and consumer). These are version-1 flow events, which Perfetto binds to the enclosing
-  slices by ``id`` + category + name, as it binds Kineto's own ``ac2g`` arrows; the version-2 form
-  (``bind_id`` with ``flow_out``/``flow_in``) sits on the bound slices themselves, and the kernels'
-  own events are never edited;
-- ``findings`` — one thread-scoped instant (``ph: "i"``, ``s: "t"``) per finding at its first
-  evidence (else the start of its first unit), the finding as ``tracekit.report/1`` words it in
-  ``args``;
-- ``compilation`` — one span per compile-work span (frame compilation or recompile, autotuning,
-  CUDA-graph record, other run-time compile work), its compilation's figures in ``args``.
-
-Spans that overlap on a track are spread over lanes (``verdict``, ``verdict (2)``, …): Chrome trace
-viewers need a thread's complete events to nest. Times are written in the file's own unit and
-form (µs with three decimals, or integer µs for a trace written so, on the trace's clock), exact to
-the ns.
+Contract: :func:`annotations` turns a whole-trace :class:`~tracekit.results.report.Report` (and its
+:class:`~tracekit.trace.Trace`, for where each kernel sits and which pids and flow ids are taken)
+into events, each one JSON object's text, with their counts by kind. It computes nothing: every
+figure is the report's. The tracks and their events are listed in the package's docstring. Times
+are written in the file's own unit and form (:func:`micros`).
 """
 
 from __future__ import annotations
 
-import mmap
-import os
 import re
-from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import polars as pl
 
-from tracekit.errors import TraceError, UsageError
+from tracekit.render.base import AddedEvents
 from tracekit.trace import ANNOTATION_CATEGORY, Trace
+
+if TYPE_CHECKING:
+    from tracekit.analyses.compilations import Compilations
+    from tracekit.analyses.round_trips import RoundTripReport
+    from tracekit.findings import Finding
+    from tracekit.results.report import Report
 
 #: The process tracekit's tracks live on (another free pid is taken if the trace uses this one).
 PID = 0x7AC0
@@ -59,31 +31,14 @@ PID = 0x7AC0
 #: one less puts tracekit's tracks just above the first GPU.
 SORT_INDEX = 4_999_999
 PROCESS_NAME = "tracekit"
-#: Bytes copied (and, for a mapped input, pages given back) at a time.
-COPY_BYTES = 64 << 20
-#: Added events joined into one write.
-WRITE_EVENTS = 4096
-#: gzip level of a ``.gz`` output (ISA-L's levels are 0-3; its 1 is faster than zlib's 1).
-GZIP_LEVEL = 1
-#: What ``-o`` may end with, and whether it is compressed.
-SUFFIXES = ((".json.gz", True), (".json", False))
 
 _ENCODE = msgspec.json.Encoder().encode
 
 
-@dataclass(frozen=True)
-class Annotations:
-    """The events :func:`annotations` made, ready to write, and how many of each kind."""
-
-    events: tuple[bytes, ...]
-    #: Added events by kind: ``verdicts``, ``idle_gaps``, ``round_trips`` (flow arrows: two events
-    #: each), ``findings``, ``compile_spans``, ``metadata`` (track names and sort indexes).
-    counts: dict[str, int] = field(default_factory=dict)
-
-
-def annotations(report: Any, trace: Trace) -> Annotations:
-    """The events that carry ``report`` (a whole-trace :class:`~tracekit.results.report.Report` of
-    ``trace``) on tracekit's tracks; see the module docstring."""
+def annotations(report: Report, trace: Trace) -> AddedEvents:
+    """The events that carry ``report`` (a whole-trace report of ``trace``) on tracekit's tracks,
+    the tracks' names and sort indexes first; ``counts`` by kind: ``verdicts``, ``findings``,
+    ``compile_spans``, ``idle_gaps``, ``round_trips`` (flow arrows: two events each), ``metadata``."""
     tracks = _Tracks(_free_pid(trace), whole=trace.meta.time_format == "absolute-us-int")
     gaps = report.launch_gaps
     per_step = gaps.per_step.join(report.steps.select(pl.col("number").alias("step"), "name"), on="step",
@@ -100,7 +55,7 @@ def annotations(report: Any, trace: Trace) -> Annotations:
     meta = tracks.metadata()
     counts["metadata"] = len(meta)
     body = [event for events in kinds.values() for event in events]
-    return Annotations(events=tuple(meta + body), counts=counts)
+    return AddedEvents(events=tuple(meta + body), counts=counts)
 
 
 # -- time and ids as the file writes them ------------------------------------------------------------
@@ -226,8 +181,8 @@ class _Short(dict):
         return self[name]
 
 
-def _findings(tracks: _Tracks, findings: tuple[Any, ...], per_step: pl.DataFrame) -> list[bytes]:
-    from tracekit.render.json.findings import findings_data
+def _findings(tracks: _Tracks, findings: tuple[Finding, ...], per_step: pl.DataFrame) -> list[bytes]:
+    from tracekit.render.findings_data import findings_data
 
     starts = dict(zip(per_step["step"].to_list(),
                       per_step.select(pl.coalesce("cpu_start_ns", "gpu_start_ns"))[:, 0].to_list()))
@@ -242,7 +197,7 @@ def _findings(tracks: _Tracks, findings: tuple[Any, ...], per_step: pl.DataFrame
     return out
 
 
-def _compile_spans(tracks: _Tracks, compilation: Any) -> list[bytes]:
+def _compile_spans(tracks: _Tracks, compilation: Compilations | None) -> list[bytes]:
     if compilation is None or compilation.work.height == 0:
         return []
     facts = compilation.compilations.drop("ts").rename({"step": "compile_step"})
@@ -261,7 +216,7 @@ def _compile_spans(tracks: _Tracks, compilation: Any) -> list[bytes]:
     return out
 
 
-def _round_trips(tracks: _Tracks, trips: Any, trace: Trace) -> list[bytes]:
+def _round_trips(tracks: _Tracks, trips: RoundTripReport | None, trace: Trace) -> list[bytes]:
     from tracekit.render.text import size
 
     if trips is None or trips.tensors.height == 0:
@@ -288,87 +243,3 @@ def _round_trips(tracks: _Tracks, trips: Any, trace: Trace) -> list[bytes]:
                             "pid": _file_id(row["c_pid"]), "tid": _file_id(row["c_tid"]),
                             "ts": tracks.time(row["c_ts"]), "args": {"bytes": row["bytes"]}}))
     return out
-
-
-# -- writing ----------------------------------------------------------------------------------------
-
-def compressed(output: str) -> bool:
-    """Whether ``-o output`` is written gzip-compressed (``.json.gz``) or plain (``.json``, ``-``);
-    :class:`UsageError` for any other name."""
-    if output == "-":
-        return False
-    lowered = output.lower()
-    for suffix, gz in SUFFIXES:
-        if lowered.endswith(suffix):
-            return gz
-    raise UsageError(f"-o {output}: an annotated trace is written as .json or .json.gz")
-
-
-def write(trace_path: str | os.PathLike[str], output: str, added: Annotations) -> None:
-    """Write ``trace_path``'s text with ``added``'s events at the end of its event array to
-    ``output`` (atomically, see :mod:`tracekit.output`; gzip for ``.json.gz``)."""
-    from tracekit.load import layout, source
-    from tracekit.output import atomic_path
-
-    gz = compressed(output)
-    src = source.read_input(trace_path, spill=True)
-    try:
-        data = src.data
-        bounds = layout.event_array_bounds(data)
-        if bounds is None:
-            raise TraceError(os.fspath(trace_path), "its traceEvents array cannot be found to add events to")
-        start, end = bounds
-        _give_back(data, 0, len(data))  # the validating pass read every page
-        last = end - 1  # insert after the last event, before the white space that closes the array
-        while last > start and data[last] in b" \t\r\n":
-            last -= 1
-        empty = last == start
-        with atomic_path(output) as tmp, open(tmp, "wb") as raw:
-            sink: IO[bytes] = _gzip(raw) if gz else raw
-            try:
-                _copy(data, 0, last + 1, sink)
-                events = added.events
-                for lo in range(0, len(events), WRITE_EVENTS):  # few large writes: gzip compresses per call
-                    sep = b",\n  " if lo or not empty else b"\n  "
-                    sink.write(sep + b",\n  ".join(events[lo:lo + WRITE_EVENTS]))
-                _copy(data, last + 1, len(data), sink)
-            finally:
-                if sink is not raw:
-                    sink.close()
-    finally:
-        src.release()
-        if isinstance(src.data, mmap.mmap):
-            src.data.close()
-
-
-def _gzip(raw: IO[bytes]) -> IO[bytes]:
-    try:
-        from isal import igzip
-
-        return igzip.IGzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL)
-    except ImportError:  # pragma: no cover - isal is a dependency
-        import gzip
-
-        return gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL)
-
-
-def _copy(data: Any, lo: int, hi: int, sink: IO[bytes]) -> None:
-    """``data[lo:hi]`` to ``sink`` in pieces, each given back once copied (:func:`_give_back`)."""
-    with memoryview(data) as view:
-        for pos in range(lo, hi, COPY_BYTES):
-            stop = min(hi, pos + COPY_BYTES)
-            sink.write(view[pos:stop])
-            _give_back(data, pos, stop)
-
-
-def _give_back(data: Any, lo: int, hi: int) -> None:
-    """Drop the pages of ``data[lo:hi]`` from this process when ``data`` maps a file: they are only
-    read, so the file (or its inflated copy) still holds them, and a 1 GB trace is never resident
-    as a whole."""
-    if not (isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")) or hi <= lo:
-        return
-    page = lo - lo % mmap.PAGESIZE
-    try:
-        data.madvise(mmap.MADV_DONTNEED, page, hi - page)
-    except (OSError, ValueError):  # pragma: no cover - an odd mapping: it stays resident
-        pass
