@@ -52,12 +52,15 @@ Tone = Literal["plain", "muted", "strong"]
 class Title:
     """The document's heading: ``text`` whole (the terminal's line, the page's ``<title>``) and as
     ``parts`` (Markdown's and the page's heading, names as code); ``level``: its Markdown heading
-    level; ``in_text``: False when only a page shows it (the ranks' table title heads their text)."""
+    level; ``in_text``: False when only a page shows it (the ranks' table title heads their text);
+    ``page_parts``: the page's heading when it differs from Markdown's (a report's trace name is
+    code on the page, text in Markdown's heading)."""
 
     text: str
     parts: Inline
     level: int
     in_text: bool = True
+    page_parts: Inline | None = None
 
 
 @dataclass(frozen=True)

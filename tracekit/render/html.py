@@ -128,5 +128,5 @@ class HtmlRenderer(DocumentRenderer):
 
     def print(self, document: Document, out: TextIO, *, color: bool = False, width: int | None = None) -> None:
         sections = [(s.id, s.title, "".join(_PRINT[type(b)](b) for b in s.blocks)) for s in document.sections]
-        heading = "".join(cell(p) for p in document.title.parts)
+        heading = "".join(cell(p) for p in document.title.page_parts or document.title.parts)
         out.write(page(document.title.text, heading, sections, kind=document.kind))

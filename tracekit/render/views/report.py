@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from tracekit.render.document import (Bullets, Chart, Charts, Document, Facts, Paragraph, Section, StepDrawing,
                                       TimelineChoice, Timelines, Title)
+from tracekit.render.text import Code
 from tracekit.render.views import findings, memory, tables
 from tracekit.render.views.blocks import table
 from tracekit.render.views.labels import step_label
@@ -29,7 +30,8 @@ def document(report: Report) -> Document:
     notes = tables.notes(report)
     if notes:
         rest.append(Bullets(tuple(notes), "Notes", marker="note: "))
-    return Document("report", Title(f"tracekit report: {name}", ("tracekit report: ", name), 1), (
+    return Document("report", Title(f"tracekit report: {name}", ("tracekit report: ", name), 1,
+                                      page_parts=("tracekit report: ", Code(name))), (
         Section("findings", "Findings", (findings.findings(report.findings),)),
         Section("timeline", "Step timeline", (timelines(report),)),
         Section("charts", "Charts", (charts(report),)),
