@@ -34,9 +34,10 @@ def _manifest() -> dict[str, dict]:
     return {c["mode"].removesuffix("-sweep"): c for c in m["captures"]}
 
 
-@functools.cache
-def _report(mode: str):
-    return tracekit.open(SWEEP / f"mlp_{mode}-sweep.json.gz", execution_trace=None).report()
+@pytest.fixture
+def sweep(sample):
+    """``sweep(mode)``: the report of compile_sweep/mlp_{mode}-sweep (shared: opened once per run)."""
+    return lambda mode: sample(f"compile_sweep/mlp_{mode}-sweep", execution_trace=None).report()
 
 
 @functools.cache
@@ -187,9 +188,9 @@ def test_every_renderer_reports_an_empty_and_a_cpu_only_trace(tmp_path):
 # -- the shipped sweep, against its manifest and the raw JSON ------------------------------------------
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_calls_that_compiled_are_dynamos(mode):
+def test_the_calls_that_compiled_are_dynamos(mode, sweep):
     gt = _manifest()[mode]["ground_truth"]
-    report = _report(mode)
+    report = sweep(mode)
     comp = report.compilation
     # The units are the calls: mlp_fwd#<call> <b>x<s>, numbered as the manifest's calls.
     assert report.steps["name"].to_list() == [c["annotation"] for c in _manifest()[mode]["calls"]]
@@ -215,28 +216,28 @@ def test_the_calls_that_compiled_are_dynamos(mode):
         assert phases == r["total_ns"]
 
 
-def test_triggers_name_the_recompile_cause_and_the_dims():
+def test_triggers_name_the_recompile_cause_and_the_dims(sweep):
     # Default dynamic handling: Dynamo marked the batch dim dynamic after the first size mismatch
     # ("size mismatch at index 0") and seq after the second: both recompiles hold pgo.dynamic_whitelist.
-    rows = _report("compile").compilation.compilations.select("compile_id", "trigger", "dynamic", "changed").rows()
+    rows = sweep("compile").compilation.compilations.select("compile_id", "trigger", "dynamic", "changed").rows()
     # Dims: aten::mm's Input Dims in the call before and the recompiling call, checked in the raw JSON
     # (call 3: [[8192, 768], [768, 3072], [8192, 3072]], call 4: [[4096, 768], …]; call 11 [[6144, …]],
     # call 12 [[16384, …]]).
     assert rows == [("0/0", "first", False, None),
                     ("0/1", "dynamic_promotion", True, "input 0 dim 0: 8192 → 4096; input 2 dim 0: 8192 → 4096"),
                     ("0/2", "dynamic_promotion", True, "input 0 dim 0: 6144 → 16384; input 2 dim 0: 6144 → 16384")]
-    static = _report("compile-static").compilation.compilations
+    static = sweep("compile-static").compilation.compilations
     assert static["trigger"].to_list() == ["first", "shape_change", "shape_change", "shape_change"]
     assert not static["dynamic"].any()
-    dynamic = _report("compile-dynamic").compilation.compilations
+    dynamic = sweep("compile-dynamic").compilation.compilations
     assert dynamic.select("trigger", "dynamic", "steps_run", "shapes_run").rows() == [("first", True, 16, 4)]
     # Under CUDA graphs the shape key is the input copy's TensorList: the dims read as batch x seq.
-    graphs = _report("compile-cudagraphs").compilation.compilations["changed"].to_list()
+    graphs = sweep("compile-cudagraphs").compilation.compilations["changed"].to_list()
     assert graphs[1] == "input 0[0] dim 0: 64 → 32; input 1[0] dim 0: 64 → 32"
 
 
 @pytest.mark.parametrize("mode", ["compile", "compile-static", "compile-dynamic", "compile-cudagraphs"])
-def test_autotuning_kernels_are_set_aside_as_counted_in_the_raw_json(mode):
+def test_autotuning_kernels_are_set_aside_as_counted_in_the_raw_json(mode, sweep):
     events = _events(mode)
     # Plain Python over the raw JSON: GPU activity whose launch call (same correlation) starts inside an
     # outermost compile-work span on its thread.
@@ -252,13 +253,13 @@ def test_autotuning_kernels_are_set_aside_as_counted_in_the_raw_json(mode):
         launch = launches.get(e["args"].get("correlation"))
         if launch and any(t == launch["tid"] and a <= launch["ts"] < b for t, a, b in spans):
             aside += 1
-    comp = _report(mode).compilation
+    comp = sweep(mode).compilation
     assert comp.totals()["set_aside_count"] == aside > 800
     names = set(comp.set_aside["name"].to_list())
     assert "triton_poi_fused__unsafe_view_gelu_mul_0" in names and "Memcpy DtoD (Device -> Device)" in names
     # Kept out of the workload: the L2-flush fills are in no kernel table, and every steady call runs
     # exactly the compiled graph's kernels.
-    report = _report(mode)
+    report = sweep(mode)
     assert not [n for n in report.kernels["name"].to_list() if "FillFunctor" in n]
     per_step = report.launch_gaps.per_step.join(report.steps.select(pl.col("number").alias("step"), "kernel_count"),
                                                 on="step")
@@ -266,9 +267,9 @@ def test_autotuning_kernels_are_set_aside_as_counted_in_the_raw_json(mode):
     assert set(per_step.filter(pl.col("steady"))["kernel_count"].to_list()) == {expected}
 
 
-def test_cuda_graph_records_and_replays_match_the_manifest():
+def test_cuda_graph_records_and_replays_match_the_manifest(sweep):
     gt = _manifest()["compile-cudagraphs"]["ground_truth"]
-    report = _report("compile-cudagraphs")
+    report = sweep("compile-cudagraphs")
     units = report.compilation.units
     assert units.filter(pl.col("graph_record"))["step"].to_list() == gt["cudagraph_record_calls"] == [1, 5, 9, 13]
     # A recording call launches the graph it recorded: every call from a record on replays it.
@@ -282,9 +283,9 @@ def test_cuda_graph_records_and_replays_match_the_manifest():
     assert states[8] == "cold" and 8 in gt["cudagraph_warmup_calls"] and 8 not in gt["compiled_calls"]
 
 
-def test_liger_jits_on_its_first_call_only():
+def test_liger_jits_on_its_first_call_only(sweep):
     gt = _manifest()["liger"]["ground_truth"]
-    report = _report("liger")
+    report = sweep("liger")
     jit = report.compilation.jit.row(0, named=True)
     assert report.compilation.jit.height == 1 and gt["jit_calls"] == [jit["step"]] == [0]
     assert (jit["kernel"], jit["op"]) == ("_geglu_tanh_forward_kernel", "LigerGELUMulFunction")
@@ -295,16 +296,16 @@ def test_liger_jits_on_its_first_call_only():
     assert _states(report)[0] == "jit_warmup" and report.compilation.compilations.height == 0
 
 
-def test_eager_new_shapes_are_cold_not_compiled():
-    states = _states(_report("eager"))
+def test_eager_new_shapes_are_cold_not_compiled(sweep):
+    states = _states(sweep("eager"))
     # Call 0 (102 ms, cuBLAS start-up) and each new shape's first call (manifest: 0.7, 4.5, 1.3 ms
     # against at most 0.6 ms for the others) are cold.
     assert [s for s, st in states.items() if st != "steady"] == [0, 4, 8, 12]
     assert set(states[s] for s in (0, 4, 8, 12)) == {"cold"}
 
 
-def _steady_kernels(path: Path, steps: list[int] | None = None) -> pl.DataFrame:
-    a = tracekit.open(path, execution_trace=None).analyses()
+def _steady_kernels(session: tracekit.Session, steps: list[int] | None = None) -> pl.DataFrame:
+    a = session.analyses()
     keep = a.steps.filter(pl.col("steady"))
     if steps is not None:
         keep = keep.filter(pl.col("step").is_in(steps))
@@ -314,17 +315,17 @@ def _steady_kernels(path: Path, steps: list[int] | None = None) -> pl.DataFrame:
                                   spread=pl.col("ns").max() - pl.col("ns").min()).sort("name"))
 
 
-def test_steady_kernels_of_the_sweep_equal_the_post_compile_trace_at_the_same_shape():
-    ref = _steady_kernels(SAMPLES / "mlp_compile.json.gz")
+def test_steady_kernels_of_the_sweep_equal_the_post_compile_trace_at_the_same_shape(sample):
+    ref = _steady_kernels(sample("mlp_compile", execution_trace=None))
     for mode in ("compile", "compile-static", "compile-dynamic", "compile-cudagraphs"):
         steps = [2, 3] if mode == "compile-cudagraphs" else [1, 2, 3]  # the 64x128 steady calls
-        got = _steady_kernels(SWEEP / f"mlp_{mode}-sweep.json.gz", steps)
+        got = _steady_kernels(sample(f"compile_sweep/mlp_{mode}-sweep", execution_trace=None), steps)
         if mode == "compile-cudagraphs":  # the replay copies the input into the graph's static buffer
             got = got.filter(~pl.col("name").str.contains("multi_tensor_apply_kernel"))
         assert got.select("name", "n").rows() == ref.select("name", "n").rows(), mode
     # Times: with dynamic=False the sweep's 64x128 graph is mlp_compile's, kernel for kernel, within the
     # step-to-step spread of either trace.
-    got = _steady_kernels(SWEEP / "mlp_compile-static-sweep.json.gz", [1, 2, 3])
+    got = _steady_kernels(sample("compile_sweep/mlp_compile-static-sweep", execution_trace=None), [1, 2, 3])
     for a, b in zip(got.iter_rows(named=True), ref.iter_rows(named=True)):
         assert abs(a["median"] - b["median"]) <= max(a["spread"], b["spread"]), a["name"]
     # The default-compile sweep autotuned its first graph's Triton kernel to another launch config
@@ -343,8 +344,8 @@ EAGER = ["mlp_eager", "linear_eager", "matmul_add_eager-64", "matmul_add_eager-4
 
 
 @pytest.mark.parametrize("stem", POST_COMPILE + EAGER)
-def test_traces_taken_after_compilation_report_no_compilation(stem):
-    report = tracekit.open(SAMPLES / f"{stem}.json.gz", execution_trace=None).report()
+def test_traces_taken_after_compilation_report_no_compilation(stem, sample):
+    report = sample(stem, execution_trace=None).report()
     comp = report.compilation
     t = comp.totals()
     assert (t["compilations"], t["recompiles"], t["jits"], t["set_aside_count"], t["graph_records"]) == (0, 0, 0, 0, 0)
@@ -362,13 +363,14 @@ def test_real_traces_show_no_compilation(path):
 
 # -- tracekit compare -----------------------------------------------------------------------------------
 
-@functools.cache
-def _comparison():
-    return side_by_side.compare([(f"mlp_{m}-sweep", _report(m)) for m in MODES])
+@pytest.fixture(scope="module")
+def comparison(sample):
+    reports = [(f"mlp_{m}-sweep", sample(f"compile_sweep/mlp_{m}-sweep", execution_trace=None).report()) for m in MODES]
+    return side_by_side.compare(reports)
 
 
-def test_compare_rows_and_break_even_follow_the_formula():
-    c = _comparison()
+def test_compare_rows_and_break_even_follow_the_formula(comparison):
+    c = comparison
     rows = {r.label.removeprefix("mlp_").removesuffix("-sweep"): r for r in c.rows}
     assert c.baseline_label == "mlp_eager-sweep" and rows["eager"].break_even is None
     assert [(m, rows[m].compilations, rows[m].recompiles) for m in MODES] == [
@@ -436,8 +438,8 @@ def test_compare_gates_parse_like_diffs():
         gates.parse("gpu_time>5", gates.COMPARE_GATES)
 
 
-def test_compare_gates_test_every_trace_and_relative_ones_against_the_baseline():
-    c = _comparison()
+def test_compare_gates_test_every_trace_and_relative_ones_against_the_baseline(comparison):
+    c = comparison
     base = c.rows[c.baseline]
     change = {r.label: 100.0 * (r.gpu_ns / base.gpu_ns - 1.0) for r in c.rows if not r.is_baseline}
     assert all(pct < 0 for pct in change.values())  # every compiled or hand-tuned variant saves GPU time
@@ -451,12 +453,12 @@ def test_compare_gates_test_every_trace_and_relative_ones_against_the_baseline()
         gates.evaluate_comparison([gates.parse("kernels>0")], c)
 
 
-def test_report_shows_a_compilation_section_and_json_key():
+def test_report_shows_a_compilation_section_and_json_key(sweep):
     import io
 
     from tracekit.render import RENDERERS
 
-    report = _report("compile")
+    report = sweep("compile")
     out = io.StringIO()
     RENDERERS["md"].report(report, out)
     md = out.getvalue()

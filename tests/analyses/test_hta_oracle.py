@@ -211,11 +211,11 @@ def test_hta_unreadable_trace_raises_trace_error(hta, tmp_path):
 
 
 @pytest.mark.parametrize("name", SAMPLE_TRACES or ["(none captured)"])
-def test_hta_agrees_within_one_percent_on_sample(hta, name):
+def test_hta_agrees_within_one_percent_on_sample(hta, name, sample):
     path = SAMPLES / name
     if not path.exists():
         pytest.skip("sample traces not captured")
-    table = hta_oracle.side_by_side(load(path), path)
+    table = hta_oracle.side_by_side(sample(name).trace, path)
     assert table.height >= 3  # rank, at least one step, at least one stream
     bad = table.filter(~pl.col("agree"))
     assert bad.height == 0, bad

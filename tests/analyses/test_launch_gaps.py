@@ -349,16 +349,20 @@ def test_work_queued_behind_a_busy_gpu_is_queue_delay_not_skew(tmp_path):
 
 # -- the H200 sample traces ------------------------------------------------------------------------
 
-def sample(name: str):
-    path = SAMPLES / name
-    if not path.exists():
-        pytest.skip(f"{name} not captured yet")
-    trace = load(path)
-    return trace, pipeline.run(trace).launch_gaps
+@pytest.fixture
+def gaps(sample):
+    """``gaps(name)``: the launch gaps of sample_traces/NAME (shared: opened once per run)."""
+
+    def of(name: str) -> launch_gaps.LaunchGapsReport:
+        if not (SAMPLES / name).exists():
+            pytest.skip(f"{name} not captured yet")
+        return sample(name, execution_trace=None).analyses().launch_gaps
+
+    return of
 
 
-def test_matmul_add_64_is_overhead_bound():
-    _, report = sample("matmul_add_eager-64.json.gz")
+def test_matmul_add_64_is_overhead_bound(gaps):
+    report = gaps("matmul_add_eager-64.json.gz")
     steps = report.per_step
     assert steps["verdict"].to_list() == ["overhead-bound"] * 3
     # Step 3 by hand: nvjet 64x64 GEMM 1.888 µs + elementwise add 1.760 µs, disjoint.
@@ -369,8 +373,8 @@ def test_matmul_add_64_is_overhead_bound():
     assert steps["cold"].to_list() == [True, False, False]
 
 
-def test_matmul_add_4096_is_compute_bound():
-    _, report = sample("matmul_add_eager-4096.json.gz")
+def test_matmul_add_4096_is_compute_bound(gaps):
+    report = gaps("matmul_add_eager-4096.json.gz")
     steps = report.per_step
     assert steps["verdict"].to_list() == ["compute-bound"] * 3
     row = steps.filter(pl.col("step") == 3).row(0, named=True)
@@ -388,8 +392,8 @@ def test_matmul_add_4096_is_compute_bound():
     assert abs(timing * 1000 - row["gpu_busy_ns"]) / row["gpu_busy_ns"] < 0.05
 
 
-def test_matmul_add_4096_gap_causes():
-    _, report = sample("matmul_add_eager-4096.json.gz")
+def test_matmul_add_4096_gap_causes(gaps):
+    report = gaps("matmul_add_eager-4096.json.gz")
     gaps = report.gaps.filter(pl.col("step") == 3)
     # Step 2's add -> step 3's memset: the CPU sat in step 2's cudaDeviceSynchronize while the GPU
     # drained, then issued step 3 -> sync (outside step 3's GPU window).
@@ -402,14 +406,14 @@ def test_matmul_add_4096_gap_causes():
 
 
 @pytest.mark.parametrize("name", ["mlp_eager.json.gz", "mlp_liger.json.gz", "train_eager.json.gz"])
-def test_eager_mlp_and_training_are_overhead_bound_under_the_profiler(name):
-    _, report = sample(name)
+def test_eager_mlp_and_training_are_overhead_bound_under_the_profiler(name, gaps):
+    report = gaps(name)
     assert set(report.per_step["verdict"].to_list()) == {"overhead-bound"}
 
 
-def test_sample_queue_delay_on_idle_gpu_is_within_tolerance():
+def test_sample_queue_delay_on_idle_gpu_is_within_tolerance(gaps):
     # The 2 µs cpu_bound tolerance is the idle-GPU launch latency seen on the H200.
-    _, report = sample("matmul_add_eager-64.json.gz")
+    report = gaps("matmul_add_eager-64.json.gz")
     assert report.queue_delay_ns["p90"] <= launch_gaps.CPU_BOUND_TOLERANCE_NS + 500
 
 
@@ -418,15 +422,15 @@ def test_gzip_sample_is_read_not_modified():
     if not path.exists():
         pytest.skip("not captured yet")
     before = path.read_bytes()
-    sample(path.name)
+    load(path)
     assert path.read_bytes() == before and gzip.decompress(before)
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in SAMPLES.glob("*.json.gz") if ".et." not in p.name))
-def test_sample_clocks_agree(name):
+def test_sample_clocks_agree(name, gaps):
     # On the H200 captures work that starts on an idle GPU does so at most 2.2 µs after its launch
     # call returned (median per trace; a CUDA-graph replay's first kernel even starts while the
     # long cudaGraphLaunch call is still open, -12.5 µs), never before its launch call starts.
-    _, report = sample(name)
+    report = gaps(name)
     assert report.clock["skewed"] is False and report.clock["early"] == 0
     assert report.clock["idle_start_delay_p50_ns"] < 3_000

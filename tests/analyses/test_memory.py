@@ -183,11 +183,11 @@ def _raw_innermost(events: list[dict], at: dict) -> str:
     ("mlp_eager-memory", "aten::mul", "forward"),
     ("train_eager-memory", "aten::_log_softmax_backward_data", "backward"),
 ])
-def test_sample_peak_is_the_allocators(stem: str, op: str, phase: str) -> None:
+def test_sample_peak_is_the_allocators(stem: str, op: str, phase: str, sample) -> None:
     manifest = json.loads((SAMPLES / "manifest.json").read_text())
     (capture,) = [c for c in manifest["captures"] if c["trace_file"] == f"{stem}.json.gz"]
     allocator = capture["allocator"]
-    report = tracekit.open(SAMPLES / f"{stem}.json.gz").report()
+    report = sample(f"memory/{stem}").report()
     d = _device(report.memory, "cuda:0")
     # Exact, not merely within the allocator's 512-byte granule: the totals are its own counters.
     assert d["peak_allocated"] == allocator["window"]["max_allocated"]
@@ -210,14 +210,14 @@ def test_sample_peak_is_the_allocators(stem: str, op: str, phase: str) -> None:
     assert live["bytes"].sum() == d["live_bytes"] and live["blocks"].sum() == d["live_blocks"]
 
 
-def test_mlp_forward_intermediates_by_op() -> None:
+def test_mlp_forward_intermediates_by_op(sample) -> None:
     """Hand-checked in the raw JSON (a script listing each [memory] event with the shortest cpu_op of
     its thread holding its ts, and that op's Input Dims): per step, aten::mm [[8192, 768], [768, 3072]]
     (gate_proj), aten::gelu [[64, 128, 3072], []], aten::mm again (up_proj) and aten::mul
     [[64, 128, 3072], [64, 128, 3072]] each allocate one 50,331,648-byte block (8192 × 3072 × 2 B), then
     aten::mm [[8192, 3072], [3072, 768]] (down_proj) one 12,582,912-byte block; the peak (211,288,064)
     is at the mul, with gelu's, up_proj's and mul's blocks alive and the 60,293,120 B from before."""
-    report = tracekit.open(SAMPLES / "mlp_eager-memory.json.gz").report().memory
+    report = sample("memory/mlp_eager-memory").report().memory
     allocs = report.events_frame.filter(pl.col("bytes") > 0)
     assert allocs.select("op", "bytes").rows()[:5] == [
         ("aten::mm", 50_331_648), ("aten::gelu", 50_331_648), ("aten::mm", 50_331_648),
@@ -258,8 +258,8 @@ def _render(report, fmt: str) -> str:
     return out.getvalue()
 
 
-def test_memory_section_in_every_format() -> None:
-    report = tracekit.open(SAMPLES / "mlp_eager-memory.json.gz").report()
+def test_memory_section_in_every_format(sample) -> None:
+    report = sample("memory/mlp_eager-memory").report()
     term, md = _render(report, "term"), _render(report, "md")
     for text in (term, md):
         assert "Memory — peak per device" in text and "Memory — what holds the peak" in text
@@ -272,8 +272,8 @@ def test_memory_section_in_every_format() -> None:
     assert len(data["timeline"]) <= memory.TIMELINE_POINTS and data["live"] and data["ops"]
 
 
-def test_memory_section_without_events_is_one_line() -> None:
-    report = tracekit.open(ROOT / "sample_traces" / "mlp_eager.json.gz").report()
+def test_memory_section_without_events_is_one_line(sample) -> None:
+    report = sample("mlp_eager").report()
     term, md = _render(report, "term"), _render(report, "md")
     assert "Memory —" not in term and "Memory —" not in md
     assert term.count("profile_memory=True") == 1 and md.count("profile\\_memory=True") == 1
@@ -324,12 +324,12 @@ def test_peak_memory_gate_and_expectation(tmp_path: Path, capsys) -> None:
     assert _main(["check", mlp, "--expect", str(tmp_path / "e.toml")]) == 2
 
 
-def test_out_of_memory_is_a_finding(tmp_path: Path) -> None:
+def test_out_of_memory_is_a_finding(tmp_path: Path, sample) -> None:
     report = tracekit.open(write_trace(tmp_path / "t.json", _events())).report()
     (oom,) = [f for f in report.findings if f.rule == "out_of_memory"]
     assert oom.severity == "warning" and oom.steps == (1,)
     (ev,) = oom.evidence
     assert (ev.name, ev.step, ev.bytes_per_step) == ("aten::mul", 1, 1 << 40)
     assert oom.quantities["largest_request_bytes"] == 1 << 40
-    plain = tracekit.open(SAMPLES / "mlp_eager-memory.json.gz").report()
+    plain = sample("memory/mlp_eager-memory").report()
     assert not [f for f in plain.findings if f.rule == "out_of_memory"]

@@ -12,23 +12,23 @@ import polars as pl
 import pytest
 
 from tracekit.results import report as report_mod
-from tracekit.analyses import pipeline
-from tracekit.load import load
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 
 
-def _report(name: str, step: int | None = None) -> report_mod.Report:
-    return report_mod.build(pipeline.run(load(SAMPLES / f"{name}.json.gz")), step=step)
+@pytest.fixture
+def report_of(sample):
+    """``report_of(name)``: the report of sample NAME without its execution trace (shared, computed once)."""
+    return lambda name: sample(name, execution_trace=None).report()
 
 
 def _step_kernels(report: report_mod.Report, step: int) -> pl.DataFrame:
     return report.paths.filter(pl.col("step") == step)
 
 
-@pytest.fixture(scope="module")
-def eager():
-    return _report("mlp_eager")
+@pytest.fixture
+def eager(report_of):
+    return report_of("mlp_eager")
 
 
 def test_eager_mlp_step_has_three_nvjet_gemms_and_two_elementwise(eager):
@@ -59,8 +59,8 @@ def test_eager_mlp_gemm_launch_path_shows_hidden_memset(eager):
     assert paths.row(1, named=True)["launch"] == "cudaLaunchKernel"
 
 
-def test_compiled_mlp_fuses_gelu_and_mul_into_one_triton_kernel():
-    report = _report("mlp_compile")
+def test_compiled_mlp_fuses_gelu_and_mul_into_one_triton_kernel(report_of):
+    report = report_of("mlp_compile")
     assert report.steps["kernel_count"].to_list() == [4, 4, 4]
     fused = report.kernels.filter(pl.col("kernel_class") == "triton_fused").row(0, named=True)
     assert fused["name"] == "triton_poi_fused__unsafe_view_gelu_mul_0"
@@ -75,37 +75,37 @@ def test_compiled_mlp_fuses_gelu_and_mul_into_one_triton_kernel():
     assert set(_step_kernels(report, 4)["scope"].to_list()) == {"mlp_fwd"}
 
 
-def test_liger_kernel_is_hand_written_triton():
-    report = _report("mlp_liger")
+def test_liger_kernel_is_hand_written_triton(report_of):
+    report = report_of("mlp_liger")
     row = report.kernels.filter(pl.col("name") == "_geglu_tanh_forward_kernel").row(0, named=True)
     assert (row["kernel_class"], row["library"], row["cpu_op"]) == (
         "triton_custom", "triton", "LigerGELUMulFunction")
     assert report.steps["kernel_count"].to_list() == [4, 4, 4]
 
 
-def test_cudagraph_replay_kernels_attributed_to_graph_launch():
-    report = _report("mlp_compile-cudagraphs")
+def test_cudagraph_replay_kernels_attributed_to_graph_launch(report_of):
+    report = report_of("mlp_compile-cudagraphs")
     paths = _step_kernels(report, report.facts.step_numbers[-1])
     graph = paths.filter(pl.col("launch").str.starts_with("cudaGraphLaunch"))
     assert graph.height == 4
     assert set(graph["kernel_class"].to_list()) == {"gemm", "triton_fused"}
 
 
-def test_aten_t_is_zero_kernel_in_eager_linear_and_absent_under_compile():
-    eager = _report("linear_eager")
+def test_aten_t_is_zero_kernel_in_eager_linear_and_absent_under_compile(report_of, sample):
+    eager = report_of("linear_eager")
     zero = {r["name"]: r for r in eager.zero_kernel_ops.iter_rows(named=True)}
     assert zero["aten::t"]["count"] == 3  # once per profiled step
     assert {"aten::transpose", "aten::as_strided"} <= set(zero)
     assert eager.steps.filter(pl.col("number") == 4)["gpu_busy_ns"].to_list() == [2_688]
-    compiled_trace = load(SAMPLES / "linear_compile.json.gz")
+    compiled_trace = sample("linear_compile", execution_trace=None).trace
     assert compiled_trace.ops.filter(pl.col("name").is_in(["aten::t", "aten::transpose"])).height == 0
-    compiled = report_mod.build(pipeline.run(compiled_trace))
+    compiled = report_of("linear_compile")
     assert compiled.kernels["name"].to_list() == eager.kernels["name"].to_list()
 
 
 @pytest.mark.parametrize("path", sorted(p.name for p in SAMPLES.glob("*.json.gz") if ".et." not in p.name))
-def test_every_sample_trace_reports(path):
-    report = report_mod.build(pipeline.run(load(SAMPLES / path)))
+def test_every_sample_trace_reports(path, sample):
+    report = sample(path, execution_trace=None).report()
     assert report.steps.height >= 1
     other = report.kernels.filter(pl.col("kernel_class") == "other")
     # Only CUB's sort/scan kernels (embedding backward in the train step) have no better class.

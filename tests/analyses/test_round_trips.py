@@ -235,16 +235,24 @@ def test_empty_and_cpu_only_traces(tmp_path):
 
 # -- the H200 sample traces ------------------------------------------------------------------------
 
-def _sample(name: str, use_et: bool) -> round_trips.RoundTripReport:
-    trace = load(SAMPLES / f"{name}.json.gz")
-    et = et_mod.load(et_mod.find_beside(trace.meta.path)) if use_et else None
-    return round_trips.analyze(trace, attribution.analyze(trace), execution_trace=et)
+@pytest.fixture
+def trips(sample):
+    """``trips(name, use_et)``: the round trips of sample NAME (trace and execution trace loaded once
+    per run), linked through its execution trace or inferred from shapes."""
+
+    def of(name: str, use_et: bool) -> round_trips.RoundTripReport:
+        session = sample(name)
+        et = session.execution_trace if use_et else None
+        assert et is not None or not use_et, session
+        return round_trips.analyze(session.trace, attribution.analyze(session.trace), execution_trace=et)
+
+    return of
 
 
 @pytest.mark.parametrize("use_et", [True, False], ids=["execution_trace", "shape_inference"])
 @pytest.mark.parametrize(("name", "count"), [("mlp_eager", 4), ("mlp_compile", 3), ("mlp_liger", 3)])
-def test_geglu_mlp_round_trip_tensors_per_step(name, count, use_et):
-    report = _sample(name, use_et)
+def test_geglu_mlp_round_trip_tensors_per_step(name, count, use_et, trips):
+    report = trips(name, use_et)
     assert report.method == ("execution_trace" if use_et else "shape_inference")
     assert report.bytes_per_step.rows() == [(s, count * GATE_BYTES, count, 0) for s in (2, 3, 4)]
     assert set(report.tensors["bytes"].to_list()) == {GATE_BYTES}
@@ -253,8 +261,8 @@ def test_geglu_mlp_round_trip_tensors_per_step(name, count, use_et):
 
 
 @pytest.mark.parametrize("use_et", [True, False], ids=["execution_trace", "shape_inference"])
-def test_eager_links_are_gate_up_gelu_and_product(use_et):
-    rows = _sample("mlp_eager", use_et).tensors.filter(pl.col("step") == 4)
+def test_eager_links_are_gate_up_gelu_and_product(use_et, trips):
+    rows = trips("mlp_eager", use_et).tensors.filter(pl.col("step") == 4)
     pairs = rows.select("producer_op", "consumer_op").rows()
     assert pairs == [("aten::mm", "aten::gelu"), ("aten::gelu", "aten::mul"), ("aten::mm", "aten::mul"),
                      ("aten::mul", "aten::mm")]
@@ -262,19 +270,19 @@ def test_eager_links_are_gate_up_gelu_and_product(use_et):
 
 
 @pytest.mark.parametrize("use_et", [True, False], ids=["execution_trace", "shape_inference"])
-def test_fused_variants_never_write_the_gelu_output(use_et):
+def test_fused_variants_never_write_the_gelu_output(use_et, trips):
     for name, fused_op in (("mlp_compile", "triton_poi_fused__unsafe_view_gelu_mul_0"),
                            ("mlp_liger", "LigerGELUMulFunction")):
-        rows = _sample(name, use_et).tensors.filter(pl.col("step") == 4)
+        rows = trips(name, use_et).tensors.filter(pl.col("step") == 4)
         assert rows.select("producer_op", "consumer_op").rows() == [
             ("aten::mm", fused_op), ("aten::mm", fused_op), (fused_op, "aten::mm")]
 
 
 @pytest.mark.parametrize("use_et", [True, False], ids=["execution_trace", "shape_inference"])
-def test_cudagraph_replay_hides_its_round_trips(use_et):
+def test_cudagraph_replay_hides_its_round_trips(use_et, trips):
     """The graph's four kernels carry only cudaGraphLaunch's correlation; neither Kineto nor the
     execution trace records their ops or tensors, so no link is claimed and the step says so."""
-    report = _sample("mlp_compile-cudagraphs", use_et)
+    report = trips("mlp_compile-cudagraphs", use_et)
     # The static-input copy is modelled when the ET gives the TensorList's dtype; Kineto has none.
     unknown = 4 if use_et else 5
     assert report.bytes_per_step.rows() == [(s, 0, 0, unknown) for s in (2, 3, 4)]
@@ -285,25 +293,25 @@ def test_cudagraph_replay_hides_its_round_trips(use_et):
     assert (copy["model"][0], copy["bytes_read"][0]) == expected
 
 
-def test_unfused_bias_add_is_a_round_trip_and_addmm_is_not():
-    eager = _sample("matmul_add_eager-4096", True)
+def test_unfused_bias_add_is_a_round_trip_and_addmm_is_not(trips):
+    eager = trips("matmul_add_eager-4096", True)
     assert eager.bytes_per_step["round_trip_bytes"].to_list() == [4096 * 4096 * 2] * 3
-    assert _sample("matmul_add_compile-4096", True).tensors.height == 0
+    assert trips("matmul_add_compile-4096", True).tensors.height == 0
 
 
-def test_mlp_gemm_bytes_and_flops():
-    t = _sample("mlp_eager", True).traffic
+def test_mlp_gemm_bytes_and_flops(trips):
+    t = trips("mlp_eager", True).traffic
     gate = t.filter((pl.col("step") == 4) & (pl.col("kernel_class") == "gemm")).row(0, named=True)
     assert gate["flops"] == 2 * 8192 * 3072 * 768 == 38_654_705_664
     assert gate["bytes_read"] == (8192 * 768 + 768 * 3072) * 2 == 17_301_504
     assert gate["bytes_written"] == GATE_BYTES
 
 
-def test_every_sample_trace_analyses():
+def test_every_sample_trace_analyses(sample):
     for path in sorted(SAMPLES.glob("*.json.gz")):
         if ".et." in path.name:
             continue
-        trace = load(path)
+        trace = sample(path.name).trace
         report = round_trips.analyze(trace, attribution.analyze(trace))
         assert report.traffic.height == attribution.analyze(trace).gpu.filter(
             pl.col("kind").is_in(["kernel", "memcpy", "memset"])).height

@@ -17,8 +17,8 @@ import polars as pl
 import pytest
 
 from factory import make_kernel, make_launch, make_op, make_step, write_trace
+import tracekit
 from tracekit import devices
-from tracekit import execution_trace as et_mod
 from tracekit.analyses import attribution, round_trips, throughput
 from tracekit.load import load
 
@@ -28,17 +28,19 @@ H200_BF16 = 989.5e12
 H200_HBM = 4.8e12
 
 
-def _throughput(name: str, **kwargs) -> throughput.ThroughputReport:
-    trace = load(SAMPLES / f"{name}.json.gz")
+def _throughput(session: tracekit.Session, **kwargs) -> throughput.ThroughputReport:
+    """Throughput analysed afresh from a sample's trace and execution trace (``sample`` loads them
+    once per run), ``kwargs`` passed to ``throughput.analyze``."""
+    assert session.execution_trace is not None, session  # exact round-trip links, hence exact traffic
+    trace = session.trace
     attributed = attribution.analyze(trace)
-    et = et_mod.load(et_mod.find_beside(trace.meta.path))
-    rt = round_trips.analyze(trace, attributed, execution_trace=et)
+    rt = round_trips.analyze(trace, attributed, execution_trace=session.execution_trace)
     return throughput.analyze(trace, attributed, rt.traffic, **kwargs)
 
 
 @pytest.fixture(scope="module")
-def eager():
-    return _throughput("mlp_eager")
+def eager(sample):
+    return _throughput(sample("mlp_eager"))
 
 
 def _raw_durations_s(name: str, contains: str) -> list[float]:
@@ -94,8 +96,8 @@ def test_pointwise_achieved_gbps_against_hbm(eager):
 
 @pytest.mark.parametrize("name,fused", [("mlp_compile", "triton_poi_fused__unsafe_view_gelu_mul_0"),
                                         ("mlp_liger", "_geglu_tanh_forward_kernel")])
-def test_fused_geglu_kernels_move_three_tensors(name, fused):
-    report = _throughput(name)
+def test_fused_geglu_kernels_move_three_tensors(name, fused, sample):
+    report = _throughput(sample(name))
     row = _row(report, fused)
     assert row["bytes"] == 3 * 8192 * 3072 * 2 and row["bound"] == "memory"
     assert 0.5 < row["frac_bw"] < 1.0
@@ -104,8 +106,8 @@ def test_fused_geglu_kernels_move_three_tensors(name, fused):
     assert all(0.5 < f < 1.0 for f in gemms["frac_flops"].to_list())
 
 
-def test_overrides_from_flags_and_manifest(eager):
-    report = _throughput("mlp_eager", ceilings_override={"hbm_gbps": 4300, "bf16_tflops": 790})
+def test_overrides_from_flags_and_manifest(eager, sample):
+    report = _throughput(sample("mlp_eager"), ceilings_override={"hbm_gbps": 4300, "bf16_tflops": 790})
     assert report.ceilings["source"] == "flags"
     assert report.ceilings["hbm_bytes_per_s"] == 4.3e12 and report.ceilings["flops"]["bf16"] == 790e12
     down = _row(report, "nvjet_sm90_tst_192x128")
@@ -116,13 +118,13 @@ def test_overrides_from_flags_and_manifest(eager):
     assert measured == {"hbm_gbps": pytest.approx(ceilings["d2d_copy"]["TB_per_s"] * 1000),
                         "bf16_tflops": ceilings["matmul_bf16_8192"]["TFLOP_per_s"], "source": "manifest"}
     assert 4000 < measured["hbm_gbps"] < 4800 and 600 < measured["bf16_tflops"] < 989.5
-    assert _throughput("mlp_eager", ceilings_override=measured).ceilings["source"] == "manifest"
+    assert _throughput(sample("mlp_eager"), ceilings_override=measured).ceilings["source"] == "manifest"
     with pytest.raises(ValueError, match="hbm_gpbs"):
         devices.apply_overrides(eager.ceilings, {"hbm_gpbs": 1})
 
 
-def test_cudagraph_kernels_have_no_figures():
-    report = _throughput("mlp_compile-cudagraphs")
+def test_cudagraph_kernels_have_no_figures(sample):
+    report = _throughput(sample("mlp_compile-cudagraphs"))
     unknown = report.kernels.filter(pl.col("model") == "unknown")
     assert unknown["count"].sum() == 12
     assert unknown["achieved_flops_per_s"].null_count() == unknown.height
@@ -201,18 +203,16 @@ def test_device_is_the_one_running_most_kernels(tmp_path, kernels_per_device, ex
     assert throughput.device_name(trace) == "NVIDIA H200"  # without kernels: the first entry
 
 
-def test_an_fp32_gemm_on_tensor_cores_is_rated_against_the_tf32_ceiling() -> None:
+def test_an_fp32_gemm_on_tensor_cores_is_rated_against_the_tf32_ceiling(sample) -> None:
     """The shipped host-sync capture multiplies fp32 tensors with TF32 allowed: cuBLAS names its
     kernels ``sm90_xmma_gemm_f32f32_tf32f32_f32_…`` (fp32 in, tf32 math). Rated against the fp32
     ceiling (67 TFLOP/s on the H200) they showed 395–625 % of it; against the tf32 one they fit."""
-    import tracekit
-
-    rates = tracekit.open(SAMPLES / "antipatterns" / "antipatterns_host-sync.json.gz").report().throughput
+    rates = sample("antipatterns/antipatterns_host-sync").report().throughput
     gemms = rates.kernels.filter(pl.col("name").str.contains("_f32f32_tf32f32_f32_"))
     assert gemms.height > 0
     assert set(gemms["dtype"]) == {"fp32"} and set(gemms["math"]) == {"tf32"}
     assert set(gemms["peak_flops_per_s"]) == {devices.ceilings_for("NVIDIA H200")["flops"]["tf32"]}
     assert gemms["frac_flops"].max() < 1.0 < (gemms["achieved_flops_per_s"] / 67e12).max()
     # A kernel whose name shows no math type keeps its dtype: the bf16 nvjet GEMMs of the eager MLP.
-    eager = tracekit.open(SAMPLES / "mlp_eager.json.gz").report().throughput.kernels
+    eager = sample("mlp_eager").report().throughput.kernels
     assert eager.filter(pl.col("name").str.starts_with("nvjet"))["math"].to_list() == ["bf16", "bf16"]

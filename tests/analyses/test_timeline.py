@@ -35,9 +35,9 @@ def title(el: ET.Element) -> str:
     return "" if found is None else (found.text or "")
 
 
-@pytest.fixture(scope="module")
-def eager():
-    session = tracekit.open(SAMPLES / "mlp_eager.json.gz")
+@pytest.fixture
+def eager(sample):
+    session = sample("mlp_eager")
     return session, session.report(timelines=True)
 
 
@@ -125,10 +125,10 @@ def test_timelines_only_when_asked(eager):
     assert not any(RENDERERS[name].needs_timelines for name in ("term", "md", "json") if name in RENDERERS)
 
 
-def test_compile_spans_and_graph_records():
+def test_compile_spans_and_graph_records(sample):
     # mlp_compile-cudagraphs-sweep: unit 0 holds the frame compilation (_compile.compile_inner) and
     # the first CUDA-graph record; the report's compilation work table says which units have them.
-    session = tracekit.open(SAMPLES / "compile_sweep" / "mlp_compile-cudagraphs-sweep.json.gz")
+    session = sample("compile_sweep/mlp_compile-cudagraphs-sweep")
     report = session.report(timelines=True)
     work = report.compilation.work
     for step in report.timelines.steps:

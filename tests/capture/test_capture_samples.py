@@ -131,9 +131,7 @@ def _spans(events: list[dict], name: str, cat: str = "cpu_op") -> list[dict]:
 
 
 @pytest.mark.parametrize("folder", sorted(SUBFOLDERS))
-def test_each_capture_folder_matches_its_manifest_and_loads(folder: str) -> None:
-    import tracekit
-
+def test_each_capture_folder_matches_its_manifest_and_loads(folder: str, sample) -> None:
     m = _sub_manifest(folder)
     assert m["schema"] == "tracekit.capture-manifest/1"
     assert m["device"]["name"] == "NVIDIA H200" and m["device"]["sm_count"] == 132
@@ -146,7 +144,7 @@ def test_each_capture_folder_matches_its_manifest_and_loads(folder: str) -> None
         assert c["status"] == "ok", name
         assert c["trace_file"] == f"{name}.json.gz"
         listed.add(c["trace_file"])
-        trace = tracekit.open(SAMPLES / folder / c["trace_file"]).trace
+        trace = sample(f"{folder}/{c['trace_file']}").trace
         assert trace.ops.height > 0 and trace.gpu.height > 0, name
     assert {p.name for p in (SAMPLES / folder).iterdir()} == listed
 

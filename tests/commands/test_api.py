@@ -35,11 +35,11 @@ def test_open_names_a_missing_file_in_one_line(tmp_path):
         tracekit.open(tmp_path / "nope.json.gz").report()
 
 
-def test_session_uses_the_stored_report_of_a_parquet_file(tmp_path):
+def test_session_uses_the_stored_report_of_a_parquet_file(tmp_path, sample):
     import tracekit
 
     out = tmp_path / "mlp_eager.parquet"
-    tracekit.open(ROOT / "sample_traces" / "mlp_eager.json.gz").save(out)
+    sample("mlp_eager").save(out)
     parquet = tracekit.open(out)
     assert parquet.stored_report() is not None
     report = parquet.report()
@@ -83,12 +83,11 @@ def _demoted(markdown: str) -> str:
     return "\n".join("###" + line if line.startswith("#") else line for line in markdown.splitlines())
 
 
-def test_readme_report_example_is_a_real_run(request):
+def test_readme_report_example_is_a_real_run(request, sample):
     """The README's report example is what the command prints today (refresh it with
     ``pytest tests/commands/test_api.py --update-goldens``, then review the README diff)."""
     import io
 
-    import tracekit
     from tracekit.render import renderer_for
 
     start, end = "<!-- README-REPORT-START -->\n", "<!-- README-REPORT-END -->"
@@ -99,7 +98,7 @@ def test_readme_report_example_is_a_real_run(request):
     command = "$ tracekit report sample_traces/mlp_eager.json.gz --step 4 --format md"
     assert shown.startswith(f"```\n{command}\n```\n\n")
     out = io.StringIO()
-    report = tracekit.open(ROOT / "sample_traces" / "mlp_eager.json.gz").report(step=4)
+    report = sample("mlp_eager").report(step=4)
     renderer_for("md").report(report, out)
     expected = f"```\n{command}\n```\n\n{_demoted(out.getvalue())}\n\n"
     if request.config.getoption("--update-goldens"):

@@ -8,12 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tracekit.analyses import pipeline, profile
 from tracekit.commands import main
 from tracekit.diff import expect
 from tracekit.results.check import CheckResult
 from tracekit.errors import UsageError
-from tracekit.load import load
 from tracekit.render.views.check import expected_text, observed_text
 from tracekit.session import read_expectations
 
@@ -28,8 +26,8 @@ def _exit(argv: list[str]) -> int:
     return exc.value.code
 
 
-def _result(trace: str, exp: expect.Expectations) -> CheckResult:
-    return expect.check(profile.build(pipeline.run(load(SAMPLES / f"{trace}.json.gz"), unit=exp.unit)), exp)
+def _result(sample, trace: str, exp: expect.Expectations) -> CheckResult:
+    return expect.check(sample(trace, execution_trace=None).profile(exp.unit), exp)
 
 
 def test_an_expectations_file_ships_for_every_mlp_mode():
@@ -39,16 +37,16 @@ def test_an_expectations_file_ships_for_every_mlp_mode():
 
 
 @pytest.mark.parametrize("path", EXPECTATIONS, ids=[p.stem for p in EXPECTATIONS])
-def test_shipped_expectations_pass(path, capsys):
-    result = _result(path.stem, read_expectations(path))
+def test_shipped_expectations_pass(path, capsys, sample):
+    result = _result(sample, path.stem, read_expectations(path))
     assert result.passed, [i for i in result.items if not i.met]
     assert len(result.items) >= 8
     assert _exit(["check", str(SAMPLES / f"{path.stem}.json.gz"), "--expect", str(path)]) == 0
     assert "expectations met" in capsys.readouterr().out
 
 
-def test_compile_expectations_are_broken_by_the_eager_trace(capsys):
-    result = _result("mlp_eager", read_expectations(ROOT / "expectations" / "mlp_compile.toml"))
+def test_compile_expectations_are_broken_by_the_eager_trace(capsys, sample):
+    result = _result(sample, "mlp_eager", read_expectations(ROOT / "expectations" / "mlp_compile.toml"))
     broken = {(i.key, expected_text(i)): observed_text(i) for i in result.items if not i.met}
     assert broken[("kernels", "exactly 4")] == "5 in every step"
     assert broken[("classes_absent", "elementwise")] == "elementwise in 3 of 3 steps"
@@ -63,18 +61,18 @@ def test_compile_expectations_are_broken_by_the_eager_trace(capsys):
     assert err.startswith("tracekit: error: 11 of 13 expectations broken: kernels exactly 4")
 
 
-def test_busy_fraction_and_time_bounds(tmp_path):
+def test_busy_fraction_and_time_bounds(tmp_path, sample):
     f = tmp_path / "e.toml"
     f.write_text('[per_step]\ngpu_busy_min_pct = 5\ngpu_time_max_us = 240\ncpu_time_max_us = 1\n')
-    result = _result("mlp_eager", read_expectations(f))
+    result = _result(sample, "mlp_eager", read_expectations(f))
     met = {i.key: i.met for i in result.items}
     assert met == {"gpu_busy_min_pct": True, "gpu_time_max_us": True, "cpu_time_max_us": False}
 
 
-def test_unit_from_the_file(tmp_path):
+def test_unit_from_the_file(tmp_path, sample):
     f = tmp_path / "e.toml"
     f.write_text('unit = "mlp_fwd"\n[per_step]\nkernels = 5\n')
-    result = _result("mlp_eager", read_expectations(f))
+    result = _result(sample, "mlp_eager", read_expectations(f))
     assert result.passed and "mlp_fwd" in result.notes[-1]
 
 

@@ -4,18 +4,17 @@ the real H200 traces (computed data asserted apart from rendered text), gates, J
 from __future__ import annotations
 
 import dataclasses
+import functools
 import html
 import io
 import json
 import re
-from functools import lru_cache
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from factory import make_kernel, make_launch, make_op, make_step, write_trace
-from tracekit import execution_trace
 from tracekit.results import report as report_mod
 from tracekit.analyses import pipeline, profile
 from tracekit.analyses.profile import KernelRef
@@ -33,12 +32,11 @@ SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 RT_BYTES = 8192 * 3072 * 2  # one bf16 [8192, 3072] intermediate
 
 
-@lru_cache(maxsize=None)
-def prof(name: str, unit: str | None = None) -> profile.Profile:
-    """As the CLI does: the execution trace beside the trace makes round-trip links exact."""
-    trace = load(SAMPLES / f"{name}.json.gz")
-    et = execution_trace.find_beside(str(SAMPLES / f"{name}.json.gz"))
-    return profile.build(pipeline.run(trace, execution_trace=execution_trace.load(et) if et else None, unit=unit))
+@pytest.fixture
+def prof(sample):
+    """``prof(name, unit=None)``: the profile of sample NAME as the CLI makes it (the execution trace
+    beside the trace makes round-trip links exact); shared, computed once per run."""
+    return lambda name, unit=None: sample(name).profile(unit)
 
 
 def without_gaps_and_trips(p: profile.Profile) -> profile.Profile:
@@ -52,9 +50,10 @@ def without_gaps_and_trips(p: profile.Profile) -> profile.Profile:
         "cpu_time": gaps, "idle_time": gaps, "round_trip_bytes": trips, "round_trip_tensors": trips})
 
 
-@lru_cache(maxsize=None)
-def diff(a: str, b: str) -> result.Diff:
-    return pairwise.diff(prof(a), prof(b))
+@pytest.fixture(scope="module")
+def diff(sample):
+    """``diff(a, b)``: the diff of samples A and B (their profiles as :func:`prof` makes them)."""
+    return functools.cache(lambda a, b: pairwise.diff(sample(a).profile(), sample(b).profile()))
 
 
 # --- alignment rules --------------------------------------------------------------------------
@@ -147,7 +146,7 @@ def test_change_smaller_than_the_spread_is_within_noise():
 
 # --- the done-when diffs on the H200 traces ---------------------------------------------------
 
-def test_eager_to_compile_names_the_fusion_the_round_trip_and_the_compile_tax():
+def test_eager_to_compile_names_the_fusion_the_round_trip_and_the_compile_tax(diff):
     d = diff("mlp_eager", "mlp_compile")
     (f,) = d.alignment.fusions
     assert f.after.name == "triton_poi_fused__unsafe_view_gelu_mul_0"
@@ -170,7 +169,7 @@ def test_eager_to_compile_names_the_fusion_the_round_trip_and_the_compile_tax():
     assert {"aten::t", "aten::transpose", "aten::gelu", "aten::mul"} <= {o.name for o in d.cpu_ops_removed}
 
 
-def test_eager_to_liger_names_the_hand_written_geglu_kernel():
+def test_eager_to_liger_names_the_hand_written_geglu_kernel(diff):
     d = diff("mlp_eager", "mlp_liger")
     (f,) = d.alignment.fusions
     assert f.after.name == "_geglu_tanh_forward_kernel" and f.after.cpu_op == "LigerGELUMulFunction"
@@ -179,7 +178,7 @@ def test_eager_to_liger_names_the_hand_written_geglu_kernel():
     assert d.quantities["preop_tax"].b == 0
 
 
-def test_eager_to_compiled_linear_keeps_the_gemm_and_drops_the_transpose_dispatch():
+def test_eager_to_compiled_linear_keeps_the_gemm_and_drops_the_transpose_dispatch(diff):
     d = diff("linear_eager", "linear_compile")
     assert d.alignment.is_identical
     assert [a.name for a, _ in d.alignment.unchanged] == ["nvjet_sm90_tst_64x8_64x16_1x2_h_bz_bias_TNT"]
@@ -190,7 +189,7 @@ def test_eager_to_compiled_linear_keeps_the_gemm_and_drops_the_transpose_dispatc
 
 
 @pytest.mark.parametrize("name", ["mlp_eager", "mlp_compile", "linear_eager", "train_eager"])
-def test_a_trace_against_itself_reports_no_change(name):
+def test_a_trace_against_itself_reports_no_change(name, diff):
     d = diff(name, name)
     assert d.alignment.is_identical and not d.structural_change
     assert all(q.delta == 0 and q.within_noise for q in d.quantities.values())
@@ -201,19 +200,19 @@ def diff_markdown_verdict(d) -> str:
     return plain(verdict_parts(d))
 
 
-def test_step_quantities_match_the_core_report():
-    bundle = pipeline.run(load(SAMPLES / "mlp_eager.json.gz"))
+def test_step_quantities_match_the_core_report(sample):
+    bundle = sample("mlp_eager", execution_trace=None).analyses()
     report = report_mod.build(bundle)
     p = profile.build(bundle)
     assert p.per_unit["gpu_ns"].to_list() == report.steps["gpu_busy_ns"].to_list()
     assert p.per_unit["kernels"].to_list() == [5, 5, 5]
-    compiled = pipeline.run(load(SAMPLES / "mlp_compile.json.gz"))
+    compiled = sample("mlp_compile", execution_trace=None).analyses()
     preops = profile.build(compiled).preops
     core = report_mod.build(compiled).compile_preops
     assert sorted(preops["cpu_ns"].to_list()) == sorted(core["cpu_ns"].to_list())
 
 
-def test_unit_option_aligns_per_annotation_span():
+def test_unit_option_aligns_per_annotation_span(prof):
     p = prof("mlp_eager", unit="mlp_fwd")
     assert p.units == [1, 2, 3] and p.unit_labels[1] == "mlp_fwd#1"
     # Dispatch, idle time and round trips are measured per unit, whatever the units are.
@@ -224,7 +223,7 @@ def test_unit_option_aligns_per_annotation_span():
         prof("mlp_eager", unit="nope")
 
 
-def test_missing_analyses_are_reported_unavailable_not_zero():
+def test_missing_analyses_are_reported_unavailable_not_zero(prof):
     d = pairwise.diff(without_gaps_and_trips(prof("mlp_eager")), without_gaps_and_trips(prof("mlp_compile")))
     assert "round_trip_bytes" not in d.quantities and "cpu_time" not in d.quantities
     assert "not computed" in d.unavailable["round_trip_bytes"]
@@ -236,7 +235,7 @@ def test_missing_analyses_are_reported_unavailable_not_zero():
 
 # --- JSON contract ----------------------------------------------------------------------------
 
-def test_json_contract():
+def test_json_contract(diff):
     data = json.loads(_render(renderer_for("json").diff, diff("mlp_eager", "mlp_compile")))
     assert data["schema"] == "tracekit.diff/1"
     assert data["fusions"][0]["after"] == "triton_poi_fused__unsafe_view_gelu_mul_0"
@@ -282,7 +281,7 @@ def test_bad_gates_are_usage_errors(text):
         gates.parse(text)
 
 
-def test_gates_fail_only_outside_noise():
+def test_gates_fail_only_outside_noise(diff):
     d = diff("mlp_compile", "mlp_eager")  # the regression direction
     results = gates.evaluate([gates.parse(t) for t in (
         "gpu_time>+5%", "kernels>+0", "round_trip_bytes>+0", "launches>+1", "gpu_time>+50%")], d)
@@ -399,7 +398,7 @@ def test_every_renderer_on_empty_cpu_only_and_hostile_names(tmp_path, fmt):
 
 # --- findings: the verdict as data ------------------------------------------------------------
 
-def test_eager_to_compile_findings_name_the_fusion_and_the_gpu_time():
+def test_eager_to_compile_findings_name_the_fusion_and_the_gpu_time(diff, sample):
     d = diff("mlp_eager", "mlp_compile")
     assert [f.kind for f in d.findings] == ["fusion", "gemms_unchanged", "gpu_time", "round_trip_bytes",
                                             "preop_tax", "cpu_time", "quiet_ops_gone", "launches"]
@@ -409,8 +408,8 @@ def test_eager_to_compile_findings_name_the_fusion_and_the_gpu_time():
     assert [s.name for s in fusion.of("op")] == ["gelu", "mul"]
     assert dict(fusion.quantities) == {"kernels": 2, "evidence": "inductor fused_ops"}
     # GPU busy per step from the core report's step table, not from the diff's own profile
-    busy_a = report_mod.build(pipeline.run(load(SAMPLES / "mlp_eager.json.gz"))).steps["gpu_busy_ns"].to_list()
-    busy_b = report_mod.build(pipeline.run(load(SAMPLES / "mlp_compile.json.gz"))).steps["gpu_busy_ns"].to_list()
+    busy_a = sample("mlp_eager", execution_trace=None).report().steps["gpu_busy_ns"].to_list()
+    busy_b = sample("mlp_compile", execution_trace=None).report().steps["gpu_busy_ns"].to_list()
     assert busy_a == [232_320, 231_104, 230_464] and busy_b == [202_464, 205_440, 206_849]
     (gpu,) = [f for f in d.findings if f.kind == "gpu_time"]
     assert dict(gpu.quantities) == {"a": 231_104, "b": 205_440, "delta": 205_440 - 231_104,
@@ -433,7 +432,7 @@ def test_eager_to_compile_findings_name_the_fusion_and_the_gpu_time():
     assert data["findings"][2] == {"kind": "gpu_time", "subjects": [], "quantities": dict(gpu.quantities)}
 
 
-def test_findings_name_a_few_and_count_the_rest():
+def test_findings_name_a_few_and_count_the_rest(diff):
     ADD = k("add_kernel", cpu_op="aten::add", functor="CUDAFunctor_add")
     sums = [k(f"sum{i}_kernel", "reduction", f"aten::sum{i}") for i in range(3)]
     base = diff("mlp_eager", "mlp_eager")
@@ -455,7 +454,7 @@ def test_findings_name_a_few_and_count_the_rest():
 
 # --- check items carry numbers ----------------------------------------------------------------
 
-def test_check_items_carry_numbers_and_the_renderers_word_them():
+def test_check_items_carry_numbers_and_the_renderers_word_them(prof):
     from tracekit.diff import expect
     from tracekit.render.views.check import expected_text, observed_text
     from tracekit.session import read_expectations

@@ -20,9 +20,7 @@ from tracekit.render import renderer_for
 from tracekit.render.json.diff import diff_data
 from tracekit.render.views.verdict import plain, verdict_parts
 
-TESTS = Path(__file__).resolve().parents[1]
-REAL = TESTS / "data" / "real"
-SAMPLES = TESTS.parent / "sample_traces"
+REAL = Path(__file__).resolve().parents[1] / "data" / "real"
 DLRM = "facebookresearch__param__dlrm-8rank-v100-nccl-rank{}.json.gz"
 TUGOT = "tugot17__tokenomics-from-first-principles__rtx4090-tp2-llama-rank{}.json.gz"
 NANO = "zhang-yuhui__nano-vllm__rtx4080l-decode-triton.json.gz"
@@ -123,22 +121,23 @@ def test_resnet_cut_at_another_point_of_the_iteration_announces_no_fusion(monkey
     assert not any(f.kind in ("fusion", "split", "removed", "added") for f in d.findings)
 
 
-def test_cuda_graph_launches_that_appear_and_vanish():
-    eager, graphs = SAMPLES / "mlp_eager.json.gz", SAMPLES / "mlp_compile-cudagraphs.json.gz"
+def test_cuda_graph_launches_that_appear_and_vanish(sample):
+    eager, graphs, compiled = (sample(name, execution_trace=None).profile()
+                               for name in ("mlp_eager", "mlp_compile-cudagraphs", "mlp_compile"))
     # Raw JSON: one cudaGraphLaunch starts inside each of ProfilerStep#2, #3 and #4 of the
     # cudagraphs capture, none in the eager one.
-    d = diff(eager, graphs)
+    d = pairwise.diff(eager, graphs)
     (g,) = [f for f in d.findings if f.kind == "graph_launches"]
     assert dict(g.quantities) == {"a": 0, "b": 1}
     assert "CUDA-graph launches appeared (1 per step)" in plain(verdict_parts(d))
     assert diff_data(d)["graph_launches_per_step"]["values_b"] == [1, 1, 1]
-    back = diff(graphs, SAMPLES / "mlp_compile.json.gz")
+    back = pairwise.diff(graphs, compiled)
     assert "CUDA-graph launches vanished (1 per step in A)" in plain(verdict_parts(back))
 
 
-def test_host_sync_that_vanished():
+def test_host_sync_that_vanished(sample):
     # Raw JSON: train_eager's steps run aten::item (.item() on the loss); mlp_eager has no aten::item.
-    d = diff(SAMPLES / "train_eager.json.gz", SAMPLES / "mlp_eager.json.gz")
+    d = pairwise.diff(*(sample(name, execution_trace=None).profile() for name in ("train_eager", "mlp_eager")))
     (f, *_) = [f for f in d.findings if f.kind == "host_sync"]
     assert [s.name for s in f.subjects] == ["aten::item"] and f.quantities["b"] == 0
     assert plain(verdict_parts(d)).count("the host sync aten::item (") == 1

@@ -281,17 +281,19 @@ def test_no_finding_without_steps(tmp_path):
 
 # -- the shipped H200 antipattern captures --------------------------------------------------------
 
-def _report(path: Path):
-    return tracekit.open(str(path)).report()
+@pytest.fixture
+def anti(sample):
+    """``anti(mode)``: the report of the antipattern capture of ``mode`` (shared, opened once per run)."""
+    return lambda mode: sample(f"antipatterns/{CAPTURES[mode]['trace_file']}").report()
 
 
 PLANTED = sorted(mode for mode, c in CAPTURES.items() if c["planted"])
 
 
 @pytest.mark.parametrize("mode", PLANTED)
-def test_each_planted_problem_is_the_only_warning_of_its_trace(mode):
+def test_each_planted_problem_is_the_only_warning_of_its_trace(mode, anti):
     capture = CAPTURES[mode]
-    got = _report(ANTI / capture["trace_file"]).findings
+    got = anti(mode).findings
     warnings = {f.rule for f in got if f.severity == "warning"}
     assert warnings == {capture["planted"]}
     for f in got:
@@ -299,33 +301,34 @@ def test_each_planted_problem_is_the_only_warning_of_its_trace(mode):
 
 
 @pytest.mark.parametrize("mode", sorted(m for m, c in CAPTURES.items() if not c["planted"]))
-def test_controls_stay_silent_on_what_they_control(mode):
+def test_controls_stay_silent_on_what_they_control(mode, anti):
     capture = CAPTURES[mode]
-    got = _report(ANTI / capture["trace_file"]).findings
+    got = anti(mode).findings
     assert not {f.rule for f in got} & set(capture["control_for"])
     assert [f.rule for f in got if f.severity == "warning"] == []
 
 
 @pytest.mark.parametrize("name", ["mlp_compile.json.gz", "mlp_liger.json.gz", "antipatterns/antipatterns_healthy.json.gz"])
-def test_healthy_traces_have_no_warning(name):
-    assert [f.rule for f in _report(SAMPLES / name).findings if f.severity == "warning"] == []
+def test_healthy_traces_have_no_warning(name, sample):
+    assert [f.rule for f in sample(name).report().findings if f.severity == "warning"] == []
 
 
-def _finding(mode: str) -> findings.Finding:
-    capture = CAPTURES[mode]
-    return next(f for f in _report(ANTI / capture["trace_file"]).findings if f.rule == capture["planted"])
+@pytest.fixture
+def planted(anti):
+    """``planted(mode)``: the finding of the problem planted in the antipattern capture of ``mode``."""
+    return lambda mode: next(f for f in anti(mode).findings if f.rule == CAPTURES[mode]["planted"])
 
 
-def test_host_sync_at_the_manifests_ops():
-    f = _finding("host-sync")
+def test_host_sync_at_the_manifests_ops(planted):
+    f = planted("host-sync")
     # manifest evidence: aten::item, aten::nonzero, aten::to (.cpu()), once per step each.
     assert {(e.name, e.count_per_step) for e in f.evidence} == {(ev["op"], ev["per_step"])
                                                                  for ev in CAPTURES["host-sync"]["evidence"]}
     assert f.steps == (2, 3, 4)
 
 
-def test_pageable_copy_at_the_manifests_copy():
-    f = _finding("h2d-pageable")
+def test_pageable_copy_at_the_manifests_copy(planted):
+    f = planted("h2d-pageable")
     (ev,) = CAPTURES["h2d-pageable"]["evidence"]
     (e,) = f.evidence
     assert e.name == ev["memcpy"] and e.count_per_step == ev["per_step"]
@@ -334,15 +337,15 @@ def test_pageable_copy_at_the_manifests_copy():
     assert f.quantities["pinned_bytes_per_s"] == pageable_copy.PINNED_BYTES_PER_S_DEFAULT
 
 
-def test_fp32_gemm_counts_the_manifests_gemms():
-    f = _finding("gemm-fp32")
+def test_fp32_gemm_counts_the_manifests_gemms(planted):
+    f = planted("gemm-fp32")
     assert f.quantities["gemms_per_step"] == CAPTURES["gemm-fp32"]["gemms_per_step"]
     assert {e.detail for e in f.evidence} == {"launched by aten::mm"}
     assert f.quantities["gemm_share_of_busy"] > 0.9
 
 
-def test_unfused_pointwise_names_gelu_into_mul():
-    f = _finding("pointwise-unfused")
+def test_unfused_pointwise_names_gelu_into_mul(planted):
+    f = planted("pointwise-unfused")
     links = {e.name: e for e in f.evidence}
     # 4 GeGLU blocks: gelu's [8192, 4096] fp32 output (128 MiB) read back by mul, per step.
     assert links["aten::gelu → aten::mul"].count_per_step == 4
@@ -350,16 +353,16 @@ def test_unfused_pointwise_names_gelu_into_mul():
     assert links["aten::gelu → aten::mul"].bytes_per_step == 4 * 8192 * 4096 * 4
 
 
-def test_hot_path_copies_at_the_manifests_ops():
-    f = _finding("extra-copies")
+def test_hot_path_copies_at_the_manifests_ops(planted):
+    f = planted("extra-copies")
     names = {e.name for e in f.evidence}
     assert names == {"aten::contiguous", "aten::clone", "torch::autograd::AccumulateGrad"}
     clone = next(e for e in f.evidence if e.name == "aten::clone")
     assert clone.bytes_per_step == 8192 * 4096 * 4 and clone.detail.startswith("Memcpy DtoD")
 
 
-def test_gemm_bias_seed_of_the_compiled_loop_is_info():
-    got = _report(ANTI / CAPTURES["pointwise-fused"]["trace_file"]).findings
+def test_gemm_bias_seed_of_the_compiled_loop_is_info(anti):
+    got = anti("pointwise-fused").findings
     seed = next(f for f in got if f.rule == "gemm_bias_seed")
     (incidental,) = CAPTURES["pointwise-fused"]["incidental"]
     assert seed.severity == "info" and seed.evidence[0].name == incidental["op"]
@@ -367,17 +370,17 @@ def test_gemm_bias_seed_of_the_compiled_loop_is_info():
     assert seed.evidence[0].bytes_per_step == incidental["per_step"] * incidental["bytes_each"]
 
 
-def test_optimizer_and_zero_grad_at_their_annotations():
-    opt = _finding("optimizer-unfused")
+def test_optimizer_and_zero_grad_at_their_annotations(planted):
+    opt = planted("optimizer-unfused")
     assert opt.quantities["kernels_per_step"] == 64  # manifest: 8 kernels per parameter, 8 parameters
     assert {e.detail for e in opt.evidence} == {"inside " + CAPTURES["optimizer-unfused"]["evidence"][0]["op"]}
-    zero = _finding("zero-grad-fill")
+    zero = planted("zero-grad-fill")
     assert zero.evidence[0].detail == "inside " + CAPTURES["zero-grad-fill"]["evidence"][0]["op"]
 
 
-def test_cold_first_step_and_overhead_bound():
-    assert _finding("cold-first-step").steps == (0,)
-    over = _finding("overhead-bound")
+def test_cold_first_step_and_overhead_bound(planted):
+    assert planted("cold-first-step").steps == (0,)
+    over = planted("overhead-bound")
     assert over.quantities["launches_per_step"] > 50 and over.quantities["cpu_dispatch_ns"] > 10 * over.quantities[
         "gpu_busy_ns"]
 
@@ -423,8 +426,8 @@ SWEEP_MANIFEST = {c["trace_file"]: c for c in json.loads((SWEEP / "manifest.json
 
 
 @pytest.mark.parametrize("name", sorted(SWEEP_MANIFEST))
-def test_recompiles_match_what_dynamo_counted(name):
-    got = {f.rule: f for f in _report(SWEEP / name).findings}
+def test_recompiles_match_what_dynamo_counted(name, sample):
+    got = {f.rule: f for f in sample(f"compile_sweep/{name}").report().findings}
     recompiles = SWEEP_MANIFEST[name]["ground_truth"]["recompiles"]
     if recompiles:
         assert got["recompile"].quantities["recompiles"] == recompiles
@@ -448,11 +451,11 @@ def test_check_no_finding(tmp_path, capsys):
     assert code == 2 and "unknown rule 'nope'" in err
 
 
-def test_diff_names_findings_new_and_resolved_in_b():
-    diff = tracekit.open(str(ANTI / "antipatterns_healthy.json.gz")).diff(str(ANTI / "antipatterns_host-sync.json.gz"))
+def test_diff_names_findings_new_and_resolved_in_b(sample):
+    diff = sample("antipatterns/antipatterns_healthy").diff(sample("antipatterns/antipatterns_host-sync"))
     assert [f.rule for f in diff.findings_new if f.severity == "warning"] == ["host_sync"]
     assert diff.findings_resolved == ()
-    back = tracekit.open(str(SAMPLES / "mlp_eager.json.gz")).diff(str(SAMPLES / "mlp_compile.json.gz"))
+    back = sample("mlp_eager").diff(sample("mlp_compile"))
     assert [f.rule for f in back.findings_resolved] == ["unfused_pointwise"]
 
 

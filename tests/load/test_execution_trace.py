@@ -11,7 +11,6 @@ import pytest
 
 from tracekit import execution_trace as et_mod
 from tracekit.errors import TraceError
-from tracekit.load import load
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 
@@ -27,10 +26,10 @@ def test_find_beside(tmp_path):
 
 @pytest.mark.parametrize("name", ["mlp_eager", "mlp_compile", "mlp_liger", "mlp_compile-cudagraphs",
                                   "linear_eager", "matmul_add_compile-64"])
-def test_every_et_node_with_an_rf_id_joins_a_kineto_op_of_the_same_name(name):
+def test_every_et_node_with_an_rf_id_joins_a_kineto_op_of_the_same_name(name, sample):
     et = et_mod.load(SAMPLES / f"{name}.et.json.gz")
     assert et.schema.endswith("chakra.0.0.4")
-    ops = load(SAMPLES / f"{name}.json.gz").ops.filter(pl.col("record_function_id").is_not_null())
+    ops = sample(name).trace.ops.filter(pl.col("record_function_id").is_not_null())
     by_rf = dict(zip(ops["record_function_id"].to_list(), ops["name"].to_list()))
     assert et.by_rf_id
     for rf, node in et.by_rf_id.items():

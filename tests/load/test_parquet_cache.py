@@ -10,14 +10,14 @@ import pytest
 from tracekit.results import store as report_store
 from tracekit.commands import main
 from tracekit.errors import TraceError
-from tracekit.load import load, open_trace, parquet
+from tracekit.load import open_trace, parquet
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 
 
 @pytest.mark.parametrize("name", ["mlp_compile-cudagraphs", "train_eager"])
-def test_round_trip_is_exact(tmp_path, name):
-    trace = load(SAMPLES / f"{name}.json.gz")
+def test_round_trip_is_exact(tmp_path, name, sample):
+    trace = sample(name).trace
     out = tmp_path / "t.parquet"
     parquet.write(trace, out)
     back = open_trace(out)
@@ -82,13 +82,10 @@ def test_stored_report_renders_exactly_as_a_fresh_analysis(tmp_path, name):
         assert (tmp_path / f"a.{fmt}").read_bytes() == (tmp_path / f"b.{fmt}").read_bytes(), fmt
 
 
-def test_stored_report_is_ignored_when_its_key_differs(tmp_path):
+def test_stored_report_is_ignored_when_its_key_differs(tmp_path, sample):
     """A report stored by other code (another key) is not used: the trace is analysed afresh."""
-    from tracekit.results import report as report_mod
-    from tracekit.analyses import pipeline
-
-    trace = load(SAMPLES / "mlp_eager.json.gz")
-    fresh = report_mod.build(pipeline.run(trace))
+    eager = sample("mlp_eager", execution_trace=None)
+    trace, fresh = eager.trace, eager.report()
     out = tmp_path / "t.parquet"
     report_store.save(trace, fresh, out, key="made by another tracekit")
     assert report_store.load_report(out, report_store.cache_key(None)) is None
@@ -129,14 +126,12 @@ def test_a_skeleton_naming_other_code_is_refused():
         report_store.decode(evil, {})
 
 
-def test_trace_frames_ignore_the_stored_report(tmp_path):
+def test_trace_frames_ignore_the_stored_report(tmp_path, sample):
     """Loading the trace from a file with a stored report gives the same frames as without."""
-    from tracekit.results import report as report_mod
-    from tracekit.analyses import pipeline
-
-    trace = load(SAMPLES / "mlp_compile.json.gz")
+    compiled = sample("mlp_compile", execution_trace=None)
+    trace = compiled.trace
     out = tmp_path / "t.parquet"
-    report_store.save(trace, report_mod.build(pipeline.run(trace)), out, key="k")
+    report_store.save(trace, compiled.report(), out, key="k")
     back = open_trace(out)
     for frame in parquet.FRAMES:
         assert getattr(back, frame).equals(getattr(trace, frame)), frame

@@ -20,9 +20,9 @@ COLD = ROOT / "sample_traces" / "antipatterns" / "antipatterns_cold-first-step.j
 
 
 @pytest.fixture(scope="module")
-def report_page() -> str:
+def report_page(sample) -> str:
     out = io.StringIO()
-    HtmlRenderer().report(tracekit.open(COLD).report(timelines=True), out)
+    HtmlRenderer().report(sample("antipatterns/antipatterns_cold-first-step").report(timelines=True), out)
     return out.getvalue()
 
 

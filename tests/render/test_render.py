@@ -138,13 +138,10 @@ def test_a_renderer_must_cover_every_result_kind():
         ReportOnly()  # type: ignore[abstract]
 
 
-def test_idle_by_cause_is_data_the_renderers_only_word():
-    from pathlib import Path
-
+def test_idle_by_cause_is_data_the_renderers_only_word(sample):
     from tracekit.analyses.launch_gaps import CAUSES
 
-    sample = Path(__file__).resolve().parents[2] / "sample_traces" / "mlp_eager.json.gz"
-    report = report_mod.build(pipeline.run(load(sample)))
+    report = sample("mlp_eager", execution_trace=None).report()
     frame = report.launch_gaps.idle_by_cause
     gaps = report.launch_gaps.gaps
     assert sorted(frame["cause"].to_list()) == sorted(CAUSES)
@@ -237,13 +234,10 @@ def test_cli_unknown_option_is_usage_error(capsys):
     assert exit_info.value.code == 2
 
 
-def test_long_tables_are_capped_in_markdown_but_complete_in_json():
-    from pathlib import Path
-
+def test_long_tables_are_capped_in_markdown_but_complete_in_json(sample):
     from tracekit.render.views.tables import MAX_TABLE_ROWS
 
-    sample = Path(__file__).resolve().parents[2] / "sample_traces" / "train_eager.json.gz"
-    report = report_mod.build(pipeline.run(load(sample)), step=4)
+    report = sample("train_eager", execution_trace=None).report(step=4)
     md, js = io.StringIO(), io.StringIO()
     render_report(report, "md", md)
     render_report(report, "json", js)

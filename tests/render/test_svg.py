@@ -40,14 +40,14 @@ def texts(svg: str) -> list[str]:
     return ["".join(t.itertext()) for t in ET.fromstring(svg).iter(f"{SVG}text")]
 
 
-@pytest.fixture(scope="module")
-def eager():
-    return tracekit.open(EAGER).report()
+@pytest.fixture
+def eager(sample):
+    return sample("mlp_eager").report()
 
 
-@pytest.fixture(scope="module")
-def memory_report():
-    return tracekit.open(MEMORY).report()
+@pytest.fixture
+def memory_report(sample):
+    return sample("memory/train_eager-memory").report()
 
 
 # -- the charts on shipped traces (counts checked against the raw JSON by hand) ------------------------------
@@ -111,8 +111,8 @@ def test_memory_chart_only_with_memory_events(eager, memory_report):
     assert any("cuda:0" in t for t in texts(svg))
 
 
-def test_class_bars_a_vs_b():
-    diff = tracekit.open(EAGER).diff(tracekit.open(COMPILE))
+def test_class_bars_a_vs_b(sample):
+    diff = sample("mlp_eager").diff(sample("mlp_compile"))
     svg = charts.class_time_a_vs_b(diff)
     # classes of either side: gemm, elementwise (A only), triton_fused (B only); one bar per side each
     assert marks(svg, "rect") == 6
