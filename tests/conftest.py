@@ -1,17 +1,32 @@
-"""Shared pytest options.
+"""Shared pytest options and fixtures, for every room's tests (tests/<room>/).
 
 ``--update-goldens`` rewrites the golden files under tests/golden/ from the current output instead
 of comparing against them. It is the only way goldens change: review the diff of tests/golden/
 like code afterwards.
+
+``sample`` opens the shipped traces of sample_traces/ once per test run: their loading and
+analyses are the suite's most repeated work, and a :class:`tracekit.Session` already computes each
+result once per option set, so one session per trace serves every test that only reads it.
+
+The helpers beside this file (factory.py, hostile.py, browser.py) are imported by name
+(``from factory import ...``) from every folder: pyproject.toml's ``pythonpath`` puts tests/ on
+``sys.path`` (and the repository root, so that ``capture`` is the package, not tests/capture/).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import pytest
 
-GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+if TYPE_CHECKING:
+    import tracekit
+
+TESTS = Path(__file__).resolve().parent
+GOLDEN_DIR = TESTS / "golden"
+SAMPLES = TESTS.parent / "sample_traces"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,3 +50,30 @@ def golden(request: pytest.FixtureRequest):
         assert text == path.read_text(encoding="utf-8"), f"{name} differs from its golden"
 
     return check
+
+
+@pytest.fixture(scope="session")
+def sample() -> Callable[..., tracekit.Session]:
+    """``sample(name, execution_trace="auto")``: the session of the shipped trace
+    sample_traces/NAME.json.gz, opened once per test run and shared by every test that asks for it.
+
+    ``name`` is the path under sample_traces/ without ``.json.gz`` (``"mlp_eager"``,
+    ``"antipatterns/antipatterns_healthy"``; a trailing ``.json.gz`` is accepted too).
+    ``execution_trace`` is :func:`tracekit.open`'s: ``"auto"`` uses the execution trace beside the
+    trace, ``None`` none (as ``pipeline.run(load(path))`` and ``--no-execution-trace``). A trace with
+    no execution trace beside it is one shared session either way.
+
+    The session's trace, analyses and reports (per option set) are computed on first use and then
+    shared: only read them. A test that mutates, monkeypatches what the analyses read, or checks
+    that two fresh computations agree opens its own session with :func:`tracekit.open`.
+    """
+    import tracekit
+
+    sessions: dict[tuple[Path, Path | None], tracekit.Session] = {}
+
+    def open_sample(name: str, *, execution_trace: Literal["auto"] | None = "auto") -> tracekit.Session:
+        path = SAMPLES / f"{name.removesuffix('.json.gz')}.json.gz"
+        opened = tracekit.open(path, execution_trace=execution_trace)  # reads nothing yet: cheap
+        return sessions.setdefault((path, opened.execution_trace_path), opened)
+
+    return open_sample

@@ -1,6 +1,6 @@
 """Hostile inputs for every command: a fixed corpus, event mutations, and a bounded runner.
 
-Used by ``tests/test_hostile_inputs.py`` (the corpus and hypothesis mutations) and ``bench/fuzz.py``
+Used by ``tests/commands/test_hostile_inputs.py`` (the corpus and hypothesis mutations) and ``bench/fuzz.py``
 (longer, coverage-guided runs). Three parts:
 
 - :func:`corpus`: named :class:`Case` s along the axes of hostile input — numbers, structure,

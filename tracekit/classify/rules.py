@@ -8,7 +8,7 @@ matches everything, so every name gets a class in :data:`CLASSES`. A decoder tha
 never propagates: the result then carries ``{"decode_error": "<ExceptionType>"}``.
 
 Time is linear in the name, whatever the name: matchers are literal substring tests (``str in str``)
-or regular expressions written without nested or unanchored ``.*`` repeats (``tests/test_classify.py``
+or regular expressions written without nested or unanchored ``.*`` repeats (``tests/classify/test_classify.py``
 checks every pattern of this package structurally) — on the whole name, or (:class:`Ident`) on the kernel's
 own identifier only, so that namespaces and template arguments (``fused_attn_rocm::remove_pad``) do not
 decide a family — and rules read at most :data:`RULE_WINDOW`
