@@ -240,7 +240,7 @@ def limit_expr() -> pl.Expr:
     rule = rule.then(pl.lit("gpu"))
     for i, state in enumerate(STATES[:-1]):
         rule = rule.when(parts[i] >= pl.max_horizontal(parts[i + 1:])).then(pl.lit(state))  # type: ignore[assignment]
-    return rule.otherwise(pl.lit(STATES[-1]))
+    return rule.otherwise(pl.lit(STATES[-1])).alias("limit")
 
 
 def _clip(spans: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
