@@ -181,14 +181,15 @@ def analyze(trace: Trace, gpu: pl.DataFrame, summary: pl.DataFrame) -> Decomposi
         return Decomposition()
     windows = (summary.select("step", "cpu_start_ns", "cpu_span_ns")
                .join(trace.steps.select(pl.col("number").alias("step"), "pid", "tid"), on="step", how="left"))
-    spans = host_spans(trace, gpu, windows["pid"].unique())
-    cpu = _clip(spans, windows.select("step", "pid", ts="cpu_start_ns", end=pl.col("cpu_start_ns") + pl.col("cpu_span_ns")))
+    levels = _levels(host_spans(trace, gpu, windows["pid"].unique()))
+    cpu = _clip(levels, windows.select("step", "pid", ts="cpu_start_ns",
+                                       end=pl.col("cpu_start_ns") + pl.col("cpu_span_ns")))
     gpu_windows = summary.filter(pl.col("gpu_start_ns").is_not_null()).join(
         windows.select("step", "pid"), on="step", how="left").select(
         "step", "pid", ts="gpu_start_ns", end=pl.col("gpu_start_ns") + pl.col("gpu_window_ns"))
-    idle = pl.concat([gpu.filter(pl.col("step").is_not_null()).select("step", "ts", "end", layer=pl.lit(0, pl.Int8)),
-                      _clip(spans, gpu_windows)])
-    covered = (_layered_unions(cpu, "cpu").join(_layered_unions(idle, "gpu"), on="step", how="full", coalesce=True))
+    busy = intervals.merge(gpu.filter(pl.col("step").is_not_null()).select("step", "ts", "end"), by=["step"])
+    covered = (_covered(cpu, "cpu").join(_covered(_clip(levels, gpu_windows), "gpu", busy), on="step",
+                                         how="full", coalesce=True))
     units = (summary.select("step", "cpu_span_ns", "wall_ns", "gpu_busy_ns", "gpu_idle_ns")
              .join(windows.select("step", "pid", "tid"), on="step", how="left", maintain_order="left")
              .join(covered, on="step", how="left", maintain_order="left")
@@ -255,8 +256,14 @@ def _clip(spans: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     # (overlapping units) that it does not touch.
     first = order["end"].cum_max().search_sorted(spans["ts"], side="right").cast(pl.Int64)
     last = order["ts"].search_sorted(spans["end"], side="left").cast(pl.Int64)
-    ranged = (spans.with_columns(_w=pl.int_ranges(first, pl.max_horizontal(first, last)))
-              .explode("_w").filter(pl.col("_w").is_not_null()))
+    ranged = spans.with_columns(_first=first, _last=last)
+    one = pl.col("_last") - pl.col("_first") == 1
+    # Nearly every span meets one window: only the others are exploded into one row per window.
+    ranged = pl.concat([
+        ranged.filter(one).select(*spans.columns, _w=pl.col("_first")),
+        ranged.filter(pl.col("_last") - pl.col("_first") > 1)
+        .select(*spans.columns, _w=pl.int_ranges("_first", "_last")).explode("_w"),
+    ])
     hit = order.select(pl.all().name.prefix("_win_")).gather(ranged["_w"])
     return (pl.concat([ranged, hit], how="horizontal").lazy()
             .filter(pl.col("pid") == pl.col("_win_pid"))
@@ -265,12 +272,26 @@ def _clip(spans: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
             .filter(pl.col("end") > pl.col("ts")).collect())
 
 
-def _layered_unions(spans: pl.DataFrame, prefix: str) -> pl.DataFrame:
-    """``step, <prefix>_upto_1 .. _upto_3``: per step, the length of the union of the spans of
-    layer 1 to k (k = 1, 2, 3)."""
-    out = spans.select("step").unique()
+def _levels(spans: pl.DataFrame) -> pl.DataFrame:
+    """Per process, the merged union of the spans of layer 1 to k, as rows of ``layer`` k (k = 1, 2,
+    3): ``pid, ts, end, layer``; the rows of one process and level are disjoint. Merged once here,
+    the far fewer rows are clipped to windows and need no union there."""
+    return pl.concat([
+        intervals.merge(spans.filter(pl.col("layer") <= k).select("pid", "ts", "end"), by=["pid"])
+        .with_columns(layer=pl.lit(k, pl.Int8)) for k in (1, 2, 3)
+    ]).cast(_SPANS)  # type: ignore[arg-type]
+
+
+def _covered(levels: pl.DataFrame, prefix: str, busy: pl.DataFrame | None = None) -> pl.DataFrame:
+    """``step, <prefix>_upto_1 .. _upto_3``: per step, the length covered by the clipped ``levels``
+    of each k (disjoint: a sum), or with ``busy`` (``step, ts, end``) by their union with it."""
+    out = levels.select("step").unique()
     for k in (1, 2, 3):
-        upto = intervals.union_ns(spans.filter(pl.col("layer") <= k).select("step", "ts", "end"), by=["step"])
+        rows = levels.filter(pl.col("layer") == k).select("step", "ts", "end")
+        if busy is None:
+            upto = rows.group_by("step").agg(busy_ns=(pl.col("end") - pl.col("ts")).sum())
+        else:
+            upto = intervals.union_ns(pl.concat([busy.select(rows.columns).cast(rows.schema), rows]), by=["step"])
         out = out.join(upto.rename({"busy_ns": f"{prefix}_upto_{k}"}), on="step", how="left")
     return out.cast({"step": pl.Int64})
 
