@@ -11,13 +11,11 @@ never go back to the trace's events to analyse them again. The stages, in order:
 3. compilations (:mod:`tracekit.analyses.compilations`): GPU work launched inside compile work
    (autotuning) leaves the workload here, before any figure is taken;
 4. the per-unit summary (:func:`tracekit.analyses.steps.summarize`), with each unit's state;
-4b. each unit's decomposition (:mod:`tracekit.analyses.decomposition`): its CPU span by host state
-    (blocked, data, dispatch, op-free), its GPU idle time by what the host did meanwhile, its limit;
 5. launch gaps, 6. round trips, 7. the GPU time breakdown, 8. memory, 9. host syncs;
 10. the findings (:mod:`tracekit.findings`), once, from the bundle itself.
 
 Round trips (the longest stage) need only stages 1–3: a second thread runs them while this one
-runs stages 4, 4b, 5, 7, 8 and 9. Polars releases the GIL inside its calls, so the two overlap
+runs stages 4, 5, 7, 8 and 9. Polars releases the GIL inside its calls, so the two overlap
 (``analyse()`` of the 1 GB benchmark trace on 2 cores, 6 alternating runs: median 2.11 s all in one
 thread, 2.02 s so).
 
@@ -31,6 +29,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import polars as pl
@@ -89,8 +88,6 @@ class Analyses(Basis):
     ----------
     trace, attribution, units, compilation, steps
         Stages 1–4 (:class:`Basis`).
-    decomposition : tracekit.analyses.decomposition.Decomposition
-        Each unit's CPU span by host state and GPU idle time by what the host did, and its limit.
     launch_gaps : tracekit.analyses.launch_gaps.LaunchGapsReport
         Per-unit wall, dispatch, busy, idle and verdict (``per_step``), idle gaps with their cause.
     round_trips : tracekit.analyses.round_trips.RoundTripReport
@@ -115,7 +112,6 @@ class Analyses(Basis):
         What is wrong over the steady units, warnings first, priced with ``ceilings``.
     """
 
-    decomposition: decomposition_mod.Decomposition
     launch_gaps: launch_gaps_mod.LaunchGapsReport
     round_trips: round_trips_mod.RoundTripReport
     breakdown: breakdown_mod.Breakdown
@@ -126,6 +122,15 @@ class Analyses(Basis):
     ceilings: dict[str, Any] | None
     ceilings_override: dict[str, Any] | None = None
     findings: tuple[Finding, ...] = field(default=())
+
+    @cached_property
+    def decomposition(self) -> decomposition_mod.Decomposition:
+        """Each unit's CPU span by host state (blocked, data, dispatch, op-free), its GPU idle time by
+        what the host did meanwhile, and its limit (:mod:`tracekit.analyses.decomposition`).
+
+        Computed on first use, not by :func:`run`: no output reads it yet, and it costs ~16 % of
+        :func:`run` on a 100 MB trace (the 1 GB report's time budget has no room for it unread)."""
+        return decomposition_mod.analyze(self.trace, self.attribution.gpu, self.steps)
 
 
 def basis(trace: Trace, *, unit: str | None = None) -> Basis:
@@ -160,7 +165,6 @@ def run(trace: Trace, *, execution_trace: ExecutionTrace | None = None, unit: st
     with ThreadPoolExecutor(max_workers=1) as pool:
         trips = pool.submit(round_trips_mod.analyze, scoped, attributed, execution_trace=execution_trace)
         summary, compiled = _summarize(scoped, attributed, found, compiled)
-        decomposed = decomposition_mod.analyze(scoped, attributed.gpu, summary)
         gaps = launch_gaps_mod.analyze(scoped, attributed, summary=summary)
         split = breakdown_mod.analyze(attributed.gpu, summary)
         held = memory_mod.analyze(scoped, attributed.tree.ops)
@@ -168,7 +172,7 @@ def run(trace: Trace, *, execution_trace: ExecutionTrace | None = None, unit: st
         ops = steps_analysis.tag_steps(attributed.tree.ops, scoped.steps)
         bundle = Analyses(
             trace=scoped, attribution=attributed, units=found, compilation=compiled, steps=summary,
-            decomposition=decomposed, launch_gaps=gaps, round_trips=trips.result(), breakdown=split, memory=held, host_syncs=syncs,
+            launch_gaps=gaps, round_trips=trips.result(), breakdown=split, memory=held, host_syncs=syncs,
             ops=ops, compile_preops=dispatch.compile_preops(ops),
             ceilings=_ceilings(scoped, attributed, ceilings), ceilings_override=ceilings)
     return replace(bundle, findings=findings(bundle))
