@@ -38,6 +38,20 @@ class Item:
 
 @dataclass(frozen=True)
 class CheckResult:
+    """``tracekit check``'s result.
+
+    Attributes
+    ----------
+    trace : str
+        The trace's label (its file name).
+    description : str
+        The expectations file's ``description``.
+    items : tuple of Item
+        Every expectation tested against every unit (one item per bound, per pattern of a list).
+    notes : tuple of str
+        How it was checked: the units checked, what GPU busy % is taken over, no units at all.
+    """
+
     #: The result kind: its view is ``tracekit.render.views.check``, its JSON contract
     #: ``tracekit.render.json.check`` (the renderers find both by this name).
     kind: ClassVar[str] = "check"

@@ -49,7 +49,27 @@ QUANTITIES: tuple[tuple[str, str, str, str], ...] = (
 
 @dataclass(frozen=True)
 class Quantity:
-    """One per-unit quantity of A and B (see the module's noise rule)."""
+    """One per-unit quantity of A and B (see the module's noise rule).
+
+    Attributes
+    ----------
+    key, label, unit : str
+        What it is (``gpu_time``, "GPU time (busy)", ``ns`` | ``bytes`` | ``count``).
+    values_a, values_b : tuple of int
+        Its value in each of A's and B's units.
+    a, b : float
+        The medians over A's and B's units.
+    delta : float
+        ``b - a``.
+    delta_pct : float or None
+        ``delta`` in % of ``a``; None when ``a`` is 0.
+    spread_a, spread_b : float
+        Max - min over each side's units.
+    noise : float
+        ``max(spread_a, spread_b)``.
+    within_noise : bool
+        ``|delta| <= noise``: neither a win nor a loss.
+    """
 
     key: str
     label: str
@@ -126,7 +146,44 @@ class OpChange:
 
 @dataclass(frozen=True)
 class Diff:
-    """Everything ``tracekit diff`` shows (see module docstring)."""
+    """Everything ``tracekit diff`` shows (see module docstring); made by :func:`tracekit.diff.pairwise.diff`.
+
+    Attributes
+    ----------
+    a, b : tracekit.analyses.profile.Profile
+        The two traces unit by unit (A before, B after), their unsteady units left out.
+    unit_pairs : tuple of (int, int)
+        A's and B's units paired in order for the kernel alignment.
+    alignment : tracekit.results.alignment.Alignment
+        The kernel alignment most unit pairs agree on (fusions, splits, variant changes, replacements).
+    pairs_agreeing : int
+        How many unit pairs give exactly that alignment.
+    quantities : dict of str to Quantity
+        The headline per-unit quantities (:data:`QUANTITIES` keys) with their noise; a key is absent
+        when ``unavailable`` names it.
+    unavailable : dict of str to str
+        Quantities that cannot be compared, with why.
+    classes : tuple of Quantity
+        GPU time per kernel class (key ``class:<class>``), by class name.
+    kernel_times : tuple of KernelTime
+        Each unchanged kernel's GPU time, A's largest first.
+    cpu_ops_removed, cpu_ops_added : tuple of OpChange
+        CPU ops only A has / only B has.
+    preops_a, preops_b : dict of str to float
+        Compile pre-ops' CPU time per unit (medians, ns) by kind.
+    hidden_a, hidden_b : dict of str to float
+        Memsets and memcpys per unit (medians) by kind.
+    tensors_a, tensors_b, tensors_fused_away : tuple of dict
+        Round trips (see the field comments).
+    notes : tuple of str
+        What the reader must know to trust the comparison (units paired, units left out).
+    findings : tuple of tracekit.results.verdict.Verdict
+        The verdict as data, in verdict order; empty: no change.
+    host_syncs : tuple of HostSync
+        Host syncs by name, the largest time first.
+    findings_new, findings_resolved : tuple of tracekit.findings.Finding
+        Trace findings whose rule only B has / only A has.
+    """
 
     #: The result kind: its view is ``tracekit.render.views.diff``, its JSON contract
     #: ``tracekit.render.json.diff`` (the renderers find both by this name).
