@@ -14,7 +14,6 @@ figures; the others are still reported.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl

@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from factory import CPU_PID, GPU_PID, make_annotation, make_kernel, make_launch, make_op, make_step, span, write_trace
+from factory import make_annotation, make_kernel, make_launch, make_op, make_step, span, write_trace
 from tracekit.analyses import decomposition, pipeline
 from tracekit.analyses.steps import SUMMARY_SCHEMA
 from tracekit.load import load

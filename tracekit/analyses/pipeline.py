@@ -180,9 +180,7 @@ def run(trace: Trace, *, execution_trace: ExecutionTrace | None = None, unit: st
 
 def findings(bundle: Analyses, *, step: int | None = None) -> tuple[Finding, ...]:
     """The findings of ``bundle`` over its steady units, or over unit ``step`` only."""
-    return findings_engine.analyze(bundle.trace, bundle, compile_preops=bundle.compile_preops,
-                                   ceilings=bundle.ceilings, step=step, compilations=bundle.compilation,
-                                   memory=bundle.memory)
+    return findings_engine.analyze(bundle, step=step)
 
 
 def with_ceilings(bundle: Analyses, ceilings: dict[str, Any] | None) -> Analyses:

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import operator
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 

@@ -1,8 +1,7 @@
 """The findings engine: what is wrong in a trace, the evidence, the price, and the fix.
 
-Contract: :func:`analyze` takes a :class:`~tracekit.trace.Trace` (its ``steps`` the unit windows),
-the whole-trace analyses (:class:`tracekit.analyses.pipeline.Analyses`), the trace's compile pre-ops and
-the device's ceilings, and returns a tuple of :class:`~tracekit.findings.model.Finding` — warnings
+Contract: :func:`analyze` takes the pipeline's bundle (:class:`tracekit.analyses.pipeline.Analyses`:
+its trace with the unit windows as steps, its analyses, compile pre-ops and device ceilings) and returns a tuple of :class:`~tracekit.findings.model.Finding` — warnings
 first, then by measured cost per step (largest first), then rule id. No finding without evidence:
 every finding names the ops, kernels or launch calls it saw, with a first timestamp and counts,
 enough to find it in Perfetto.
@@ -23,15 +22,13 @@ trigger and the dims that changed).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 import polars as pl
 
 from tracekit.analyses import steps as steps_analysis
 from tracekit.findings.detectors import RULE_MODULES
-from tracekit.findings.model import SEVERITIES, Context, Finding, Rule
-from tracekit.trace import Trace
+from tracekit.findings.model import SEVERITIES, Analysed, Context, Finding, Rule
 
 #: Every rule by id, in table order.
 RULES: dict[str, Rule] = {module.RULE.id: module.RULE for module in RULE_MODULES}
@@ -40,12 +37,10 @@ DETECTORS: dict[str, Callable[[Context], list[Finding]]] = {module.RULE.id: modu
                                                             for module in RULE_MODULES}
 
 
-def analyze(trace: Trace, analyses: Any, *, compile_preops: pl.DataFrame | None = None,
-            ceilings: Mapping[str, Any] | None = None, step: int | None = None,
-            compilations: Any = None, memory: Any = None) -> tuple[Finding, ...]:
-    """The findings of ``trace`` (its ``steps`` the unit windows) from ``analyses`` (a
-    :class:`tracekit.analyses.pipeline.Analyses`); ``step`` restricts the per-step rules to that unit;
-    ``memory``: the trace's memory analysis when the caller already has it."""
+def analyze(analyses: Analysed, *, step: int | None = None) -> tuple[Finding, ...]:
+    """The findings of the bundle ``analyses`` over its steady units; ``step`` restricts the per-step
+    rules to that unit."""
+    trace = analyses.trace
     summary = analyses.steps
     if summary.height == 0:
         return ()
@@ -58,8 +53,8 @@ def analyze(trace: Trace, analyses: Any, *, compile_preops: pl.DataFrame | None 
     context = Context(
         trace=trace, gpu=gpu, launches=launches, summary=summary, steady=steady,
         tensors=analyses.round_trips.tensors, traffic=analyses.round_trips.traffic,
-        compile_preops=compile_preops if compile_preops is not None else pl.DataFrame(),
-        ceilings=ceilings, compilations=compilations, memory=memory,
+        compile_preops=analyses.compile_preops, ceilings=analyses.ceilings,
+        compilations=analyses.compilation, memory=analyses.memory,
         steady_gpu=gpu.filter(pl.col("step").is_in(steady)), memcpys=memcpys)
     found: list[Finding] = []
     for detect in DETECTORS.values():

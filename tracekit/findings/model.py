@@ -122,6 +122,22 @@ class Context:
         return frame.filter(pl.col(column).is_in(self.steady))
 
 
+class Analysed(Protocol):
+    """What the engine reads of the pipeline's bundle (:class:`tracekit.analyses.pipeline.Analyses`,
+    which sits above this room and so is named here by shape): the trace with its units as steps,
+    the per-unit summary, the attribution, round trips, compile pre-ops and compilations, memory and
+    the device's ceilings."""
+
+    trace: Trace
+    steps: pl.DataFrame
+    attribution: Any
+    round_trips: Any
+    compile_preops: pl.DataFrame
+    compilation: Any
+    memory: Any
+    ceilings: Mapping[str, Any] | None
+
+
 class RuleModule(Protocol):
     """A module of :mod:`tracekit.findings.detectors`: one rule's table row and its detector."""
 
