@@ -1,5 +1,5 @@
 """How often tracekit's findings are right: precision of warnings and of all findings, and recall of
-the planted problems, from the hand-judged answer key (tests/findings/answer_key.toml) and the
+the planted problems, from the hand-judged answer key (tests/findings/answer_key/) and the
 findings tracekit emits today.
 
     python bench/findings_precision.py                       # sample traces + tests/data/real copies

@@ -1,4 +1,4 @@
-"""The findings answer key (tests/findings/answer_key.toml): reading it, matching today's findings to
+"""The findings answer key (tests/findings/answer_key/: traces.toml and one file per rule): reading it, matching today's findings to
 its entries, and scoring it.
 
 Contract: :func:`load_key` reads the key into :class:`Key` (its ``[[trace]]`` and ``[[finding]]``
@@ -20,7 +20,9 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
-KEY_PATH = TESTS / "findings" / "answer_key.toml"
+#: The key's folder: ``traces.toml`` holds the ``[[trace]]`` rows, ``<rule>.toml`` the ``[[finding]]``
+#: rows of one rule (so work on one rule re-judges one file).
+KEY_DIR = TESTS / "findings" / "answer_key"
 SAMPLES = ROOT / "sample_traces"
 REAL_COPIES = TESTS / "data" / "real"
 #: The four verdicts. ``true``: the claim and its fix are right; ``false``: the claim is wrong;
@@ -104,14 +106,19 @@ class Scores:
         return self._ratio(self.caught, self.planted)
 
 
-def load_key(path: Path = KEY_PATH) -> Key:
-    """The key at ``path`` (tests/findings/answer_key.toml by default)."""
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+def load_key(folder: Path = KEY_DIR) -> Key:
+    """The key in ``folder`` (tests/findings/answer_key/ by default): the ``[[trace]]`` and
+    ``[[finding]]`` rows of every ``*.toml`` in it, files in name order."""
+    rows: dict[str, list[dict]] = {"trace": [], "finding": []}
+    for path in sorted(folder.glob("*.toml")):
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        for table, found in rows.items():
+            found += data.get(table, [])
     traces = {t["name"]: KeyedTrace(name=t["name"], corpus=t["corpus"], family=t["family"],
                                     healthy=t["healthy"], planted=t["planted"], caught=t.get("caught"),
                                     note=t.get("note", ""), missed=t.get("missed", ""))
-              for t in data["trace"]}
-    findings = tuple(Judged(**f) for f in data["finding"])
+              for t in rows["trace"]}
+    findings = tuple(Judged(**f) for f in rows["finding"])
     return Key(traces=traces, findings=findings)
 
 

@@ -11,11 +11,12 @@ never go back to the trace's events to analyse them again. The stages, in order:
 3. compilations (:mod:`tracekit.analyses.compilations`): GPU work launched inside compile work
    (autotuning) leaves the workload here, before any figure is taken;
 4. the per-unit summary (:func:`tracekit.analyses.steps.summarize`), with each unit's state;
-5. launch gaps, 6. round trips, 7. the GPU time breakdown, 8. memory, 9. host syncs;
-10. the findings (:mod:`tracekit.findings`), once, from the bundle itself.
+5. launch gaps, 6. round trips, 7. the GPU time breakdown, 8. memory, 9. host syncs, 10. the step
+   decomposition (:mod:`tracekit.analyses.decomposition`);
+11. the findings (:mod:`tracekit.findings`), once, from the bundle itself.
 
 Round trips (the longest stage) need only stages 1–3: a second thread runs them while this one
-runs stages 4, 5, 7, 8 and 9. Polars releases the GIL inside its calls, so the two overlap
+runs stages 4, 5 and 7–10. Polars releases the GIL inside its calls, so the two overlap
 (``analyse()`` of the 1 GB benchmark trace on 2 cores, 6 alternating runs: median 2.11 s all in one
 thread, 2.02 s so).
 
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Any
 
 import polars as pl
@@ -108,8 +108,12 @@ class Analyses(Basis):
         most kernels, with ``ceilings_override`` applied); None for a device not in the table.
     ceilings_override : dict or None
         The ceilings the caller replaced (``--ceiling``: ``{"hbm_gbps": 4300}``), as given.
+    decomposition : tracekit.analyses.decomposition.Decomposition
+        Each unit's CPU span by host state (blocked, data, dispatch, op-free), its GPU idle time by
+        what the host did meanwhile, and its limit: what findings are priced on and the verdict reads.
     findings : tuple of tracekit.findings.Finding
-        What is wrong over the steady units, warnings first, priced with ``ceilings``.
+        What is wrong over the steady units, warnings first, priced with ``ceilings`` and on the wall
+        through ``decomposition``.
     """
 
     launch_gaps: launch_gaps_mod.LaunchGapsReport
@@ -120,17 +124,9 @@ class Analyses(Basis):
     ops: pl.DataFrame
     compile_preops: pl.DataFrame
     ceilings: dict[str, Any] | None
+    decomposition: decomposition_mod.Decomposition
     ceilings_override: dict[str, Any] | None = None
     findings: tuple[Finding, ...] = field(default=())
-
-    @cached_property
-    def decomposition(self) -> decomposition_mod.Decomposition:
-        """Each unit's CPU span by host state (blocked, data, dispatch, op-free), its GPU idle time by
-        what the host did meanwhile, and its limit (:mod:`tracekit.analyses.decomposition`).
-
-        Computed on first use, not by :func:`run`: no output reads it yet, and it costs ~16 % of
-        :func:`run` on a 100 MB trace (the 1 GB report's time budget has no room for it unread)."""
-        return decomposition_mod.analyze(self.trace, self.attribution.gpu, self.steps)
 
 
 def basis(trace: Trace, *, unit: str | None = None) -> Basis:
@@ -170,11 +166,12 @@ def run(trace: Trace, *, execution_trace: ExecutionTrace | None = None, unit: st
         held = memory_mod.analyze(scoped, attributed.tree.ops)
         syncs = syncs_mod.analyze(scoped, attributed.gpu)
         ops = steps_analysis.tag_steps(attributed.tree.ops, scoped.steps)
+        parts = decomposition_mod.analyze(scoped, attributed.gpu, summary)
         bundle = Analyses(
             trace=scoped, attribution=attributed, units=found, compilation=compiled, steps=summary,
             launch_gaps=gaps, round_trips=trips.result(), breakdown=split, memory=held, host_syncs=syncs,
             ops=ops, compile_preops=dispatch.compile_preops(ops),
-            ceilings=_ceilings(scoped, attributed, ceilings), ceilings_override=ceilings)
+            ceilings=_ceilings(scoped, attributed, ceilings), decomposition=parts, ceilings_override=ceilings)
     return replace(bundle, findings=findings(bundle))
 
 

@@ -1,8 +1,9 @@
 """The findings engine: what is wrong in a trace, the evidence, the price, and the fix.
 
 Contract: :func:`analyze` takes the pipeline's bundle (:class:`tracekit.analyses.pipeline.Analyses`:
-its trace with the unit windows as steps, its analyses, compile pre-ops and device ceilings) and returns a tuple of :class:`~tracekit.findings.model.Finding` — warnings
-first, then by measured cost per step (largest first), then rule id. No finding without evidence:
+its trace with the unit windows as steps, its analyses, compile pre-ops and device ceilings) and returns a tuple of :class:`~tracekit.findings.model.Finding`, each priced on the
+wall (:mod:`tracekit.findings.wall`: its wall saving, and the severity that follows it) — warnings
+first, then by wall saving per step (largest first), then measured cost, then rule id. No finding without evidence:
 every finding names the ops, kernels or launch calls it saw, with a first timestamp and counts,
 enough to find it in Perfetto.
 
@@ -27,6 +28,7 @@ from collections.abc import Callable
 import polars as pl
 
 from tracekit.analyses import steps as steps_analysis
+from tracekit.findings import wall
 from tracekit.findings.detectors import RULE_MODULES
 from tracekit.findings.model import SEVERITIES, Analysed, Context, Finding, Rule
 
@@ -55,11 +57,14 @@ def analyze(analyses: Analysed, *, step: int | None = None) -> tuple[Finding, ..
         tensors=analyses.round_trips.tensors, traffic=analyses.round_trips.traffic,
         compile_preops=analyses.compile_preops, ceilings=analyses.ceilings,
         compilations=analyses.compilation, memory=analyses.memory,
-        steady_gpu=gpu.filter(pl.col("step").is_in(steady)), memcpys=memcpys)
+        steady_gpu=gpu.filter(pl.col("step").is_in(steady)), memcpys=memcpys,
+        decomposition=analyses.decomposition)
+    units = analyses.decomposition.units
+    taken = units.filter(pl.col("step").is_in(steady))
     found: list[Finding] = []
     for detect in DETECTORS.values():
-        found += [f for f in detect(context) if f.evidence]
-    found.sort(key=lambda f: (SEVERITIES.index(f.severity), -f.cost_ns_per_step, f.rule))
+        found += [wall.price(f, taken, units) for f in detect(context) if f.evidence]
+    found.sort(key=lambda f: (SEVERITIES.index(f.severity), -(f.saving_wall_ns or 0), -f.cost_ns_per_step, f.rule))
     return tuple(found)
 
 

@@ -13,6 +13,11 @@ problem takes per step; for a one-time cost — a cold step, a recompile — the
 ``quantities["once"]`` true), ``saving_ns_per_step`` with ``saving_basis`` (projected from the trace: bytes ÷
 the device's bandwidth, a copy's time against pinned bandwidth, launch overhead × launches…; None when
 the trace cannot price it), ``fix`` and ``thresholds`` (the rule's constants, printed with it).
+
+``resource`` names what the fix would shrink (:data:`RESOURCES`), and the engine prices that on the
+critical path (:mod:`tracekit.findings.wall`): ``saving_wall_ns`` is what the step's wall time would
+lose, with ``wall_basis`` saying how it was projected, and ``severity`` follows it (a rule whose table
+row says ``warning`` yields a warning only when the wall saving clears the floor; ``info`` else).
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ from tracekit.trace import Trace
 Value = int | float | str | bool | None
 #: Severities, most severe first (the engine's sort order).
 SEVERITIES = ("warning", "info")
+#: What a finding's saving shrinks, which decides how it reaches the wall (:mod:`tracekit.findings.wall`):
+#: ``gpu`` GPU time; ``host`` the host's own work (dispatch, data loading, op-free Python);
+#: ``wall`` wall time measured directly (GPU idle a stall or a sync caused); ``once`` a one-time cost.
+RESOURCES = ("gpu", "host", "wall", "once")
 
 
 @dataclass(frozen=True)
@@ -62,6 +71,9 @@ class Finding:
     fix: str
     thresholds: Mapping[str, Value] = field(default_factory=dict)
     quantities: Mapping[str, Value] = field(default_factory=dict)
+    resource: str = "gpu"
+    saving_wall_ns: int | None = None
+    wall_basis: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,10 +90,13 @@ class Rule:
     fix: str
 
     def finding(self, steps: list[int], evidence: list[Evidence], cost: float, saving: float | None,
-                basis: str, **quantities: Value) -> Finding:
-        """A :class:`Finding` of this rule: ``cost`` and ``saving`` (ns per step) rounded, a negative
-        saving taken as none saved, ``steps`` sorted."""
-        return Finding(rule=self.id, title=self.title, severity=self.severity,
+                basis: str, *, resource: str, **quantities: Value) -> Finding:
+        """A :class:`Finding` of this rule: ``cost`` and ``saving`` (ns per step of ``resource``,
+        :data:`RESOURCES`) rounded, a negative saving taken as none saved, ``steps`` sorted; not yet
+        priced on the wall (the engine does that)."""
+        if resource not in RESOURCES:
+            raise ValueError(f"resource {resource!r} is not one of {RESOURCES}")
+        return Finding(rule=self.id, title=self.title, severity=self.severity, resource=resource,
                        steps=tuple(sorted(int(s) for s in steps)), evidence=tuple(evidence),
                        cost_ns_per_step=int(round(cost)),
                        saving_ns_per_step=None if saving is None else int(round(max(saving, 0))),
@@ -110,6 +125,9 @@ class Context:
     #: The trace's :class:`tracekit.analyses.memory.MemoryReport` when the caller has it (the report
     #: does): the out-of-memory rule reads it instead of building the op tree again.
     memory: Any = None
+    #: Each unit's CPU span and GPU idle by host state (:class:`tracekit.analyses.decomposition.Decomposition`):
+    #: what the wall prices and the stall/overhead rules read.
+    decomposition: Any = None
     #: Every memcpy with its decoded ``direction``, ``src``, ``dst`` (decoded once, on these rows only:
     #: parsing every activity's ``decoded`` JSON per rule was most of the engine's time on big traces).
     memcpys: pl.DataFrame = field(default_factory=pl.DataFrame)
@@ -125,8 +143,8 @@ class Context:
 class Analysed(Protocol):
     """What the engine reads of the pipeline's bundle (:class:`tracekit.analyses.pipeline.Analyses`,
     which sits above this room and so is named here by shape): the trace with its units as steps,
-    the per-unit summary, the attribution, round trips, compile pre-ops and compilations, memory and
-    the device's ceilings."""
+    the per-unit summary, the attribution, round trips, compile pre-ops and compilations, memory,
+    the device's ceilings and the step decomposition."""
 
     trace: Trace
     steps: pl.DataFrame
@@ -136,6 +154,7 @@ class Analysed(Protocol):
     compilation: Any
     memory: Any
     ceilings: Mapping[str, Any] | None
+    decomposition: Any
 
 
 class RuleModule(Protocol):

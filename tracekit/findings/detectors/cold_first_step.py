@@ -38,4 +38,4 @@ def detect(context: Context) -> list[Finding]:
     excess = float((cold["wall_ns"] - median).sum())
     return [RULE.finding(cold["step"].to_list(), evidence, excess, excess,
                          "the cold steps' wall time above the median step (once, not every step)",
-                         median_step_ns=int(median), once=True)]
+                         median_step_ns=int(median), once=True, resource="once")]

@@ -49,4 +49,4 @@ def detect(context: Context) -> list[Finding]:
         role=pl.lit("op"), bytes_per_step=pl.lit(None, pl.Float64), detail=pl.col("kind"))
     return [RULE.finding(steps_of(rows), as_evidence(rows.head(6)), cost, None,
                          "not projected: CUDA graphs remove most of it, fewer regions part of it",
-                         gpu_busy_ns=int(busy))]
+                         gpu_busy_ns=int(busy), resource="host")]

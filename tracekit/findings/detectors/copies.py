@@ -46,5 +46,5 @@ def copy_finding(context: Context, rows: pl.DataFrame, rule: Rule) -> list[Findi
     kept = rows["name"].to_list()
     cost = float(rows["ns_per_step"].sum())
     return [rule.finding(steps, as_evidence(rows), cost, cost,
-                         "the copies' GPU time (a copy not made costs nothing)",
+                         "the copies' GPU time (a copy not made costs nothing)", resource="gpu",
                          ops=len(kept), bytes_per_step=int(rows["bytes_per_step"].fill_null(0).sum()))]

@@ -50,4 +50,4 @@ def detect(context: Context) -> list[Finding]:
         basis = (f"GEMM time × (1 − fp32 peak ÷ tf32 peak) = × (1 − {flops['fp32'] / 1e12:g} ÷ "
                  f"{flops['tf32'] / 1e12:g} TFLOP/s) for {context.ceilings.get('device')}")
     return [RULE.finding(steps, as_evidence(rows.head(6)), cost, saving, basis,
-                         gemm_share_of_busy=round(cost / busy, 4), gemms_per_step=round(gemms.height / context.n, 3))]
+                         gemm_share_of_busy=round(cost / busy, 4), gemms_per_step=round(gemms.height / context.n, 3), resource="gpu")]

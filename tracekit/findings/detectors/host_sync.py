@@ -52,7 +52,7 @@ def detect(context: Context) -> list[Finding]:
         return []
     return [RULE.finding(steps, as_evidence(rows), cost, cost,
                          "the host's blocked time (tracekit.diff.syncs): the CPU could queue the next "
-                         "work instead", syncs_per_step=round(blocking.height / context.n, 3))]
+                         "work instead", syncs_per_step=round(blocking.height / context.n, 3), resource="wall")]
 
 
 def _with_launches(trace: Trace, launches: pl.DataFrame) -> Trace:

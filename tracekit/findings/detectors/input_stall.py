@@ -61,4 +61,4 @@ def detect(context: Context) -> list[Finding]:
                 for r in rows.head(3).iter_rows(named=True)]
     idle = float(rows["idle"].median()) * len(steps) / context.n
     return [RULE.finding(steps, evidence, idle, idle,
-                         "the idle time itself, if the next batch is ready when the step starts")]
+                         "the idle time itself, if the next batch is ready when the step starts", resource="wall")]

@@ -47,4 +47,4 @@ def detect(context: Context) -> list[Finding]:
                 for r in stats.head(5).iter_rows(named=True)]
     cost = float((stats["hi"] - stats["med"]).sum())
     return [RULE.finding(list(context.steady), evidence, cost, None,
-                         "not projected: the cause is outside the trace", kernels=stats.height)]
+                         "not projected: the cause is outside the trace", kernels=stats.height, resource="gpu")]

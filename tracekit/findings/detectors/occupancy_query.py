@@ -34,4 +34,4 @@ def detect(context: Context) -> list[Finding]:
         return []
     cost = float(queries["dur"].sum()) / context.n
     return [RULE.finding(steps, as_evidence(rows), cost, cost,
-                         "the queries' CPU time", queries_per_step=round(queries.height / context.n, 3))]
+                         "the queries' CPU time", queries_per_step=round(queries.height / context.n, 3), resource="host")]

@@ -39,4 +39,4 @@ def detect(context: Context) -> list[Finding]:
     cost = float(kernels["dur"].sum()) / context.n
     return [RULE.finding(steps, as_evidence(rows.head(8)), cost + launch_ns, launch_ns,
                          "the per-parameter launch calls' CPU time (a fused optimizer launches a few)",
-                         kernels_per_step=round(kernels.height / context.n, 3), gpu_ns_per_step=int(cost))]
+                         kernels_per_step=round(kernels.height / context.n, 3), gpu_ns_per_step=int(cost), resource="host")]

@@ -42,4 +42,4 @@ def detect(context: Context) -> list[Finding]:
                 for r in ooms.head(10).iter_rows(named=True)]
     return [RULE.finding([s for s in ooms["step"].to_list() if s is not None], evidence, 0, None,
                          "not priced: a failed allocation stops the step", events=ooms.height,
-                         largest_request_bytes=int(ooms["bytes"].max() or 0))]
+                         largest_request_bytes=int(ooms["bytes"].max() or 0), resource="once")]

@@ -56,4 +56,4 @@ def detect(context: Context) -> list[Finding]:
                          "launch overhead × launches per step (what CUDA graphs take off the CPU)",
                          launches_per_step=round(per_step, 3), mean_launch_ns=int(mean_call or 0),
                          gpu_busy_ns=int(rows["gpu_busy_ns"].median()),
-                         cpu_dispatch_ns=int(rows["cpu_dispatch_ns"].median()))]
+                         cpu_dispatch_ns=int(rows["cpu_dispatch_ns"].median()), resource="host")]

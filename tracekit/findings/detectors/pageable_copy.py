@@ -45,7 +45,7 @@ def detect(context: Context) -> list[Finding]:
     saving = cost - float(pageable["bytes"].sum()) / context.n / rate * 1e9
     return [RULE.finding(steps, as_evidence(rows), cost, saving,
                          f"copy time − bytes ÷ pinned bandwidth ({rate / 1e9:.1f} GB/s: {basis})",
-                         pinned_bytes_per_s=round(rate))]
+                         pinned_bytes_per_s=round(rate), resource="gpu")]
 
 
 def _pinned_rate(context: Context) -> tuple[float, str]:

@@ -41,4 +41,4 @@ def detect(context: Context) -> list[Finding]:
     steps = [s for s in again["step"].to_list() if s is not None]
     return [RULE.finding(steps, evidence, total, total,
                          "the recompilations' CPU time (compile, autotuning, run-time work), once per new shape",
-                         recompiles=again.height, once=True)]
+                         recompiles=again.height, once=True, resource="once")]

@@ -75,4 +75,4 @@ def detect(context: Context) -> list[Finding]:
              f"({hbm / 1e12:g} TB/s)" if hbm else "unknown device: no HBM bandwidth")
     return [RULE.finding(steps, as_evidence(rows.head(6)), saving or 0.0, saving, basis,
                          round_trip_bytes_per_step=int(moved / 2),
-                         tensors_per_step=round(chained.height / context.n, 3))]
+                         tensors_per_step=round(chained.height / context.n, 3), resource="gpu")]

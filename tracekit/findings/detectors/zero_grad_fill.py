@@ -34,4 +34,4 @@ def detect(context: Context) -> list[Finding]:
     return [RULE.finding(steps, as_evidence(rows), cost, cost,
                          "the fill kernels' GPU time (set_to_none launches none; backward then writes "
                          "gradients instead of adding to zeros)",
-                         kernels_per_step=round(kernels.height / context.n, 3))]
+                         kernels_per_step=round(kernels.height / context.n, 3), resource="gpu")]
