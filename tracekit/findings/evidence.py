@@ -13,16 +13,30 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracekit.findings import wall
 from tracekit.findings.model import Context, Evidence
 
 #: A rule about steps fires when at least this share of the steady steps shows it (one odd step
-#: out of three is noise, not a property of the loop).
+#: out of three is noise, not a property of the loop). Rules that aggregate over the steady window
+#: (:func:`costs_enough`) no longer read it.
 MIN_STEP_SHARE = 0.5
 
 
 def enough_steps(context: Context, steps: list[int]) -> bool:
     """Whether ``steps`` cover at least :data:`MIN_STEP_SHARE` of the steady steps (and any)."""
     return len(set(steps) & set(context.steady)) >= MIN_STEP_SHARE * len(context.steady) and bool(steps)
+
+
+def costs_enough(context: Context, steps: list[int], ns_per_step: float) -> bool:
+    """Aggregate over the steady window: whether a problem seen in ``steps`` (any of the steady ones)
+    costs, averaged over all the steady steps, at least the warning floor
+    (:func:`tracekit.findings.wall.floor_ns`: 1 % of the median steady step and 20 µs) in its own
+    resource. A problem in 14 of 29 steps that costs the floor over the window fires (with the steps
+    it hit); one that costs less in total does not, however many steps show it."""
+    if not set(steps) & set(context.steady):
+        return False
+    units = context.decomposition.units.filter(pl.col("step").is_in(context.steady))
+    return ns_per_step >= wall.floor_ns(units)
 
 
 def grouped(context: Context, frame: pl.DataFrame, by: list[str], role: str, *,
