@@ -46,7 +46,8 @@ def memcpy_row(name: str, ts: float, dur: float, correlation: int) -> dict:
 
 def test_each_part_and_the_idle_time_by_host_state(tmp_path):
     # 0-10 op (dispatch), 30-60 loader with an op inside (data), 60-80 op (dispatch), 80-90 nothing,
-    # 90-115 stream sync (blocked), 115-200 nothing. GPU: 10-30 and 100-110, idle 30-100.
+    # 90-115 stream sync (blocked), 115-200 nothing. GPU: 10-30 and 100-110, idle 30-100 inside its
+    # own window, and 0-10 before it (the lead: the first unit's window starts at its CPU start).
     bundle = decompose(tmp_path, [
         make_step(1, 0, 200),
         make_op("aten::mm", 0, 10), make_launch("cudaLaunchKernel", 2, 2, 1),
@@ -59,9 +60,10 @@ def test_each_part_and_the_idle_time_by_host_state(tmp_path):
     assert parts(row, PARTS) == [25_000, 30_000, 30_000, 115_000]
     assert row["cpu_span_ns"] == 200_000
     summary = bundle.steps.row(0, named=True)
-    assert (row["gpu_busy_ns"], row["gpu_idle_ns"]) == (summary["gpu_busy_ns"], summary["gpu_idle_ns"]) == (30_000, 70_000)
-    # Idle 30-100: 30-60 data, 60-80 dispatch, 80-90 op-free, 90-100 blocked.
-    assert parts(row, IDLE_PARTS) == [10_000, 30_000, 20_000, 10_000]
+    assert (summary["gpu_busy_ns"], summary["gpu_idle_ns"]) == (30_000, 70_000)
+    assert (row["gpu_busy_ns"], row["gpu_lead_ns"], row["gpu_idle_ns"]) == (30_000, 10_000, 80_000)
+    # Idle 0-10 dispatch (the lead), 30-60 data, 60-80 dispatch, 80-90 op-free, 90-100 blocked.
+    assert parts(row, IDLE_PARTS) == [10_000, 30_000, 30_000, 10_000]
     assert row["limit"] == "op_free"
 
 
@@ -145,8 +147,9 @@ def test_sample_parts_sum_exactly(path):
     assert (units.select(pl.sum_horizontal(PARTS)).to_series() == units["cpu_span_ns"]).all()
     assert (units.select(pl.sum_horizontal(IDLE_PARTS)).to_series() == units["gpu_idle_ns"]).all()
     assert units.select(pl.min_horizontal(pl.col("^.*_ns$"))).to_series().min() >= 0
-    summary = bundle.steps.select("step", "gpu_busy_ns", "gpu_idle_ns", "wall_ns")
+    summary = bundle.steps.select("step", "gpu_busy_ns", "wall_ns")
     assert units.select(summary.columns).equals(summary)
+    assert (units["gpu_idle_ns"] == bundle.steps["gpu_idle_ns"] + units["gpu_lead_ns"]).all()
 
 
 def test_mlp_eager_step_2_by_hand():
@@ -154,9 +157,12 @@ def test_mlp_eager_step_2_by_hand():
     # sweeping): ProfilerStep#2 is 1 497 108 ns; its process's cpu_op and CUDA runtime/driver calls
     # cover 1 124 514 ns of it, of which cudaDeviceSynchronize 12 624 ns; its kernels' window is
     # 962 171 ns, busy 232 320, idle 729 851, of which the host was in an op or call 625 860 ns.
+    # Before that window (the lead: the step's first unit starts it at its CPU start) the GPU waits
+    # 391 630 ns for the first launch, the host in an op or call for 272 300 ns of it, in none for 119 330.
     row = unit(pipeline.run(load(SAMPLES / "mlp_eager.json.gz")), 2)
     assert parts(row, PARTS) == [12_624, 0, 1_111_890, 372_594]
-    assert parts(row, IDLE_PARTS) == [0, 0, 625_860, 103_991]
+    assert row["gpu_lead_ns"] == 391_630
+    assert parts(row, IDLE_PARTS) == [0, 0, 625_860 + 272_300, 103_991 + 119_330]
     assert row["limit"] == "dispatch"
 
 

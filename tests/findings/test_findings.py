@@ -397,14 +397,18 @@ def _run(argv: list[str], capsys) -> tuple[int, str, str]:
 def test_findings_come_first_in_every_format_and_in_the_json_contract(capsys):
     path = str(ANTI / CAPTURES["host-sync"]["trace_file"])
     _, term, _ = _run(["report", path], capsys)
-    assert term.splitlines()[1] == "Findings" and "WARNING host_sync" in term
+    # The limit line opens the report (host-sync: the host blocked in syncs most of the step), then the findings.
+    lines = term.splitlines()
+    assert lines[1].startswith("sync-bound: ") and "Findings" in lines[2:5] and "WARNING host_sync" in term
     _, md, _ = _run(["report", path, "--format", "md"], capsys)
-    assert md.split("\n## ")[1].startswith("Findings") and "`host_sync`" in md
+    sections = md.split("\n## ")
+    assert "\nsync-bound: " in sections[0] and sections[1].startswith("Findings") and "`host_sync`" in md
     _, text, _ = _run(["report", path, "--format", "json"], capsys)
     first = json.loads(text)["findings"][0]
     assert first["rule"] == "host_sync" and first["severity"] == "warning"
     assert set(first) == {"rule", "title", "severity", "steps", "evidence", "cost_ns_per_step",
-                          "saving_ns_per_step", "saving_basis", "fix", "thresholds", "quantities"}
+                          "saving_ns_per_step", "saving_basis", "resource", "saving_wall_ns", "wall_basis", "fix",
+                          "thresholds", "quantities"}
     assert first["thresholds"]["SYNC_MIN_NS"] == host_sync.SYNC_MIN_NS
 
 

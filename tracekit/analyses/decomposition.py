@@ -43,8 +43,13 @@ on any thread counts as blocked: a sync in backward (a gradient hook's ``.item()
 counted for the process. Other processes (DataLoader workers) never count. Spans are clipped to
 the unit's span; one crossing a unit boundary counts in each unit for the part inside it.
 
-The GPU side. ``gpu_busy_ns`` and ``gpu_idle_ns`` are the summary's (the union of the unit's own
-GPU work, and the rest of its GPU window: first start to last end of that work). The idle time is
+The GPU side. ``gpu_busy_ns`` is the summary's (the union of the unit's own GPU work). The unit's
+GPU window here starts earlier than the summary's (its first start to last end of that work): at the
+previous unit's last GPU end, or at the unit's own CPU start when that is later. The part before its
+first GPU work is ``gpu_lead_ns``: the GPU done with the previous unit and waiting for this one's first
+launch — where an input pipeline's stall shows (the public ResNet training trace: the DataLoader's
+time is between the units' own GPU windows, not inside them). ``gpu_idle_ns`` is the summary's idle
+time inside its own window plus the lead. The idle time is
 split by the state the unit's process was in at each idle instant, by the same priority
 (``idle_while_blocked_ns``, ``idle_while_data_ns``, ``idle_while_dispatch_ns``,
 ``idle_while_op_free_ns``; they sum to ``gpu_idle_ns`` exactly). The GPU runs behind the host, so
@@ -61,7 +66,8 @@ Frames:
 ``units`` (:data:`UNITS_SCHEMA`), one row per unit in the summary's order: ``step i64``, ``pid
 str``, ``tid str`` (the unit's thread), ``cpu_span_ns i64``, ``blocked_ns i64``, ``data_ns i64``,
 ``dispatch_ns i64``, ``op_free_ns i64`` (the four sum to ``cpu_span_ns``), ``wall_ns i64``,
-``gpu_busy_ns i64``, ``gpu_idle_ns i64`` (the summary's), ``idle_while_blocked_ns i64``,
+``gpu_busy_ns i64`` (the summary's), ``gpu_lead_ns i64``, ``gpu_idle_ns i64`` (the summary's plus
+the lead), ``idle_while_blocked_ns i64``,
 ``idle_while_data_ns i64``, ``idle_while_dispatch_ns i64``, ``idle_while_op_free_ns i64`` (they
 sum to ``gpu_idle_ns``), ``limit str`` (:data:`LIMITS`), ``steady bool`` (the unit is one the
 medians and totals are taken over: :func:`tracekit.analyses.steps.steady_steps`).
@@ -124,7 +130,7 @@ LIMIT_RULE = (f"gpu when gpu_busy_ns >= {GPU_LIMIT_MIN_BUSY_FRAC} x wall_ns; els
 UNITS_SCHEMA: dict[str, pl.DataType] = {
     "step": pl.Int64, "pid": pl.String, "tid": pl.String, "cpu_span_ns": pl.Int64,
     "blocked_ns": pl.Int64, "data_ns": pl.Int64, "dispatch_ns": pl.Int64, "op_free_ns": pl.Int64,
-    "wall_ns": pl.Int64, "gpu_busy_ns": pl.Int64, "gpu_idle_ns": pl.Int64,
+    "wall_ns": pl.Int64, "gpu_busy_ns": pl.Int64, "gpu_lead_ns": pl.Int64, "gpu_idle_ns": pl.Int64,
     "idle_while_blocked_ns": pl.Int64, "idle_while_data_ns": pl.Int64, "idle_while_dispatch_ns": pl.Int64,
     "idle_while_op_free_ns": pl.Int64, "limit": pl.String, "steady": pl.Boolean,
 }
@@ -185,13 +191,14 @@ def analyze(trace: Trace, gpu: pl.DataFrame, summary: pl.DataFrame) -> Decomposi
     levels = _levels(host_spans(trace, gpu, windows["pid"].unique()))
     cpu = _clip(levels, windows.select("step", "pid", ts="cpu_start_ns",
                                        end=pl.col("cpu_start_ns") + pl.col("cpu_span_ns")))
-    gpu_windows = summary.filter(pl.col("gpu_start_ns").is_not_null()).join(
-        windows.select("step", "pid"), on="step", how="left").select(
-        "step", "pid", ts="gpu_start_ns", end=pl.col("gpu_start_ns") + pl.col("gpu_window_ns"))
+    gpu_windows = _gpu_windows(summary, windows)
     busy = intervals.merge(gpu.filter(pl.col("step").is_not_null()).select("step", "ts", "end"), by=["step"])
     covered = (_covered(cpu, "cpu").join(_covered(_clip(levels, gpu_windows), "gpu", busy), on="step",
                                          how="full", coalesce=True))
     units = (summary.select("step", "cpu_span_ns", "wall_ns", "gpu_busy_ns", "gpu_idle_ns")
+             .join(gpu_windows.select("step", "gpu_lead_ns"), on="step", how="left", maintain_order="left")
+             .with_columns(pl.col("gpu_lead_ns").fill_null(0))
+             .with_columns(gpu_idle_ns=pl.col("gpu_idle_ns") + pl.col("gpu_lead_ns"))
              .join(windows.select("step", "pid", "tid"), on="step", how="left", maintain_order="left")
              .join(covered, on="step", how="left", maintain_order="left")
              .with_columns(pl.col("^(cpu|gpu)_upto_\\d$").fill_null(0))
@@ -211,6 +218,26 @@ def analyze(trace: Trace, gpu: pl.DataFrame, summary: pl.DataFrame) -> Decomposi
     limit, share = _trace_limit(steady)
     totals = _totals(steady)
     return Decomposition(units=units, totals=totals, limit=limit, limit_share=share)
+
+
+def _gpu_windows(summary: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """Each unit's GPU window with its lead (module docstring): ``step, pid, ts, end, gpu_lead_ns``;
+    units without GPU work have none."""
+    own_end = pl.col("gpu_start_ns") + pl.col("gpu_window_ns")
+    return (summary.filter(pl.col("gpu_start_ns").is_not_null())
+            .join(windows.select("step", "pid"), on="step", how="left")
+            .sort("gpu_start_ns")
+            .with_columns(_prev_end=own_end.shift(1).over("pid"))
+            .with_columns(ts=pl.min_horizontal("gpu_start_ns", pl.max_horizontal("cpu_start_ns", "_prev_end")))
+            .select("step", "pid", "ts", end=own_end, gpu_lead_ns=pl.col("gpu_start_ns") - pl.col("ts")))
+
+
+def restrict(found: Decomposition, step: int) -> Decomposition:
+    """``found`` for unit ``step`` alone: its row, totals over it, its limit and share (as if it
+    were the only steady unit)."""
+    units = found.units.filter(pl.col("step") == step)
+    limit, share = _trace_limit(units)
+    return Decomposition(units=units, totals=_totals(units), limit=limit, limit_share=share)
 
 
 def host_spans(trace: Trace, gpu: pl.DataFrame, pids: pl.Series) -> pl.DataFrame:

@@ -17,6 +17,7 @@ def findings_data(findings: Sequence[Any]) -> list[dict[str, Any]]:
                       "count_per_step": e.count_per_step, "dur_ns_per_step": e.dur_ns_per_step,
                       "bytes_per_step": e.bytes_per_step, "detail": e.detail} for e in f.evidence],
         "cost_ns_per_step": f.cost_ns_per_step, "saving_ns_per_step": f.saving_ns_per_step,
-        "saving_basis": f.saving_basis, "fix": f.fix, "thresholds": dict(f.thresholds),
+        "saving_basis": f.saving_basis, "resource": f.resource, "saving_wall_ns": f.saving_wall_ns,
+        "wall_basis": f.wall_basis, "fix": f.fix, "thresholds": dict(f.thresholds),
         "quantities": dict(f.quantities),
     } for f in findings]

@@ -16,9 +16,11 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from tracekit.analyses import attribution, breakdown as breakdown_mod, dispatch, kernels, launch_gaps
+from tracekit.analyses import attribution, breakdown as breakdown_mod, decomposition as decomposition_mod
+from tracekit.analyses import dispatch, kernels, launch_gaps
 from tracekit.analyses import pipeline, round_trips, steps as steps_analysis, throughput
 from tracekit.analyses.compilations import Compilations
+from tracekit.analyses.decomposition import Decomposition
 from tracekit.analyses.memory import MemoryReport
 from tracekit.analyses.timeline import Timelines
 from tracekit.analyses.units import Units
@@ -123,8 +125,13 @@ class Report:
     extra : dict
         ``{"hta": DataFrame}`` with ``--hta``.
     findings : tuple of tracekit.findings.Finding
-        What is wrong, with its evidence, measured cost, projected saving and fix
+        What is wrong, with its evidence, measured cost, projected saving on the wall and fix
         (:mod:`tracekit.findings`; warnings first), over the steady steps or the ``--step``.
+    decomposition : tracekit.analyses.decomposition.Decomposition or None
+        Each unit's CPU span by host state (blocked, data, dispatch, op-free), its GPU idle time by
+        what the host did meanwhile, and what limits it; ``limit`` and ``limit_share`` are the
+        steady units' (the ``--step`` unit's with ``--step``, whose ``units`` are then its row only).
+        None in a report made before it existed.
     """
 
     #: The result kind: its view is ``tracekit.render.views.report``, its JSON contract
@@ -162,6 +169,7 @@ class Report:
     #: Every unit's timeline, only when asked for (``Session.report(timelines=True)``, for a
     #: renderer that draws them); None otherwise.
     timelines: Timelines | None = None
+    decomposition: Decomposition | None = None
 
 
 def check_step(trace: Trace, step: int | None) -> None:
@@ -225,7 +233,15 @@ def build(bundle: pipeline.Analyses, *, step: int | None = None) -> Report:
         launch_gaps=_gaps_in_step(gaps, step), round_trips=_trips_in_step(trips, step),
         throughput=rates, attribution=attributed, memory=bundle.memory,
         compilation=bundle.compilation, set_aside_units=aside,
+        decomposition=_decomposition_in_step(bundle.decomposition, step),
     )
+
+
+def _decomposition_in_step(found: Decomposition, step: int | None) -> Decomposition:
+    """Every unit's decomposition, or unit ``step``'s only, with that unit's limit as the limit."""
+    if step is None:
+        return found
+    return decomposition_mod.restrict(found, step)
 
 
 def _set_aside_units(summary: pl.DataFrame) -> dict[str, str]:

@@ -42,6 +42,7 @@ import polars as pl
 
 from tracekit.analyses.breakdown import Breakdown
 from tracekit.analyses.compilations import Compilations
+from tracekit.analyses.decomposition import Decomposition
 from tracekit.analyses.launch_gaps import LaunchGapsReport
 from tracekit.analyses.memory import MemoryReport
 from tracekit.analyses.round_trips import RoundTripReport
@@ -54,7 +55,8 @@ from tracekit.trace import Trace
 
 #: The classes a skeleton may name, by name.
 _CLASSES = {cls.__name__: cls for cls in (Report, Facts, LaunchGapsReport, RoundTripReport, ThroughputReport,
-                                          Units, Breakdown, Compilations, Finding, Evidence, MemoryReport)}
+                                          Units, Breakdown, Compilations, Finding, Evidence, MemoryReport,
+                                          Decomposition)}
 #: Report fields not stored (see the module docstring).
 _SKIPPED = {"attribution", "timelines"}
 #: Frames stored with their columns but no rows: per-kernel working tables that the analyses

@@ -6,8 +6,11 @@
   launch | memcpy | step | tensor), name, step, ts_ns (first occurrence), count_per_step,
   dur_ns_per_step, bytes_per_step, detail}], cost_ns_per_step (measured; a one-time cost when
   ``quantities.once`` is true: a cold step, a recompile), saving_ns_per_step
-  (projected from the trace; null when it cannot be priced), saving_basis (how), fix (one line, the
-  PyTorch knob), thresholds: {NAME: value}, quantities: {name: number | text}}]``
+  (projected from the trace, in ``resource``; null when it cannot be priced), saving_basis (how),
+  resource (added in /1: what the fix shrinks, "gpu" | "host" | "wall" | "once"), saving_wall_ns (added
+  in /1: what the step's wall time would lose, projected through the step decomposition; null when not
+  priced; severity follows it), wall_basis (how), fix (one line, the PyTorch knob), thresholds: {NAME:
+  value}, quantities: {name: number | text}}]``, sorted warnings first, then by saving_wall_ns
 * ``trace`` — ``{path, size_bytes, event_count, vendor, time_format, devices: [{id, name,
   compute_capability, num_sms, total_global_mem}], versions: {key: text}, distributed, step_numbers,
   graph_hashes, unanalysed_activity: {category: events} (device activity tracekit does not analyse),
@@ -77,6 +80,13 @@
   incl_largest}], growth: [{step, device, op, net, allocations}], out_of_memory: [{device, ts, bytes,
   allocated, reserved, op}], timeline: [{device, ts, allocated, reserved}] (at most 256 points per
   device, each the highest of its span of time)}``; null in a report made without it
+* ``decomposition`` — (added in /1) each unit's CPU span by host state and its GPU idle time by what the
+  host did meanwhile (:mod:`tracekit.analyses.decomposition`; ns): ``{limit ("gpu" | "blocked" | "data" |
+  "dispatch" | "op_free"; null without units), limit_share (of the wall for "gpu", else of the CPU span),
+  limit_rule, units: [{step, pid, tid, cpu_span_ns, blocked_ns, data_ns, dispatch_ns, op_free_ns,
+  wall_ns, gpu_busy_ns, gpu_idle_ns, idle_while_blocked_ns, idle_while_data_ns, idle_while_dispatch_ns,
+  idle_while_op_free_ns, limit, steady}], totals: [{part, of, total_ns, median_ns, share}] (over the
+  steady units; over the ``--step`` unit with ``--step``)}``; null in a report made without it
 * ``hta`` — only with ``--hta``: per rank/step/stream busy and idle from tracekit and HTA, the report's
   Steps table against HTA's steps (``scope "steps_table"``) and the communication overlap
   (``scope "comm_overlap"``: ``ours_overlap_frac``, ``hta_overlap_frac``)
@@ -143,7 +153,18 @@ def data(report: Report) -> dict[str, Any]:
         **({"hta": rows(report.extra["hta"])} if "hta" in report.extra else {}),
         "compilation": compilation_data(report.compilation),
         "set_aside_units": dict(report.set_aside_units),
+        "decomposition": decomposition_data(report.decomposition),
     }
+
+
+def decomposition_data(found: Any) -> dict[str, Any] | None:
+    """The ``decomposition`` object of ``tracekit.report/1`` (None in a report made without it)."""
+    if found is None:
+        return None
+    from tracekit.analyses.decomposition import LIMIT_RULE
+
+    return {"limit": found.limit, "limit_share": found.limit_share, "limit_rule": LIMIT_RULE,
+            "units": rows(found.units), "totals": rows(found.totals)}
 
 
 def compilation_data(comp: Any) -> dict[str, Any] | None:

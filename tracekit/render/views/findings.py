@@ -13,6 +13,8 @@ from tracekit.render.text import Code, Rows, us
 
 #: Evidence rows shown per finding (JSON has them all).
 MAX_EVIDENCE_SHOWN = 3
+#: What a finding's resource saving is a saving of (:data:`tracekit.findings.model.RESOURCES`).
+RESOURCE_WORDS = {"gpu": "GPU time", "host": "host time", "wall": "wall time", "once": "one-time cost"}
 
 
 def _count(value: float | None) -> str:
@@ -47,19 +49,21 @@ def findings(found: Sequence[Any]) -> Findings:
         if len(f.evidence) > MAX_EVIDENCE_SHOWN:
             shown.append(f"… {len(f.evidence) - MAX_EVIDENCE_SHOWN} more")
         once = " once" if f.quantities.get("once") else ""
-        saving = "–" if f.saving_ns_per_step is None else us(f.saving_ns_per_step)
-        thresholds = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in f.thresholds.items())
-        row = (f.severity, Code(f.rule), f.title, "; ".join(shown), us(f.cost_ns_per_step) + once,
-               f"{saving}{once if f.saving_ns_per_step is not None else ''} ({f.saving_basis})", f.fix, thresholds)
         per = once or "/step"
-        heading = (f"{f.severity.upper()} {f.rule}: {f.title} — costs {us(f.cost_ns_per_step)}{per}, "
-                   f"saves {saving}{per} if fixed")
+        saving = "–" if f.saving_ns_per_step is None else us(f.saving_ns_per_step) + per
+        wall = "–" if f.saving_wall_ns is None else us(f.saving_wall_ns) + per
+        thresholds = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in f.thresholds.items())
+        resource = RESOURCE_WORDS.get(f.resource, f.resource)
+        row = (f.severity, Code(f.rule), f.title, "; ".join(shown), us(f.cost_ns_per_step) + once,
+               f"{wall} ({f.wall_basis})", f"{saving} of {resource} ({f.saving_basis})", f.fix, thresholds)
+        heading = (f"{f.severity.upper()} {f.rule}: {f.title} — saves {wall} of wall time if fixed "
+                   f"({saving} of {resource}; costs {us(f.cost_ns_per_step)}{per})")
         lines = [f"evidence: {line}" for line in shown]
-        lines += [f"saving: {f.saving_basis}", f"fix: {f.fix}",
+        lines += [f"wall saving: {f.wall_basis}", f"{resource} saving: {f.saving_basis}", f"fix: {f.fix}",
                   "thresholds: " + ", ".join(f"{k}={v}" for k, v in f.thresholds.items())]
         items.append(Finding(f.severity, f.rule, row, heading, tuple(lines)))
-    return Findings("Findings", ("severity", "rule", "what", "evidence", "cost/step", "saving/step", "fix",
-                                 "thresholds"), tuple(items))
+    return Findings("Findings", ("severity", "rule", "what", "evidence", "cost/step", "wall saving",
+                                 "resource saving", "fix", "thresholds"), tuple(items))
 
 
 def changes_table(changes: Sequence[tuple[str, Any]]) -> Rows:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from tracekit.render.document import (Bullets, Chart, Charts, Document, Facts, Paragraph, Section, StepDrawing,
                                       TimelineChoice, Timelines, Title)
 from tracekit.render.text import Code
-from tracekit.render.views import findings, memory, tables
+from tracekit.render.views import decomposition, findings, memory, tables
 from tracekit.render.views.blocks import table
 from tracekit.render.views.labels import step_label
 
@@ -20,7 +20,7 @@ TIMELINE_WIDTH = 1200
 
 
 def document(report: Report) -> Document:
-    """The report's document; its sections: findings, timeline, charts, trace, tables."""
+    """The report's document; its sections: what limits it, findings, timeline, charts, trace, tables."""
     facts = tables.facts_lines(report)
     name = facts[0][1]
     rest: list = [table(t) for t in tables.all_tables(report)]
@@ -32,12 +32,19 @@ def document(report: Report) -> Document:
         rest.append(Bullets(tuple(notes), "Notes", marker="note: "))
     return Document("report", Title(f"tracekit report: {name}", ("tracekit report: ", name), 1,
                                       page_parts=("tracekit report: ", Code(name))), (
+        *_limit(report),
         Section("findings", "Findings", (findings.findings(report.findings),)),
         Section("timeline", "Step timeline", (timelines(report),)),
         Section("charts", "Charts", (charts(report),)),
         Section("trace", "Trace", (Facts(tuple(facts[1:])),)),
         Section("tables", "Tables", tuple(rest)),
     ), "page")
+
+
+def _limit(report: Report) -> tuple[Section, ...]:
+    """What limits the trace: the line the report opens with, before the findings (none without steps)."""
+    line = decomposition.limit_line(report)
+    return (Section("limit", "What limits it", (Paragraph((line,)),)),) if line else ()
 
 
 def timelines(report: Report) -> Timelines:

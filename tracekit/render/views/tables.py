@@ -15,7 +15,7 @@ import polars as pl
 
 from tracekit.classify.names import describe_decoded, short_kernel_name
 from tracekit.render.text import Rows, pct, us
-from tracekit.render.views import compilation, memory
+from tracekit.render.views import compilation, decomposition, memory
 from tracekit.render.views.labels import step_label
 
 if TYPE_CHECKING:
@@ -115,16 +115,17 @@ def clock_line(report: Report) -> str | None:
 
 
 def steps_table(report: Report) -> Rows:
+    """One row per unit: its span, GPU busy, counts, and its decomposition (host state, idle, limit)."""
     rows = [
         [r["name"], us(r["dur_ns"]), us(r["gpu_busy_ns"]), pct(r["gpu_busy_ns"], r["dur_ns"]),
-         str(r["kernel_count"]), str(r["gpu_activity_count"])]
+         str(r["kernel_count"]), str(r["gpu_activity_count"]), *decomposition.step_cells(report, r["number"])]
         for r in report.steps.iter_rows(named=True)
     ]
     title = "Steps"
     if report.units is not None and report.units.kind not in ("ProfilerStep", "none"):
         title += f" (units: {report.units.describe().split(' (')[0]})"
     return (title, ["step", "wall (CPU span)", "GPU busy", "busy/wall", "kernels",
-                    "GPU activities"], rows)
+                    "GPU activities", *decomposition.headers()], rows)
 
 
 def paths_table(report: Report) -> Rows:
@@ -364,6 +365,9 @@ def notes(report: Report) -> list[str]:
                          if report.launch_gaps.clock.get("skewed") else "")
             out.append(f"Queue delay (GPU start − launch call end{corrected}): p50 {us(q['p50'])}, p90 {us(q['p90'])}, "
                        f"p99 {us(q['p99'])}, max {us(q['max'])}.")
+    split = decomposition.note(report)
+    if split:
+        out.append(split)
     out += compilation.notes(report)
     if report.round_trips is not None:
         for note in report.round_trips.notes:
