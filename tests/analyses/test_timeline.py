@@ -87,7 +87,14 @@ def test_eager_step_svg_counts(eager):
     for el in kernels + links + marks(root, "rect", "tk-op"):
         assert title(el) and el.get("data-ts") is not None and el.get("data-dur") is not None
     lanes = {g.get("data-lane") for g in marks(root, "g", "tk-lane")}
-    assert lanes == set(step.cpu["lane"].to_list()) | {"gpu:0:7"}
+    assert lanes == set(step.cpu["lane"].to_list()) | {"gpu:0:7", "host"}
+    # The host-state lane: the step's CPU span (op-free under everything), its ops and calls
+    # (dispatch) and its cudaDeviceSynchronize (blocked, 12.6 µs in step 2: test_decomposition).
+    host = marks(root, "rect", "tk-host")
+    assert {r.get("data-state") for r in host} == {"op_free", "dispatch", "blocked"}
+    assert [int(r.get("data-dur")) for r in host if r.get("data-state") == "blocked"] == [
+        int(v) for v in step.host.filter(pl.col("state") == "blocked")["end"] - step.host.filter(
+            pl.col("state") == "blocked")["ts"]]
     assert marks(root, "g", "tk-legend") and marks(root, "g", "tk-axis")
     assert not marks(root, "g", "tk-left-out")
 
@@ -210,7 +217,8 @@ def test_other_units_share_the_total_budget(tmp_path, monkeypatch):
     # apart, are one run.
     assert tl.step(0).cpu.filter(pl.col("kind") == "op")["name"].to_list()[1:] == [f"op{i}" for i in range(9)]
     assert tl.step(0).merged["count"].to_list() == [11]
-    assert tl.step(0).left_out == {"op": 11}
+    # The host-state lane has its own share too: the span and 20 ops' dispatch rows, 10 kept.
+    assert tl.step(0).left_out == {"host_state": 11, "op": 11}
 
 
 # -- hostile names -----------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ def test_the_page_holds_everything_it_shows(report_page):
 
 def test_sections_come_in_the_issue_order(report_page):
     ids = re.findall(r'<section id="([a-z]+)"><h2>', report_page)
-    assert ids == ["findings", "timeline", "charts", "trace", "tables"]
+    assert ids == ["limit", "findings", "timeline", "charts", "trace", "tables"]
     # One drawing per step: the default (ProfilerStep#3) in the view, steps 0-2 in templates.
     assert re.findall(r'<(div class="tk-view"|template) data-key="(\d)"', report_page) == [
         ('div class="tk-view"', "3"), ("template", "0"), ("template", "1"), ("template", "2")]

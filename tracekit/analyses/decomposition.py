@@ -186,8 +186,7 @@ def analyze(trace: Trace, gpu: pl.DataFrame, summary: pl.DataFrame) -> Decomposi
     """
     if summary.height == 0:
         return Decomposition()
-    windows = (summary.select("step", "cpu_start_ns", "cpu_span_ns")
-               .join(trace.steps.select(pl.col("number").alias("step"), "pid", "tid"), on="step", how="left"))
+    windows = _cpu_windows(trace, summary)
     levels = _levels(host_spans(trace, gpu, windows["pid"].unique()))
     cpu = _clip(levels, windows.select("step", "pid", ts="cpu_start_ns",
                                        end=pl.col("cpu_start_ns") + pl.col("cpu_span_ns")))
@@ -218,6 +217,25 @@ def analyze(trace: Trace, gpu: pl.DataFrame, summary: pl.DataFrame) -> Decomposi
     limit, share = _trace_limit(steady)
     totals = _totals(steady)
     return Decomposition(units=units, totals=totals, limit=limit, limit_share=share)
+
+
+def state_spans(trace: Trace, gpu: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:
+    """Where each host state held inside each unit's CPU span, for drawing: ``step i64, ts i64, end
+    i64, layer i8`` — layer k rows are the union of the spans of states 1..k (1 blocked, 2 blocked or
+    data, 3 blocked, data or dispatch), clipped to the unit; painted 3, 2, 1 over the span (op-free)
+    they show each instant's state. Same inputs as :func:`analyze`."""
+    if summary.height == 0:
+        return pl.DataFrame(schema={"step": pl.Int64, "ts": pl.Int64, "end": pl.Int64, "layer": pl.Int8})
+    windows = _cpu_windows(trace, summary)
+    levels = _levels(host_spans(trace, gpu, windows["pid"].unique()))
+    return _clip(levels, windows.select("step", "pid", ts="cpu_start_ns",
+                                        end=pl.col("cpu_start_ns") + pl.col("cpu_span_ns")))
+
+
+def _cpu_windows(trace: Trace, summary: pl.DataFrame) -> pl.DataFrame:
+    """``step, cpu_start_ns, cpu_span_ns, pid, tid``: each unit's CPU span and its thread."""
+    return (summary.select("step", "cpu_start_ns", "cpu_span_ns")
+            .join(trace.steps.select(pl.col("number").alias("step"), "pid", "tid"), on="step", how="left"))
 
 
 def _gpu_windows(summary: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:

@@ -25,6 +25,10 @@ Per unit:
   ``correlation``, ``launch_ts``, ``launch_lane``, ``launch_depth u16``, ``kernel_id u32``;
 * ``round_trips`` — tensors written by one kernel and read back by another of the unit:
   ``producer_id u32``, ``consumer_id u32``, ``bytes i64``, ``label str`` (``"[8192, 3072] bf16"``);
+* ``host`` — the unit's host state over its CPU span (:func:`tracekit.analyses.decomposition.state_spans`):
+  ``ts``, ``end``, ``state`` (``op_free``: the whole span; ``dispatch`` | ``data`` | ``blocked``: the
+  union of the states up to it in the decomposition's priority), in that drawing order: painted over
+  one another they show each instant's state;
 * ``compile_spans`` — compile work that started in the unit: ``ts``, ``end``, ``kind`` (``compile``,
   ``recompile``, ``autotune``, ``graph_record``, ``runtime``), ``label`` (span name and compile id);
 * ``merged`` — the CPU and GPU marks the caps left out, as runs: per lane (and nesting depth), marks
@@ -49,7 +53,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from tracekit.analyses import steps as steps_analysis
+from tracekit.analyses import decomposition, steps as steps_analysis
 from tracekit.trace import empty_frame as _empty
 
 if TYPE_CHECKING:
@@ -57,7 +61,7 @@ if TYPE_CHECKING:
 
 #: Marks kept per unit at most, by group (the default unit's budget).
 CAPS: dict[str, int] = {"cpu": 4000, "gpu": 4000, "gaps": 2000, "round_trips": 500, "compile": 200,
-                        "merged": 2000}
+                        "merged": 2000, "host": 3000}
 #: Left-out marks closer than this fraction of the window merge into one run (1 px of a 1,200 px
 #: drawing); a unit whose runs are capped lower merges at a quarter of its cap, so that its runs still
 #: cover where work ran.
@@ -86,6 +90,9 @@ ROUND_TRIPS_SCHEMA: dict[str, pl.DataType] = {
     "producer_id": pl.UInt32, "consumer_id": pl.UInt32, "bytes": pl.Int64, "label": pl.String,
 }
 COMPILE_SCHEMA: dict[str, pl.DataType] = {"ts": pl.Int64, "end": pl.Int64, "kind": pl.String, "label": pl.String}
+HOST_SCHEMA: dict[str, pl.DataType] = {"ts": pl.Int64, "end": pl.Int64, "state": pl.String}
+#: The state a ``host`` row of each decomposition layer shows.
+HOST_LAYERS = {1: "blocked", 2: "data", 3: "dispatch", 4: "op_free"}
 MERGED_SCHEMA: dict[str, pl.DataType] = {
     "group": pl.String, "lane": pl.String, "depth": pl.UInt16, "ts": pl.Int64, "end": pl.Int64,
     "count": pl.UInt32, "busy_ns": pl.Int64,
@@ -106,6 +113,7 @@ class StepTimeline:
     links: pl.DataFrame = field(default_factory=lambda: _empty(LINKS_SCHEMA))
     round_trips: pl.DataFrame = field(default_factory=lambda: _empty(ROUND_TRIPS_SCHEMA))
     compile_spans: pl.DataFrame = field(default_factory=lambda: _empty(COMPILE_SCHEMA))
+    host: pl.DataFrame = field(default_factory=lambda: _empty(HOST_SCHEMA))
     merged: pl.DataFrame = field(default_factory=lambda: _empty(MERGED_SCHEMA))
     left_out: dict[str, int] = field(default_factory=dict)
 
@@ -155,15 +163,17 @@ def analyze(whole: Analyses, *, default_step: int | None = None) -> Timelines:
     spans, spans_out, _ = _capped(_compile_spans(whole), caps, "compile", "dur", kind="compile")
     merged, merged_out, _ = _capped(_merged(cpu_left, gpu_left, windows, caps), caps, "merged", "dur",
                                     kind="merged_run")
+    host, host_out, _ = _capped(_host(whole), caps, "host", "dur", kind="host_state")
     gpu = _short_names(gpu)
 
     parts = {
         "cpu": _by_step(cpu, CPU_SCHEMA), "gpu": _by_step(gpu, GPU_SCHEMA), "gaps": _by_step(gaps, GAPS_SCHEMA),
         "links": _by_step(links, LINKS_SCHEMA), "round_trips": _by_step(trips, ROUND_TRIPS_SCHEMA),
         "compile_spans": _by_step(spans, COMPILE_SCHEMA), "merged": _by_step(merged, MERGED_SCHEMA),
+        "host": _by_step(host.sort("step", "layer", "ts", descending=[False, True, False]), HOST_SCHEMA),
     }
     left_out: dict[int, dict[str, int]] = {}
-    for frame in (cpu_out, gpu_out, gaps_out, links_out, trips_out, spans_out, merged_out):
+    for frame in (cpu_out, gpu_out, gaps_out, links_out, trips_out, spans_out, merged_out, host_out):
         for step, kind, n in frame.iter_rows():
             left_out.setdefault(step, {})[kind] = n
     steps = []
@@ -218,6 +228,21 @@ def _gaps(whole: Analyses, windows: pl.DataFrame) -> pl.DataFrame:
     return gaps.select(
         "step", ts=pl.max_horizontal("start_ns", "start"), end=pl.min_horizontal("end_ns", "end"),
         cause="cause", device="device").filter(pl.col("end") > pl.col("ts")).with_columns(
+        dur=pl.col("end") - pl.col("ts"))
+
+
+def _host(whole: Analyses) -> pl.DataFrame:
+    """The host-state layers of every unit (rows painted in layer order 3, 2, 1)."""
+    spans = decomposition.state_spans(whole.trace, whole.attribution.gpu, whole.steps)
+    # A layer-k row equal to a row of layer k-1 holds no instant of state k: drawn, it would only be
+    # hidden under that row, and name a state the host was not in.
+    below = spans.select("step", "ts", "end", layer=(pl.col("layer") + 1).cast(pl.Int8))
+    spans = spans.join(below, on=["step", "ts", "end", "layer"], how="anti", maintain_order="left")
+    # The unit's whole CPU span under them: op-free wherever no state above holds.
+    span = whole.steps.select("step", ts="cpu_start_ns", end=pl.col("cpu_start_ns") + pl.col("cpu_span_ns"),
+                              layer=pl.lit(4, pl.Int8))
+    return pl.concat([spans, span.cast(spans.schema)]).select(  # type: ignore[arg-type]
+        "step", "ts", "end", "layer", state=pl.col("layer").replace_strict(HOST_LAYERS, return_dtype=pl.String),
         dur=pl.col("end") - pl.col("ts"))
 
 

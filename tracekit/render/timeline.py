@@ -13,12 +13,14 @@ DOM (read by the HTML page's script and by tests):
 * root ``<svg class="tk-timeline" data-step="N" data-start-ns=".." data-end-ns=".." viewBox="0 0 W H">``;
   ``data-x0``/``data-x1``: the user-space x of ``data-start-ns``/``data-end-ns`` (the page's script
   redraws the time axis for the zoomed window from them);
-* ``<g class="tk-lane" data-lane="cpu:123">`` / ``data-lane="gpu:0:7"`` / ``data-lane="compile"``,
+* ``<g class="tk-lane" data-lane="cpu:123">`` / ``data-lane="gpu:0:7"`` / ``data-lane="compile"`` /
+  ``data-lane="host"`` (the step decomposition's host state),
   each with its label (``text.tk-lane-label``) and its marks;
 * marks, each with a ``<title>`` child (the hover text) and ``data-ts``/``data-dur`` in ns:
   ``rect.tk-op`` (``data-depth``), ``rect.tk-launch`` (``data-depth``), ``rect.tk-kernel``
   (``data-class``, ``data-id``), ``rect.tk-memcpy``/``rect.tk-memset`` (``data-id``), ``rect.tk-gap``
   (``data-cause``, shaded over its device's stream lanes), ``rect.tk-compile`` (``data-kind``),
+  ``rect.tk-host`` (``data-state``: blocked | data | dispatch | op_free, painted in reverse order),
   ``rect.tk-merged`` (``data-count``: a run of marks the caps left out, drawn grey under the others),
   ``path.tk-link`` (launch call → the first activity it launched; ``data-id`` of that activity),
   ``path.tk-roundtrip`` (producer kernel's end → consumer kernel's start, ``data-bytes``);
@@ -88,6 +90,14 @@ COMPILE_COLOURS: dict[str, str] = {
     "compile": "#6a3d9a", "recompile": "#e31a1c", "autotune": "#cab2d6", "graph_record": "#1f78b4",
     "runtime": "#b2abd2",
 }
+#: Host states (:data:`tracekit.analyses.decomposition.STATES`): colour and the words of the legend.
+HOST_STYLE: dict[str, tuple[str, str]] = {
+    "blocked": ("#d62728", "host blocked (sync, blocking copy)"),
+    "data": ("#ff7f0e", "host waiting for data (DataLoader)"),
+    "dispatch": ("#4e79a7", "host dispatching (in an op or launch call)"),
+    "op_free": ("#e3e3e3", "host in no op (Python, sleeps)"),
+}
+HOST_LANE = 12
 OP_COLOURS = ("#c9d3df", "#a9bcd0", "#8fa9c4", "#d8cfc0", "#c4b9a5")
 LAUNCH_COLOUR = "#2ca02c"
 LINK_COLOUR = "#5b8def"
@@ -213,7 +223,8 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
     """The SVG document of ``step``'s timeline, ``width`` user units (CSS px) wide; see the module
     docstring for its DOM.
 
-    Laid out top to bottom: the title, the time axis' labels, the compile lane, the CPU lanes, the
+    Laid out top to bottom: the title, the time axis' labels, the compile lane, the host-state lane
+    (the step decomposition: blocked, data, dispatch, op-free over the CPU span), the CPU lanes, the
     GPU lanes (idle gaps shaded behind them) and the round trips' band under them, the legend and
     the left-out note; the launch links and round-trip arcs are drawn over the lanes, the axis'
     ticks across the whole height.
@@ -225,6 +236,8 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
     axis_y, y = 26.0, 48.0
     compile_lane, y = _compile_lane(c, step, y)
     body += compile_lane
+    host_lane, y = _host_lane(c, step, y)
+    body += host_lane
     # Each frame read once into rows per lane (a frame operation per lane costs more than the marks).
     runs_by = _by_lane(step.merged.sort(["group", "lane", "depth", "ts"]).select(
         "lane", "depth", "ts", "end", "count", "busy_ns").rows())
@@ -263,6 +276,21 @@ def _compile_lane(c: _Canvas, step: StepTimeline, y: float) -> tuple[list[str], 
         marks.append(c.label(label, x, w, y + COMPILE_LANE - 4))
     lane = _lane("compile", "compile / graph record", y, COMPILE_LANE, marks, c.x1 + RIGHT_MARGIN)
     return [lane], y + COMPILE_LANE + LANE_GAP
+
+
+def _host_lane(c: _Canvas, step: StepTimeline, y: float) -> tuple[list[str], float]:
+    """The host state over the unit's CPU span (the analysis' ``host`` rows, painted in their order:
+    op-free under dispatch under data under blocked); the lane and the y under it (none without rows)."""
+    if not step.host.height:
+        return [], y
+    marks = []
+    for ts, end, state in step.host.select("ts", "end", "state").iter_rows():
+        x, w = c.span(ts, end)
+        colour, words = HOST_STYLE.get(state, (OTHER_COLOUR, state))
+        marks.append(_rect("tk-host", x, y + 1, w, HOST_LANE - 2, colour, (words, duration(end - ts)), ts, end - ts,
+                           f' data-state="{_xml(state)}"'))
+    lane = _lane("host", "host state", y, HOST_LANE, marks, c.x1 + RIGHT_MARGIN)
+    return [lane], y + HOST_LANE + LANE_GAP
 
 
 def _cpu_lanes(c: _Canvas, step: StepTimeline, runs_by: dict[str, list[tuple]],
@@ -476,6 +504,8 @@ def _legend(step: StepTimeline, y: float, width: int) -> tuple[str, float]:
     entries += [("rect", CLASS_COLOURS.get(k, OTHER_COLOUR), k) for k in classes]
     entries += [("gap", CAUSE_STYLE.get(k, (OTHER_COLOUR, k))[0], f"idle: {CAUSE_STYLE.get(k, ('', k))[1]}")
                 for k in causes]
+    states = set(step.host["state"].to_list())
+    entries += [("rect", colour, words) for state, (colour, words) in HOST_STYLE.items() if state in states]
     entries += [("rect", OP_COLOURS[1], "CPU op (nested by depth)"), ("rect", LAUNCH_COLOUR, "launch call")]
     if step.merged.height:
         entries.append(("rect", MERGED_COLOUR, "marks left out by the caps, merged into runs"))
