@@ -5,7 +5,7 @@ Contract: :func:`copy_work` returns the steady GPU rows of copy work — kernels
 device-to-device memcpys — with the attributed GPU frame's columns plus ``chain`` (String: the names
 of the ``cpu_op`` and ``user_annotation`` spans around the op that launched it, outermost first,
 ``ProfilerStep#N`` left out, joined by ``" > "``) and ``cause`` (String, one of :data:`CAUSES`: the
-first row of :data:`CAUSE_TABLE` that matches). :func:`copy_rows` groups rows into evidence rows
+first row of :func:`cause_table` that matches). :func:`copy_rows` groups rows into evidence rows
 (:mod:`tracekit.findings.evidence`) by the op the model called and the kernel; :func:`copy_finding`
 makes a rule's finding of them when they cost at least the rule's share of the GPU's busy time,
 aggregated over the steady window.
@@ -61,6 +61,11 @@ CONV_TRANSPOSE_PATTERN = (r"(?i)nchwToNhwc|nhwcToNchw|NCHW2NHWC|NHWC2NCHW|batche
                           r"general_4d_reorder")
 #: Ops that convert a dtype (``aten::to``/``_to_copy`` and the autograd node that casts gradients back).
 CAST_PATTERN = r"aten::_?to(?:_copy)?\b|aten::type_as|ToCopyBackward|aten::(?:half|float|bfloat16|double)\b"
+#: Kernels that convert while they copy: ATen's casting loads/stores (``LoadWithCast``/``StoreWithCast``,
+#: ``float -> bf16`` as ``bfloat16_copy_kernel_cuda``), MIOpen's ``SubTensorOpWithCastTensor``. A copy
+#: kernel under ``aten::to`` without them (``gpu_kernel_impl_nocast``) changes no dtype: it stages a
+#: device move or a memory-format change.
+CONVERTING_KERNEL_PATTERN = r"WithCast|(?:bfloat16|float16|half|float8\w*|float|double)_copy_kernel"
 #: Ops that grow a tensor by concatenation.
 CAT_OPS = ("aten::cat", "aten::_cat", "aten::stack", "aten::hstack", "aten::vstack", "aten::concat",
            "aten::concatenate")
@@ -77,12 +82,12 @@ DDP_BUCKET_PATTERN = r"evaluate_function: torch::autograd::AccumulateGrad > aten
 #: Names that show a process runs DistributedDataParallel.
 DDP_MARK_PATTERN = r"DistributedDataParallel|c10d::allreduce_|nccl:all_reduce"
 
-#: The causes, in the order :data:`CAUSE_TABLE` tries them.
-CAUSES = ("gemm_seed", "not_a_copy", "compiled", "collective", "conv_layout", "ddp_bucket", "cast", "cat",
-          "layout", "other")
+#: The causes, in the order :func:`cause_table` tries them (a copy that no row matches is ``other``: no rule).
+CAUSES = ("gemm_seed", "not_a_copy", "compiled", "collective", "conv_layout", "ddp_bucket", "cast", "transfer",
+          "cat", "layout", "other")
 
 
-def _cause_table(ddp: bool) -> list[tuple[str, pl.Expr]]:
+def cause_table(ddp: bool) -> list[tuple[str, pl.Expr]]:
     """(cause, condition) rows, first match wins; ``ddp``: the process runs DDP."""
     chain, name = pl.col("chain"), pl.col("name")
     return [
@@ -93,7 +98,10 @@ def _cause_table(ddp: bool) -> list[tuple[str, pl.Expr]]:
         ("collective", chain.str.contains(COLLECTIVE_PATTERN)),
         ("conv_layout", name.str.contains(CONV_TRANSPOSE_PATTERN) & chain.str.contains(r"(?i)conv|cudnn|miopen")),
         ("ddp_bucket", pl.lit(ddp) & chain.str.contains(DDP_BUCKET_PATTERN)),
-        ("cast", (pl.col("kind") == "kernel") & chain.str.contains(CAST_PATTERN)),
+        ("cast", (pl.col("kind") == "kernel") & chain.str.contains(CAST_PATTERN)
+         & name.str.contains(CONVERTING_KERNEL_PATTERN)),
+        # .to() that converts no dtype: a device move staged through a contiguous copy, or a memory format.
+        ("transfer", chain.str.contains(CAST_PATTERN)),
         ("cat", pl.col("cpu_op").is_in(CAT_OPS)),
         ("layout", chain.str.contains(LAYOUT_PATTERN) | user_op().is_in(LAYOUT_USER_OPS)),
     ]
@@ -145,7 +153,7 @@ def _copy_work(context: Context) -> pl.DataFrame:
         return work.with_columns(chain=pl.lit("", pl.String), cause=pl.lit("other", pl.String))
     work = chains(context, work)
     cause = pl.lit("other", pl.String)
-    for name, condition in reversed(_cause_table(runs_ddp(context))):
+    for name, condition in reversed(cause_table(runs_ddp(context))):
         cause = pl.when(condition.fill_null(False)).then(pl.lit(name)).otherwise(cause)
     return work.with_columns(cause=cause)
 
