@@ -6,9 +6,7 @@ transposes its input and output (:mod:`.copies`: cause ``conv_layout``).
 
 from __future__ import annotations
 
-import polars as pl
-
-from tracekit.findings.detectors.copies import COPY_MIN_BUSY_SHARE, copy_finding, copy_rows, of_cause, user_op
+from tracekit.findings.detectors.copies import COPY_MIN_BUSY_SHARE, cause_finding
 from tracekit.findings.model import Context, Finding, Rule
 
 RULE = Rule(
@@ -24,8 +22,5 @@ RULE = Rule(
 
 
 def detect(context: Context) -> list[Finding]:
-    copies = of_cause(context, "conv_layout")
-    if copies.height == 0:
-        return []
-    return copy_finding(context, copy_rows(context, copies, user_op(), pl.col("cpu_op")), RULE,
-                        basis="the transposes' GPU time (NHWC tensors need none)")
+    return cause_finding(context, "conv_layout", RULE,
+                         "the transposes' GPU time (NHWC tensors need none)")

@@ -206,3 +206,12 @@ def of_cause(context: Context, cause: str) -> pl.DataFrame:
     """The steady copy work of one cause (:data:`CAUSES`)."""
     work = copy_work(context)
     return work.filter(pl.col("cause") == cause)
+
+
+def cause_finding(context: Context, cause: str, rule: Rule, basis: str) -> list[Finding]:
+    """``rule``'s finding of the copies of ``cause``, by the op the model called and kernel, priced by
+    their GPU time (the fix removes them all)."""
+    copies = of_cause(context, cause)
+    if copies.height == 0:
+        return []
+    return copy_finding(context, copy_rows(context, copies, user_op(), pl.col("cpu_op")), rule, basis=basis)

@@ -6,9 +6,7 @@ cause ``ddp_bucket``).
 
 from __future__ import annotations
 
-import polars as pl
-
-from tracekit.findings.detectors.copies import COPY_MIN_BUSY_SHARE, copy_finding, copy_rows, of_cause, user_op
+from tracekit.findings.detectors.copies import COPY_MIN_BUSY_SHARE, cause_finding
 from tracekit.findings.model import Context, Finding, Rule
 
 RULE = Rule(
@@ -23,8 +21,5 @@ RULE = Rule(
 
 
 def detect(context: Context) -> list[Finding]:
-    copies = of_cause(context, "ddp_bucket")
-    if copies.height == 0:
-        return []
-    return copy_finding(context, copy_rows(context, copies, user_op(), pl.col("cpu_op")), RULE,
-                        basis="the bucket copies' GPU time (a gradient that is a bucket view is not copied)")
+    return cause_finding(context, "ddp_bucket", RULE,
+                         "the bucket copies' GPU time (a gradient that is a bucket view is not copied)")

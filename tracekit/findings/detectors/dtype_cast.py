@@ -6,9 +6,7 @@ the logits — by the op that asked for them (:mod:`.copies`: cause ``cast``, a 
 
 from __future__ import annotations
 
-import polars as pl
-
-from tracekit.findings.detectors.copies import COPY_MIN_BUSY_SHARE, copy_finding, copy_rows, of_cause, user_op
+from tracekit.findings.detectors.copies import COPY_MIN_BUSY_SHARE, cause_finding
 from tracekit.findings.model import Context, Finding, Rule
 
 RULE = Rule(
@@ -25,8 +23,5 @@ RULE = Rule(
 
 
 def detect(context: Context) -> list[Finding]:
-    copies = of_cause(context, "cast")
-    if copies.height == 0:
-        return []
-    return copy_finding(context, copy_rows(context, copies, user_op(), pl.col("cpu_op")), RULE,
-                        basis="the casts' GPU time (a tensor kept in the dtype it is used in needs no cast)")
+    return cause_finding(context, "cast", RULE,
+                         "the casts' GPU time (a tensor kept in the dtype it is used in needs no cast)")

@@ -10,9 +10,7 @@ and compiled graphs' own copies are no rule's.
 
 from __future__ import annotations
 
-import polars as pl
-
-from tracekit.findings.detectors.copies import COPY_MIN_BUSY_SHARE, copy_finding, copy_rows, of_cause, user_op
+from tracekit.findings.detectors.copies import COPY_MIN_BUSY_SHARE, cause_finding
 from tracekit.findings.model import Context, Finding, Rule
 
 RULE = Rule(
@@ -29,7 +27,4 @@ RULE = Rule(
 
 
 def detect(context: Context) -> list[Finding]:
-    copies = of_cause(context, "layout")
-    if copies.height == 0:
-        return []
-    return copy_finding(context, copy_rows(context, copies, user_op(), pl.col("cpu_op")), RULE)
+    return cause_finding(context, "layout", RULE, "the copies' GPU time (a copy not made costs nothing)")
