@@ -52,10 +52,11 @@ NOT_A_COPY_PATTERN = r"(?i)fbgemm\w*::permute_|cast_(?:and_)?transpose"
 COMPILED_PATTERN = (r"(?i)Torch-Compiled Region|CompiledFunction|CompiledFxGraph|cudagraph|"
                     r"## Call |inductor")
 #: Spans of collectives and of the exchanges built on them (DTensor ``Redistribute``, DLRM's
-#: ``All2All_*`` autograd functions, TorchRec awaitables, c10d/NCCL ops): the cat/clone kernels inside
-#: reassemble shards or unpack exchange buffers — part of the communication, not a copy to drop.
+#: ``All2All_*`` autograd functions, TorchRec awaitables, FSDP's copy-in/out around its all-gathers and
+#: reduce-scatters, c10d/NCCL ops): the cat/clone kernels inside reassemble shards or unpack exchange
+#: buffers — part of the communication, not a copy to drop.
 COLLECTIVE_PATTERN = (r"(?i)\bnccl|rccl|c10d::|record_param_comms|Redistribute|All2All|all_to_all|all2all|"
-                      r"all_gather|allgather|reduce_scatter|Awaitable|_functional_collectives")
+                      r"all_gather|allgather|reduce_scatter|Awaitable|_functional_collectives|FSDP")
 #: cuDNN's and MIOpen's layout transposes around a convolution (NCHW tensors fed to NHWC kernels).
 CONV_TRANSPOSE_PATTERN = (r"(?i)nchwToNhwc|nhwcToNchw|NCHW2NHWC|NHWC2NCHW|batched_transpose|"
                           r"general_4d_reorder")
