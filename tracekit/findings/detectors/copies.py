@@ -189,7 +189,7 @@ def costs_share(context: Context, steps: list[int], ns_per_step: float, share: f
 
 def copy_finding(context: Context, rows: pl.DataFrame, rule: Rule, *, share: float = COPY_MIN_BUSY_SHARE,
                  saving: float | None = None, basis: str = "the copies' GPU time (a copy not made costs nothing)",
-                 **quantities) -> list[Finding]:
+                 ) -> list[Finding]:
     """``rule``'s finding of the copy rows when they cost at least ``share`` of GPU busy, priced by
     the copies' GPU time (``saving`` when the fix saves less than all of it)."""
     steps = steps_of(rows)
@@ -200,7 +200,7 @@ def copy_finding(context: Context, rows: pl.DataFrame, rule: Rule, *, share: flo
     return [rule.finding(steps, as_evidence(rows), cost, cost if saving is None else saving, basis,
                          resource="gpu", ops=rows.height,
                          bytes_per_step=int(rows["bytes_per_step"].fill_null(0).sum()),
-                         busy_share=round(cost / busy, 4) if busy else None, **quantities)]
+                         busy_share=round(cost / busy, 4) if busy else None)]
 
 
 def of_cause(context: Context, cause: str) -> pl.DataFrame:
