@@ -11,10 +11,11 @@ Modules not in the list (:mod:`.copies`, :mod:`.annotated`) are what several rul
 
 from __future__ import annotations
 
-from tracekit.findings.detectors import (cold_first_step, compile_preop_tax, fp32_gemm, gemm_bias_seed, host_sync,
-                                         hot_path_copy, input_stall, kernel_time_varies, occupancy_query,
-                                         optimizer_unfused, out_of_memory, overhead_bound, pageable_copy, recompile,
-                                         unfused_pointwise, zero_grad_fill)
+from tracekit.findings.detectors import (cold_first_step, compile_preop_tax, conv_layout_transpose, ddp_bucket_copy,
+                                         dtype_cast, fp32_gemm, gemm_bias_seed, host_sync, hot_path_copy, input_stall,
+                                         kernel_time_varies, kv_cache_cat, occupancy_query, optimizer_unfused,
+                                         out_of_memory, overhead_bound, pageable_copy, recompile, unfused_pointwise,
+                                         zero_grad_fill)
 from tracekit.findings.model import RuleModule
 
 #: Every rule's module, in table order (module docstring).
@@ -27,6 +28,10 @@ RULE_MODULES: tuple[RuleModule, ...] = (
     fp32_gemm,
     unfused_pointwise,
     hot_path_copy,
+    dtype_cast,
+    kv_cache_cat,
+    conv_layout_transpose,
+    ddp_bucket_copy,
     gemm_bias_seed,
     optimizer_unfused,
     zero_grad_fill,
