@@ -12,6 +12,7 @@ import polars as pl
 
 from tracekit.findings.evidence import as_evidence, costs_enough, grouped, steps_of
 from tracekit.findings.model import Context, Finding, Rule
+from tracekit.findings.wall import WARN_MIN_NS, WARN_MIN_STEP_SHARE  # the floor costs_enough applies
 
 
 RULE = Rule(
@@ -19,7 +20,7 @@ RULE = Rule(
     title="float32 GEMMs run without tensor cores (SIMT / IEEE fp32, no TF32)",
     severity="warning",
     needs="GEMM kernels the classifier decodes as dtype fp32 with math simt or fp32",
-    thresholds={},
+    thresholds={"WARN_MIN_STEP_SHARE": WARN_MIN_STEP_SHARE, "WARN_MIN_NS": WARN_MIN_NS},
     fix=("torch.backends.cuda.matmul.allow_tf32 = True (torch.set_float32_matmul_precision('high')) "
          "or torch.autocast(device_type='cuda', dtype=torch.bfloat16)"),
 )

@@ -16,6 +16,7 @@ import polars as pl
 
 from tracekit.findings.evidence import as_evidence, costs_enough, grouped, steps_of
 from tracekit.findings.model import Context, Finding, Rule
+from tracekit.findings.wall import WARN_MIN_NS, WARN_MIN_STEP_SHARE  # the floor costs_enough applies
 
 #: Kernel classes whose libraries (cuBLAS, cuDNN, CUTLASS, MIOpen, rocBLAS, hipBLASLt) query
 #: occupancy inside their own heuristics: an op that launches one of these is a library call, not
@@ -28,7 +29,7 @@ RULE = Rule(
     title="occupancy queries before launches (cudaOccupancy* calls of ops that size their grid at run time)",
     severity="info",
     needs="cudaOccupancy* calls made by ops that launch no GEMM/convolution/attention kernel",
-    thresholds={"LIBRARY_CLASSES": ", ".join(LIBRARY_CLASSES)},
+    thresholds={"WARN_MIN_STEP_SHARE": WARN_MIN_STEP_SHARE, "WARN_MIN_NS": WARN_MIN_NS},
     fix=("the op (CUB-based: nonzero, unique, sort, masked_select, embedding backward) sizes its launch on "
          "every call; the query cannot be cached from user code — only replacing the op removes it (a "
          "fixed-size mask or torch.where instead of nonzero/masked_select, which also synchronise)"),
