@@ -57,7 +57,7 @@ def detect(context: Context) -> list[Finding]:
     ops = context.trace.ops.select(pl.col("idx").alias("op_idx"), "input_dims", pl.col("dur").alias("op_dur"))
     zeroing = fills.select("step", "op_idx").unique().join(ops, on="op_idx", how="left")
     zeroed = zeroing.group_by("step").agg(
-        tensors=pl.col("input_dims").map_elements(_tensors, return_dtype=pl.Int64).sum(),
+        tensors=pl.col("input_dims").fill_null("").map_elements(_tensors, return_dtype=pl.Int64).sum(),
         host=pl.col("op_dur").sum())
     # The first ``tensors`` accumulating adds of each step: those a None gradient would not launch.
     adds = (context.steady_gpu.filter((pl.col("kind") == "kernel") & (pl.col("cpu_op") == "aten::add_")
