@@ -95,10 +95,9 @@ def detect(context: Context) -> list[Finding]:
     if tax < PREOP_MIN_NS:
         return []
     n = context.n
-    rows = (spans.sort("ts").group_by("name", "kind", maintain_order=True).agg(steps=pl.col("step").unique().sort(), first_step=pl.col("step").first(),
-                                                first_ts=pl.col("ts").min(), per_step=pl.len() / n,
-                                                ns_per_step=pl.col("outside_ns").sum() / n,
-                                                inclusive=pl.col("dur").sum() / n)
+    rows = (spans.sort("ts").group_by("name", "kind", maintain_order=True)
+            .agg(steps=pl.col("step").unique().sort(), first_step=pl.col("step").first(), first_ts=pl.col("ts").min(),
+                 per_step=pl.len() / n, ns_per_step=pl.col("outside_ns").sum() / n, inclusive=pl.col("dur").sum() / n)
             .sort(["ns_per_step", "name"], descending=[True, False])
             .with_columns(role=pl.lit("op"), bytes_per_step=pl.lit(None, pl.Float64),
                           detail=pl.when(pl.col("inclusive") > pl.col("ns_per_step"))
@@ -110,5 +109,6 @@ def detect(context: Context) -> list[Finding]:
     return [RULE.finding(steps, as_evidence(rows.head(6)), tax, tax,
                          "at most the wrappers' own CPU time (their union, less the compiled graph's call "
                          "inside them): fewer, larger regions remove part of it, set_stance the guard part",
-                         gpu_busy_ns=int(busy), regions_per_step=round(spans.filter(pl.col("kind") == "compiled_region").height / n, 3),
+                         gpu_busy_ns=int(busy),
+                         regions_per_step=round(spans.filter(pl.col("kind") == "compiled_region").height / n, 3),
                          resource="host")]

@@ -49,4 +49,5 @@ def detect(context: Context) -> list[Finding]:
     if busy <= 0 or not costs_enough(context, steps, cost if saving is None else saving):
         return []
     return [RULE.finding(steps, as_evidence(rows.head(6)), cost, saving, basis,
-                         gemm_share_of_busy=round(cost / busy, 4), gemms_per_step=round(gemms.height / context.n, 3), resource="gpu")]
+                         gemm_share_of_busy=round(cost / busy, 4), gemms_per_step=round(gemms.height / context.n, 3),
+                         resource="gpu")]
