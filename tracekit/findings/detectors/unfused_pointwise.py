@@ -4,8 +4,9 @@ intermediate round-trips through HBM (:mod:`tracekit.analyses.round_trips`).
 Priced on what limits the step. Fusing a link saves two things: the intermediate's HBM round trip
 (GPU time: the bytes written and read back ÷ the device's HBM bandwidth) and one op's dispatch
 (host time: a fused chain is one op where the eager chain is two — the cheaper of the producer's
-and the consumer's CPU time, per distinct consumer op, since the fused op still costs one
-dispatch). Both are projected on the wall (:func:`tracekit.findings.wall.on_wall`) and the finding
+and the consumer's CPU time, since the fused op still costs one dispatch; one instance per kind of
+link and step — the first, as the links are matched — so a chain repeated in a step is under-priced,
+never over-priced). Both are projected on the wall (:func:`tracekit.findings.wall.on_wall`) and the finding
 carries the one that saves more: GPU traffic where the step is GPU-bound, host dispatch where the
 host sets the pace. A tensor small enough to stay in L2 (:data:`POINTWISE_L2_SHARE` of the
 device's L2) makes no HBM round trip and is left out.
@@ -112,8 +113,9 @@ def detect(context: Context) -> list[Finding]:
 
 
 def dispatch_saved(context: Context, chained: pl.DataFrame) -> float:
-    """Host ns per step a fuser saves on ``chained`` links: per distinct consumer op, the cheaper of
-    its producer's and its own CPU time (the fused op still costs one dispatch)."""
+    """Host ns per step a fuser saves on ``chained`` links: per consumer op instance the links name
+    (one per kind of link and step), the cheaper of its producer's and its own CPU time (the fused
+    op still costs one dispatch)."""
     links = chained.select("producer_idx", "consumer_idx").drop_nulls().unique(subset=["consumer_idx"])
     if links.height == 0:
         return 0.0
