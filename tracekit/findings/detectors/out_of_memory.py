@@ -1,8 +1,15 @@
 """The ``out_of_memory`` rule: ``[OutOfMemory]`` events of the trace's memory analysis
-(:mod:`tracekit.analyses.memory`): the failed request, the totals, the op that asked; not priced.
+(:mod:`tracekit.analyses.memory`): the failed request, the totals, the op that asked.
+
+Priced as a one-time cost (resource ``once``): the wall time of the steps it hit — a failed
+allocation raises, and the work of that step is lost (or, when a caller catches it and retries,
+done again) — so it is a warning whenever those steps are a visible part of the trace. An OOM
+outside every step has no price and stays info.
 """
 
 from __future__ import annotations
+
+import polars as pl
 
 from tracekit.analyses import steps as steps_analysis
 from tracekit.findings.model import Context, Evidence, Finding, Rule
@@ -40,6 +47,11 @@ def detect(context: Context) -> list[Finding]:
                          detail=f"{r['device']}: {r['bytes']:,} B requested with {r['allocated'] or 0:,} B allocated, "
                                 f"{r['reserved'] or 0:,} B reserved")
                 for r in ooms.head(10).iter_rows(named=True)]
-    return [RULE.finding([s for s in ooms["step"].to_list() if s is not None], evidence, 0, None,
-                         "not priced: a failed allocation stops the step", events=ooms.height,
-                         largest_request_bytes=int(ooms["bytes"].max() or 0), resource="once")]
+    steps = sorted({s for s in ooms["step"].to_list() if s is not None})
+    units = context.decomposition.units if context.decomposition is not None else None
+    lost = (float(units.filter(pl.col("step").is_in(steps))["wall_ns"].sum())
+            if units is not None and steps else None)
+    return [RULE.finding(steps, evidence, lost or 0, lost or None,
+                         "the wall time of the steps the failed allocation hit (their work is lost or redone)",
+                         events=ooms.height, largest_request_bytes=int(ooms["bytes"].max() or 0), once=True,
+                         resource="once")]
