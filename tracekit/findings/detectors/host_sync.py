@@ -24,7 +24,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracekit.analyses import syncs
-from tracekit.findings.detectors.pageable_copy import owned_ops
+from tracekit.findings.detectors.pageable_copy import PAGEABLE_COPY_MIN_BYTES, owned_ops
 from tracekit.findings.evidence import as_evidence, costs_enough
 from tracekit.findings.model import Context, Finding, Rule
 from tracekit.trace import KERNEL_LAUNCH_APIS
@@ -35,7 +35,7 @@ RULE = Rule(
     severity="warning",
     needs=("synchronise calls, synchronous and small pageable copies in the steady steps, with the GPU "
            "work around them (tracekit.analyses.syncs)"),
-    thresholds={},
+    thresholds={"PAGEABLE_COPY_MIN_BYTES": PAGEABLE_COPY_MIN_BYTES},
     fix=("keep values on the device: no .item(), .cpu(), .tolist(), nonzero(), `if tensor:` or "
          "torch.cuda.synchronize() in the step (log every N steps, torch.cuda.Event, copy from pinned "
          "memory with non_blocking=True)"),
@@ -65,7 +65,7 @@ def detect(context: Context) -> list[Finding]:
     n = context.n
     rows = (calls.sort("ts").group_by("role", "who", maintain_order=True).agg(
         steps=pl.col("step").unique().sort(), first_step=pl.col("step").first(), first_ts=pl.col("ts").min(),
-        per_step=pl.len() / n,
+        per_step=pl.coalesce("op_idx", "idx").n_unique() / n,
         blocked_ns=pl.col("dur").sum() / n,
         detail=pl.col("call").unique(maintain_order=True).str.join(" + "), idle_ns=pl.col("idle_ns").sum() / n)
             .sort(["idle_ns", "blocked_ns", "who"], descending=[True, True, False])
