@@ -44,9 +44,10 @@ RULE = Rule(
 
 def detect(context: Context) -> list[Finding]:
     launches = context.in_steady(context.launches)
-    owned = owned_ops(context.memcpys)["op_idx"].drop_nulls().implode()
+    owned = owned_ops(context.memcpys)
     calls = syncs.blocking_calls(launches, context.memcpys).filter(
-        pl.col("op_idx").is_null() | ~pl.col("op_idx").is_in(owned))
+        ~pl.col("idx").is_in(owned["launch_idx"].drop_nulls().implode())
+        & (pl.col("op_idx").is_null() | ~pl.col("op_idx").is_in(owned["op_idx"].drop_nulls().implode())))
     # The last launch of GPU work in each step: an op-less synchronise after it ends the step.
     last = (launches.filter(pl.col("name").is_in(list(KERNEL_LAUNCH_APIS)))
             .group_by("step").agg(_last_launch=pl.col("end").max()))
@@ -55,9 +56,9 @@ def detect(context: Context) -> list[Finding]:
              .drop("_last_launch"))
     if calls.height == 0:
         return []
-    # An op-less call is named by itself: a synchronise straight under the step is the user's own.
     limits = context.trace.steps.select(step="number", limit="end")
     calls = calls.join(limits, on="step", how="left", maintain_order="left")
+    # An op-less call is named by itself: a synchronise straight under the step is the user's own.
     calls = syncs.idle_windows(calls, context.gpu).with_columns(
         role=pl.when(pl.col("top_op").is_null()).then(pl.lit("launch")).otherwise(pl.lit("op")),
         who=pl.coalesce("top_op", "name"))
@@ -79,7 +80,8 @@ def detect(context: Context) -> list[Finding]:
         return []
     blocked = float(calls["dur"].sum()) / n
     return [RULE.finding(steps, as_evidence(rows), blocked, caused,
-                         "the GPU idle the blocking calls caused (tracekit.analyses.syncs): from when the "
-                         "GPU drained the queue to when the host's next work reached it",
+                         "the GPU idle the blocking calls caused (tracekit.analyses.syncs): from when the work "
+                         "queued before them drained to the step's end, at most the GPU work (not "
+                         "communication) they waited for",
                          syncs_per_step=round(calls.height / n, 3), blocked_ns_per_step=round(blocked),
                          resource="wall")]
