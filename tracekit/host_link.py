@@ -25,7 +25,8 @@ GB = 1e9
 PCIE_GEN3_X16 = 12.5 * GB
 #: PCIe Gen4 x16: 31.5 GB/s raw; pinned copies reach 24–26 GB/s (A100, RTX 30xx/40xx, MI200).
 PCIE_GEN4_X16 = 25.0 * GB
-#: PCIe Gen5 x16: 63 GB/s raw; pinned copies reach 50–55 GB/s (H100/H200 PCIe hosts, B200, MI300X).
+#: PCIe Gen5 x16: 63 GB/s raw; pinned copies reach 50–55 GB/s (H100/H200, B200, MI300X; the H200 sample
+#: captures' pinned 32 MiB batch copies run at 55 GB/s).
 PCIE_GEN5_X16 = 50.0 * GB
 #: NVLink-C2C between a Grace CPU and its GPU (GH200, GB200, GB10): 900 GB/s both ways on GH200, 450
 #: one way; copies reach less, so a saving priced against it is an upper bound.
