@@ -41,7 +41,8 @@ def test_fires_on_a_large_pageable_copy_priced_at_the_devices_link(tmp_path):
     f = _finding(_loop(tmp_path, "Pageable", 32 << 20, 5000))
     assert f is not None and f.severity == "warning" and f.resource == "gpu"
     (e,) = f.evidence
-    assert (e.name, e.bytes_per_step, e.detail) == ("Memcpy HtoD (Pageable -> Device)", 32 << 20, "launched by aten::to")
+    assert (e.name, e.bytes_per_step, e.detail) == ("Memcpy HtoD (Pageable -> Device)", 32 << 20,
+                                                      "launched by aten::to")
     # The factory's device is an H200: PCIe Gen5, 50 GB/s pinned. 32 MiB then takes 671.09 µs.
     assert f.quantities["pinned_bytes_per_s"] == 50e9 and "PCIe Gen5" in f.saving_basis
     assert f.cost_ns_per_step == 5_000_000 and f.saving_ns_per_step == 5_000_000 - 671_089

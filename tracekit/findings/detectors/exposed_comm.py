@@ -65,7 +65,8 @@ def detect(context: Context) -> list[Finding]:
                 .join(union(kernels, "both"), on="step", how="left").fill_null(0)
                 .with_columns(overlapped=pl.col("comm") + pl.col("compute") - pl.col("both"))
                 .with_columns(exposed=pl.col("comm") - pl.col("overlapped"),
-                              hideable=(pl.min_horizontal("comm", "compute") - pl.col("overlapped")).clip(lower_bound=0)))
+                              hideable=(pl.min_horizontal("comm", "compute") - pl.col("overlapped"))
+                              .clip(lower_bound=0)))
     wall = float(context.in_steady(context.decomposition.units)["wall_ns"].sum())
     exposed = float(per_step["exposed"].sum())
     n = context.n
