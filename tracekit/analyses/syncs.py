@@ -3,7 +3,7 @@
 
 Contract: :func:`analyze` takes a trace (its ``steps`` the unit windows) and its attributed GPU
 activity (with ``decoded``) and returns :class:`HostSyncs`; :func:`measure` does the same over any
-unit windows (the ``host_sync`` finding measures the steady units' blocking calls with it). Frames:
+unit windows. Frames:
 
 ``syncs``: ``unit i64, name str, count i64, ns i64`` — per unit, the host's time blocked waiting
 for the device, by what blocked it (:data:`SYNC_OPS`; a runtime call ending in ``Synchronize``;
@@ -27,7 +27,7 @@ windows overlap share the idle, and the cap is their summed lead). It is about 0
 busy throughout, and when the call waited for a collective (the rank waits for its peers there,
 not for its host). A call that found nothing queued drained nothing and caused no idle. Windows are
 merged before they are measured, so an idle gap that two calls share (``.item()``'s copy and its
-stream synchronise) counts once.
+stream synchronise) counts once. The ``host_sync`` finding is priced with them.
 """
 
 from __future__ import annotations
@@ -111,13 +111,14 @@ def blocking_calls(launches: pl.DataFrame, memcpys: pl.DataFrame) -> pl.DataFram
     their ``launch_idx`` and decoded ``src``, ``dst``, ``direction`` (the engine's ``memcpys``)."""
     pageable = memcpys.filter(pl.col("launch_idx").is_not_null()
                               & ((pl.col("src") == PAGEABLE) | (pl.col("dst") == PAGEABLE)))
-    direction = pageable.select(idx=pl.col("launch_idx").cast(launches.schema["idx"]), _direction="direction")
+    direction = pageable.select(idx=pl.col("launch_idx").cast(launches.schema["idx"]),
+                                _direction=pl.col("direction").fill_null("pageable"))
     name = pl.col("name")
     found = launches.join(direction.unique("idx", keep="first"), on="idx", how="left", maintain_order="left")
     return (found.filter(name.str.contains(SYNC_CALL_PATTERN) | name.is_in(list(BLOCKING_COPY_CALLS))
                          | (name.is_in(list(ASYNC_COPY_CALLS)) & pl.col("_direction").is_not_null()))
             .with_columns(call=pl.when(pl.col("_direction").is_not_null())
-                          .then(name + " (" + pl.col("_direction").fill_null("pageable") + ")").otherwise(name))
+                          .then(name + " (" + pl.col("_direction") + ")").otherwise(name))
             .drop("_direction"))
 
 
