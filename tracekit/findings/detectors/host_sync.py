@@ -13,10 +13,12 @@ the sample captures do it), and the GPU idle after it is the next step's prologu
 decomposition already charges to what the host did then (data loading, dispatch, Python). A
 ``.item()`` that ends the step (the loss logged every step) stays: that is the rule's own family.
 
-The price is the GPU idle the calls caused (:func:`tracekit.analyses.syncs.idle_ns`: while the host
-is blocked it queues nothing, so the GPU idles from the moment it drains until the host's next work
-reaches it), measured in the trace, so ``resource="wall"``. It is about 0 when the GPU stayed busy
-throughout — the host's blocked time alone is not a saving.
+The price is the GPU idle the calls caused (:mod:`tracekit.analyses.syncs`: while the host is
+blocked it queues nothing, so once the work queued before the call drains the GPU idles, and keeps
+idling in the gaps while the host, its lead lost, dispatches the rest of the step; at most the GPU
+work the call waited for — not a collective, where the rank waits for its peers), measured in the
+trace, so ``resource="wall"``. It is about 0 when the GPU stayed busy throughout: the host's blocked
+time alone is not a saving. ``PAGEABLE_COPY_MIN_BYTES`` is the boundary with ``pageable_copy``.
 """
 
 from __future__ import annotations
