@@ -4,7 +4,7 @@ steps — ``cudaMalloc`` *and* ``cudaFree`` (``hipMalloc``/``hipFree``) calls th
 PyTorch's caching allocator keeps freed blocks and reuses them, so a warm loop makes no
 ``cudaMalloc``. It calls ``cudaFree`` only to give cached memory back: ``torch.cuda.empty_cache()``,
 or an allocation that failed and retries after releasing the cache (memory pressure, fragmentation).
-So frees in the steady window, with allocations, recurring over steps, is the allocator churning:
+So frees in the steady window, recurring over steps, with allocations, is the allocator churning:
 each call costs host time (``cudaMalloc`` of a large block takes hundreds of µs; ``cudaFree``
 synchronises the device). A few ``cudaMalloc`` without any free is the pool still growing (a larger
 batch, optimizer state made at its first step): it stops by itself, and is not this rule's. Priced by
@@ -22,8 +22,8 @@ from tracekit.findings.model import Context, Finding, Rule
 #: get and return device memory without expandable segments).
 MALLOC_CALLS = frozenset({"cudaMalloc", "hipMalloc"})
 FREE_CALLS = frozenset({"cudaFree", "hipFree"})
-#: Churn recurs: the calls must come back in at least this many steady steps. One step's malloc and
-#: free is a one-time event (the pool's first growth, a single retry after an out-of-memory).
+#: Churn recurs: the frees must come back in at least this many steady steps. One step's free is a
+#: one-time event (a single retry after an out-of-memory, one empty_cache() outside the loop).
 MIN_CHURN_STEPS = 2
 
 
@@ -45,10 +45,13 @@ def detect(context: Context) -> list[Finding]:
     if frees.height == 0 or calls.filter(pl.col("name").is_in(list(MALLOC_CALLS))).height == 0:
         return []
     rows = grouped(context, calls, ["name"], "launch", name="name", detail="top_op")
-    rows = rows.with_columns(detail=pl.lit("under ") + pl.col("detail").fill_null("no op"))
+    # ``grouped`` joins the distinct ops, "" when none: calls no op made.
+    ops = pl.when(pl.col("detail") != "").then(pl.col("detail")).otherwise(pl.lit("no op"))
+    rows = rows.with_columns(detail=pl.lit("under ") + ops)
     steps = steps_of(rows)
     cost = float(calls["dur"].sum()) / context.n
-    if len(set(steps) & set(context.steady)) < MIN_CHURN_STEPS or not costs_enough(context, steps, cost):
+    freed_in = set(frees["step"].drop_nulls().to_list())
+    if len(freed_in) < MIN_CHURN_STEPS or not costs_enough(context, steps, cost):
         return []
     return [RULE.finding(steps, as_evidence(rows), cost, cost,
                          "the host time of the cudaMalloc/cudaFree calls: a warm caching allocator makes none",

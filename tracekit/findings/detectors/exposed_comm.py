@@ -71,7 +71,9 @@ def detect(context: Context) -> list[Finding]:
     exposed = float(per_step["exposed"].sum())
     n = context.n
     rows = grouped(context, comm_rows, ["name"], "kernel", name="name", detail="top_op")
-    rows = rows.with_columns(detail=pl.lit("launched by ") + pl.col("detail").fill_null("no op"))
+    # ``grouped`` joins the distinct ops, "" when none: calls no op made.
+    ops = pl.when(pl.col("detail") != "").then(pl.col("detail")).otherwise(pl.lit("no op"))
+    rows = rows.with_columns(detail=pl.lit("launched by ") + ops)
     hit = steps_of(rows)
     saving = float(per_step["hideable"].sum()) / n
     if wall <= 0 or exposed < EXPOSED_MIN_STEP_SHARE * wall or not costs_enough(context, hit, saving):

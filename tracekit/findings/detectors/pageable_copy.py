@@ -50,7 +50,9 @@ def detect(context: Context) -> list[Finding]:
         return []
     rows = grouped(context, pageable, ["top_op", "name"], "memcpy", name="name", bytes_col="bytes",
                    detail="top_op")
-    rows = rows.with_columns(detail=pl.lit("launched by ") + pl.col("detail").fill_null("no op"))
+    # ``grouped`` joins the distinct ops, "" when none: calls no op made.
+    ops = pl.when(pl.col("detail") != "").then(pl.col("detail")).otherwise(pl.lit("no op"))
+    rows = rows.with_columns(detail=pl.lit("launched by ") + ops)
     steps = steps_of(rows)
     cost = float(pageable["dur"].sum()) / context.n
     rate, basis = _pinned_rate(context, pageable)
