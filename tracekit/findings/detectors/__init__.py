@@ -11,11 +11,11 @@ Modules not in the list (:mod:`.copies`, :mod:`.annotated`) are what several rul
 
 from __future__ import annotations
 
-from tracekit.findings.detectors import (cold_first_step, compile_preop_tax, conv_layout_transpose, ddp_bucket_copy,
-                                         dtype_cast, fp32_gemm, gemm_bias_seed, host_sync, hot_path_copy, input_stall,
-                                         kernel_time_varies, kv_cache_cat, occupancy_query, optimizer_unfused,
-                                         out_of_memory, overhead_bound, pageable_copy, recompile, unfused_pointwise,
-                                         zero_grad_fill)
+from tracekit.findings.detectors import (allocator_churn, cold_first_step, compile_preop_tax, conv_layout_transpose,
+                                         ddp_bucket_copy, dtype_cast, exposed_comm, fp32_gemm, gemm_bias_seed, host_sync,
+                                         hot_path_copy, input_stall, kernel_time_varies, kv_cache_cat, occupancy_query,
+                                         optimizer_unfused, out_of_memory, overhead_bound, pageable_copy, recompile,
+                                         unfused_pointwise, zero_grad_fill)
 from tracekit.findings.model import RuleModule
 
 #: Every rule's module, in table order (module docstring).
@@ -25,6 +25,8 @@ RULE_MODULES: tuple[RuleModule, ...] = (
     input_stall,
     host_sync,
     pageable_copy,
+    allocator_churn,
+    exposed_comm,
     fp32_gemm,
     unfused_pointwise,
     hot_path_copy,
