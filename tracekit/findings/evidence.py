@@ -54,7 +54,9 @@ def grouped(context: Context, frame: pl.DataFrame, by: list[str], role: str, *,
     aggs.append(pl.col(detail).drop_nulls().unique(maintain_order=True).str.join(" + ").alias("detail") if detail
                 else pl.lit(None, pl.String).alias("detail"))
     return (frame.sort("ts").group_by(by, maintain_order=True).agg(aggs)
-            .with_columns(role=pl.lit(role), name=pl.col(name).fill_null("(no op)"))
+            # No detail value at all joins to "": null, so that callers' fill_null applies.
+            .with_columns(role=pl.lit(role), name=pl.col(name).fill_null("(no op)"),
+                          detail=pl.when(pl.col("detail") != "").then(pl.col("detail")))
             .sort(["ns_per_step", "name"], descending=[True, False]))
 
 
