@@ -154,3 +154,22 @@ def score(key: Key, findings: Iterable[Judged], corpus: str | None = None) -> Sc
     return Scores(warnings=len(warnings), true_warnings=sum(f.verdict == "true" for f in warnings),
                   findings=len(rows), true_findings=sum(f.verdict == "true" for f in rows),
                   planted=len(planted), caught=sum(bool(t.caught) for t in planted))
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f} %"
+
+
+def precision_markdown(key: Key) -> str:
+    """The README's precision table: per corpus (sample, real, all) the keyed traces, warnings judged
+    true over warnings, all findings judged true over all findings, and planted problems caught."""
+    rows = ["| corpus | traces | true warnings | warning precision | true findings | finding precision "
+            "| planted problems caught |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for corpus, label in (("sample", "sample_traces/ (H200 captures)"), ("real", "real public traces"),
+                          (None, "all")):
+        s = score(key, key.findings, corpus)
+        traces = sum(1 for t in key.traces.values() if corpus is None or t.corpus == corpus)
+        planted = f"{s.caught}/{s.planted}" if s.planted else "–"
+        rows.append(f"| {label} | {traces} | {s.true_warnings}/{s.warnings} | {_pct(s.warning_precision)} | "
+                    f"{s.true_findings}/{s.findings} | {_pct(s.finding_precision)} | {planted} |")
+    return "\n".join(rows) + "\n"

@@ -109,3 +109,19 @@ def test_todays_figures():
                                      planted=0, caught=0)
     assert Counter(f.verdict for f in KEY.findings) == {"true": 44, "false": 28, "misdiagnosed": 18,
                                                         "trivial": 10}
+
+
+def test_readme_states_the_keys_precision(request):
+    """The README's precision table is the key's (refresh with ``pytest --update-goldens``)."""
+    from answer_key import ROOT, precision_markdown
+
+    start, end = "<!-- README-PRECISION-START -->\n", "<!-- README-PRECISION-END -->"
+    readme = ROOT / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    head, rest = text.split(start, 1)
+    shown, tail = rest.split(end, 1)
+    expected = precision_markdown(KEY)
+    if request.config.getoption("--update-goldens"):
+        readme.write_text(head + start + expected + end + tail, encoding="utf-8")
+        return
+    assert shown == expected, "README's precision table is stale: run pytest --update-goldens and review it"

@@ -56,10 +56,15 @@ def findings(found: Sequence[Any]) -> Findings:
         resource = RESOURCE_WORDS.get(f.resource, f.resource)
         row = (f.severity, Code(f.rule), f.title, "; ".join(shown), us(f.cost_ns_per_step) + once,
                f"{wall} ({f.wall_basis})", f"{saving} of {resource} ({f.saving_basis})", f.fix, thresholds)
+        # A saving measured on the wall (a stall, a sync's idle, a one-time cost) has one basis.
+        direct = f.resource in ("wall", "once")
         heading = (f"{f.severity.upper()} {f.rule}: {f.title} — saves {wall} of wall time if fixed "
-                   f"({saving} of {resource}; costs {us(f.cost_ns_per_step)}{per})")
+                   + (f"(costs {us(f.cost_ns_per_step)}{per})" if direct
+                      else f"({saving} of {resource}; costs {us(f.cost_ns_per_step)}{per})"))
         lines = [f"evidence: {line}" for line in shown]
-        lines += [f"wall saving: {f.wall_basis}", f"{resource} saving: {f.saving_basis}", f"fix: {f.fix}",
+        lines += ([f"wall saving: {f.saving_basis}"] if direct
+                  else [f"wall saving: {f.wall_basis}", f"{resource} saving: {f.saving_basis}"])
+        lines += [f"fix: {f.fix}",
                   "thresholds: " + ", ".join(f"{k}={v}" for k, v in f.thresholds.items())]
         items.append(Finding(f.severity, f.rule, row, heading, tuple(lines)))
     return Findings("Findings", ("severity", "rule", "what", "evidence", "cost/step", "wall saving",

@@ -1,0 +1,46 @@
+"""The README's findings examples are what tracekit prints today: the opening of ``tracekit report`` (the
+limit line and the findings) on a planted H200 capture and on a real public trace of the input-bound
+family. Refresh them with ``pytest tests/findings/test_readme_findings.py --update-goldens`` and review
+the README diff."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import tracekit
+from tracekit.render import renderer_for
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The traces shown, as the README's commands name them.
+EXAMPLES = ("sample_traces/antipatterns/antipatterns_host-sync.json.gz",
+            "tests/data/real/facebookresearch__param__resnet-2080ti-cudnn-train.json.gz")
+#: Terminal width the examples are rendered at (the README's code blocks wrap beyond it).
+WIDTH = 110
+
+
+def opening(path: str) -> str:
+    """The report's terminal output up to the end of its findings (the first blank line after them)."""
+    out = io.StringIO()
+    renderer_for("term").render(tracekit.open(ROOT / path).report(), out, color=False, width=WIDTH)
+    lines = out.getvalue().splitlines()
+    start = lines.index("Findings")
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    return "\n".join(line.rstrip() for line in lines[:end])
+
+
+def expected_block() -> str:
+    return "".join(f"```\n$ tracekit report {path}\n{opening(path)}\n```\n\n" for path in EXAMPLES)
+
+
+def test_readme_findings_examples_are_real_runs(request):
+    start, end = "<!-- README-FINDINGS-START -->\n", "<!-- README-FINDINGS-END -->"
+    readme = ROOT / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    head, rest = text.split(start, 1)
+    shown, tail = rest.split(end, 1)
+    expected = expected_block()
+    if request.config.getoption("--update-goldens"):
+        readme.write_text(head + start + expected + end + tail, encoding="utf-8")
+        return
+    assert shown == expected, "README's findings examples are stale: run pytest --update-goldens and review them"
