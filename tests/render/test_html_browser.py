@@ -120,7 +120,7 @@ def test_report_page(chromium, pages, tmp_path):
     assert page.errors() == []
     # The findings first, then the timeline, the charts, the trace's facts and the tables.
     assert page.evaluate("[...document.querySelectorAll('main > section')].map(s => s.id)") == [
-        "findings", "timeline", "charts", "trace", "tables"]
+        "limit", "findings", "timeline", "charts", "trace", "tables"]
     assert page.evaluate("document.querySelectorAll('#findings article.tk-finding').length") >= 1
     # The default step (the last) is shown, with one mark per kernel it ran; the others wait in templates.
     assert _view_steps(page) == ["3"]
