@@ -146,3 +146,11 @@ def manifest_overrides(manifest: dict[str, Any]) -> dict[str, Any] | None:
         return None
     out["source"] = "manifest"
     return out
+
+
+#: L2 (last-level on-chip) cache per device, by the table's name (:data:`GPUS` ``device``; vendors'
+#: architecture whitepapers; MI300X: its 256 MiB Infinity Cache, which sits in front of HBM): what a
+#: tensor must exceed to make a round trip through HBM rather than stay on chip.
+L2_BYTES = {"H200 NVL": 50 << 20, "H200 SXM": 50 << 20, "H100 NVL": 50 << 20, "H100 PCIe": 50 << 20,
+            "H100 SXM": 50 << 20, "A100 80GB PCIe": 40 << 20, "A100 80GB SXM": 40 << 20,
+            "A100 40GB": 40 << 20, "B200": 126 << 20, "MI300X": 256 << 20}

@@ -137,7 +137,7 @@ def test_the_import_graph_has_no_circle():
 #: above; the longest matching name decides (``tracekit.analyses.pipeline`` is not ``tracekit.analyses``).
 FLOORS: tuple[tuple[str, ...], ...] = (
     # 0 - leaves: errors, the Trace model, device tables, text shapes, processes, file writing
-    ("tracekit.errors", "tracekit.trace", "tracekit.devices", "tracekit.shapes", "tracekit.parallel",
+    ("tracekit.errors", "tracekit.trace", "tracekit.devices", "tracekit.host_link", "tracekit.shapes", "tracekit.parallel",
      "tracekit.output"),
     # 1 - bytes to a Trace; the kernel taxonomy
     ("tracekit.load", "tracekit.execution_trace", "tracekit.classify"),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracekit import devices
 from tracekit.findings.detectors.priced import best_resource
 from tracekit.findings.evidence import as_evidence, costs_enough, grouped, steps_of
 from tracekit.findings.model import Context, Finding, Rule
@@ -23,16 +24,11 @@ from tracekit.findings.model import Context, Finding, Rule
 #: Unfused pointwise chain: each round-tripped intermediate at least this many bytes on a device
 #: whose L2 size is not known (below it, a tensor stays in any current GPU's L2).
 POINTWISE_MIN_BYTES = 1 << 20
-#: ... and, where the device's L2 size is known (:data:`L2_BYTES`), at least this share of it: a
+#: ... and, where the device's L2 size is known (:data:`tracekit.devices.L2_BYTES`), at least this share of it: a
 #: producer's output that fits in half the L2 is still mostly resident when its consumer, a few
 #: kernels later, reads it (the other half holds those kernels' other operands); a larger one
 #: streams out to HBM and is read back from it.
 POINTWISE_L2_SHARE = 0.5
-#: L2 (last-level on-chip) cache per device, by the name :mod:`tracekit.devices` gives it (vendors'
-#: architecture whitepapers; MI300X: its 256 MiB Infinity Cache, which sits in front of HBM).
-L2_BYTES = {"H200 NVL": 50 << 20, "H200 SXM": 50 << 20, "H100 NVL": 50 << 20, "H100 PCIe": 50 << 20,
-            "H100 SXM": 50 << 20, "A100 80GB PCIe": 40 << 20, "A100 80GB SXM": 40 << 20,
-            "A100 40GB": 40 << 20, "B200": 126 << 20, "MI300X": 256 << 20}
 #: ... and its consumer at most this many kernels after its producer on the stream: a fuser joins
 #: neighbours (GeGLU's gelu and mul have the up-projection GEMM between them); a consumer far later
 #: (the backward reading a saved activation) needs the value in memory anyway.
@@ -53,7 +49,7 @@ RULE = Rule(
 
 def min_bytes(context: Context) -> float:
     """The smallest intermediate that round-trips through HBM on this device (module docstring)."""
-    l2 = L2_BYTES.get((context.ceilings or {}).get("device"))
+    l2 = devices.L2_BYTES.get((context.ceilings or {}).get("device"))
     return max(POINTWISE_MIN_BYTES, POINTWISE_L2_SHARE * l2) if l2 else POINTWISE_MIN_BYTES
 
 
