@@ -6,7 +6,7 @@ constants, each with the reason it has that value), its table row ``RULE`` (a
 :data:`RULE_MODULES` lists them in table order: the order of :func:`tracekit.findings.rule_ids`
 (what ``--fail-if finding:ID`` and ``no_finding`` accept, and how an unknown id's message lists
 them) and the order the detectors run. A new rule is a new module here and one line in that list.
-Modules not in the list (:mod:`.copies`, :mod:`.annotated`) are what several rules share.
+Modules not in the list (:mod:`.copies`, :mod:`.annotated`, :mod:`.host_wait`) are what several rules share.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from tracekit.findings import wall
 from tracekit.findings.detectors.host_wait import idle_while
 from tracekit.findings.evidence import costs_enough
 from tracekit.findings.model import Context, Evidence, Finding, Rule
+from tracekit.findings.wall import WARN_MIN_NS, WARN_MIN_STEP_SHARE
 
 #: The loader's iterator class when it runs in the main process (``num_workers=0``): every batch is
 #: loaded, collated and transformed on the training thread.
@@ -34,7 +35,9 @@ RULE = Rule(
     title="the GPU waits for the input pipeline (the host is in the DataLoader while the GPU idles)",
     severity="warning",
     needs="the decomposition's data state (DataLoader __next__, data annotations) against GPU busy",
-    thresholds={"WARN_MIN_STEP_SHARE": wall.WARN_MIN_STEP_SHARE, "WARN_MIN_NS": wall.WARN_MIN_NS},
+    # The stall must cost the warning floor over the steady window (the wall's own floor: 1 % of the
+    # median steady step and 20 µs), and a unit counts as hit when its own stall clears it.
+    thresholds={"WARN_MIN_STEP_SHARE": WARN_MIN_STEP_SHARE, "WARN_MIN_NS": WARN_MIN_NS},
     fix=("load batches ahead of the step: DataLoader(num_workers=N>0, pin_memory=True, prefetch_factor>=2, "
          "persistent_workers=True), copies with non_blocking=True; with workers already, more workers or "
          "cheaper per-sample transforms"),

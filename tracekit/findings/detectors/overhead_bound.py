@@ -90,6 +90,6 @@ def detect(context: Context) -> list[Finding]:
                            "CUDA graph or a compiled step takes off the host; the GPU's own work stays)",
                            launches_per_step=round(per_step, 3), mean_launch_ns=int(mean_call),
                            gpu_busy_ns=int(bound["gpu_busy_ns"].median()),
-                           dispatch_ns=int(bound["dispatch"].median()), resource="host")
+                           cpu_dispatch_ns=int(bound["dispatch"].median()), resource="host")
     graphed = context.launches.filter(pl.col("name").is_in(list(GRAPH_LAUNCH_APIS))).height > 0
     return [replace(finding, fix=GRAPHED_FIX) if graphed else finding]
