@@ -11,10 +11,10 @@ Modules not in the list (:mod:`.copies`, :mod:`.annotated`, :mod:`.host_wait`) a
 
 from __future__ import annotations
 
-from tracekit.findings.detectors import (cold_first_step, compile_preop_tax, fp32_gemm, gemm_bias_seed, host_sync,
-                                         hot_path_copy, input_stall, kernel_time_varies, occupancy_query,
-                                         optimizer_unfused, out_of_memory, overhead_bound, pageable_copy, recompile,
-                                         unfused_pointwise, zero_grad_fill)
+from tracekit.findings.detectors import (cold_first_step, compile_preop_tax, cpu_tensor_copy, fp32_gemm,
+                                         gemm_bias_seed, host_sync, hot_path_copy, input_stall, kernel_time_varies,
+                                         occupancy_query, optimizer_unfused, out_of_memory, overhead_bound,
+                                         pageable_copy, recompile, unfused_pointwise, zero_grad_fill)
 from tracekit.findings.model import RuleModule
 
 #: Every rule's module, in table order (module docstring).
@@ -22,6 +22,7 @@ RULE_MODULES: tuple[RuleModule, ...] = (
     overhead_bound,
     cold_first_step,
     input_stall,
+    cpu_tensor_copy,
     host_sync,
     pageable_copy,
     fp32_gemm,
