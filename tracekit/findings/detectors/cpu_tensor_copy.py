@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracekit.analyses import op_tree
 from tracekit.findings.evidence import as_evidence, costs_enough, grouped, steps_of
 from tracekit.findings.model import Context, Finding, Rule
 from tracekit.findings.wall import WARN_MIN_NS, WARN_MIN_STEP_SHARE
@@ -48,8 +47,7 @@ def detect(context: Context) -> list[Finding]:
     htod = context.in_steady(memcpys).filter((pl.col("direction") == "HtoD") & pl.col("launch_idx").is_not_null())
     if htod.height == 0:
         return []
-    ops = op_tree.build(context.trace, context.gpu["correlation"]).ops
-    pairs = _filled_then_copied(ops, htod)
+    pairs = _filled_then_copied(context, htod)
     if pairs.height == 0:
         return []
     pairs = pairs.with_columns(dur=pl.col("fill_dur") + pl.col("copy_dur"))
@@ -63,41 +61,42 @@ def detect(context: Context) -> list[Finding]:
                          "fill costs a kernel launch)", resource="host")]
 
 
-def _filled_then_copied(ops: pl.DataFrame, htod: pl.DataFrame) -> pl.DataFrame:
+def _filled_then_copied(context: Context, htod: pl.DataFrame) -> pl.DataFrame:
     """One row per host-to-device copy whose copy op follows a host fill: ``step, ts, fill_name,
-    copy_name, fill_dur, copy_dur, detail``."""
-    cpu = ops.filter(pl.col("cat") == "cpu_op").select("idx", "parent_idx", "name", "pid", "tid", "ts", "end",
-                                                      "launches_gpu")
-    parent_of = dict(zip(cpu["idx"].to_list(), cpu["parent_idx"].to_list()))
-    is_cpu = set(parent_of)
-    copies = htod.filter(pl.col("op_idx").is_not_null())
-    # The outermost cpu_op above each copy's launch (the op the user called: aten::to).
-    top = []
-    for op in copies["op_idx"].to_list():
-        while op is not None and parent_of.get(op) in is_cpu:
-            op = parent_of[op]
-        top.append(op)
-    copies = copies.with_columns(copy_idx=pl.Series(top, dtype=pl.UInt32)).filter(pl.col("copy_idx").is_not_null())
-    copy_ops = copies.join(cpu.rename({c: f"copy_{c}" for c in cpu.columns if c != "idx"}),
-                           left_on="copy_idx", right_on="idx").filter(pl.col("copy_name").is_in(list(COPY_OPS)))
-    if copy_ops.height == 0:
+    copy_name, fill_dur, copy_dur, detail``. Ops are compared at the top of their thread's op nesting
+    (a ``cpu_op`` inside no other): the copy op is the top op holding the copy's launch call, the fill
+    op the top op just before it."""
+    thread = ["pid", "tid"]
+    top = (context.trace.ops.lazy().filter(pl.col("cat") == "cpu_op").select("name", *thread, "ts", "end")
+           .sort([*thread, "ts", "end"], descending=[False, False, False, True])
+           # Inside another op when it starts before the furthest end of the ops that started earlier.
+           .with_columns(_reach=pl.col("end").cum_max().shift(1).over(thread))
+           .filter(pl.col("_reach").is_null() | (pl.col("ts") >= pl.col("_reach")))
+           .with_columns(**{f"fill_{c}": pl.col(c).shift(1).over(thread) for c in ("name", "ts", "end")})
+           .drop("_reach").sort("ts").collect())
+    calls = (htod.select("launch_idx", "step", "ts").join(context.launches.select(pl.col("idx").alias("launch_idx"), *thread, call_ts="ts",
+                                               call_end="end"), on="launch_idx")
+             .select("step", "ts", *thread, "call_ts", "call_end").sort("call_ts"))
+    copies = (calls.join_asof(top.rename({"name": "copy_name", "ts": "copy_ts", "end": "copy_end"}),
+                              left_on="call_ts", right_on="copy_ts", by=thread, strategy="backward",
+                              check_sortedness=False)
+              .filter(pl.col("copy_name").is_in(list(COPY_OPS)) & (pl.col("copy_end") >= pl.col("call_end"))
+                      & pl.col("fill_name").is_not_null())
+              .sort("fill_ts"))
+    if copies.height == 0:
         return pl.DataFrame()
-    # Its previous sibling: the latest op of the same parent on the same thread ending before it.
-    siblings = cpu.rename({c: f"fill_{c}" for c in cpu.columns})
-    prev = (copy_ops.sort("copy_ts")
-            .join_asof(siblings.sort("fill_end"), left_on="copy_ts", right_on="fill_end", strategy="backward",
-                       by_left=["copy_pid", "copy_tid", "copy_parent_idx"],
-                       by_right=["fill_pid", "fill_tid", "fill_parent_idx"], check_sortedness=False)
-            .filter(pl.col("fill_idx").is_not_null() & ~pl.col("fill_launches_gpu")))
-    if prev.height == 0:
-        return pl.DataFrame()
-    # The sibling fills a tensor: it, or an op inside it (same thread, within its span), is a fill op.
-    fills = cpu.filter(pl.col("name").is_in(list(FILL_OPS))).select(
-        "pid", "tid", filler="name", filler_ts="ts", filler_end="end")
-    filled = (prev.join(fills, left_on=["copy_pid", "copy_tid"], right_on=["pid", "tid"])
-              .filter((pl.col("filler_ts") >= pl.col("fill_ts")) & (pl.col("filler_end") <= pl.col("fill_end")))
-              .group_by("launch_idx").agg(pl.col("filler").sort_by("filler_ts").first()))
-    return (prev.join(filled, on="launch_idx")
-            .select("step", "ts", "fill_name", "copy_name", fill_dur=pl.col("fill_end") - pl.col("fill_ts"),
-                    copy_dur=pl.col("copy_end") - pl.col("copy_ts"),
-                    detail=pl.format("{} on the CPU ({}), then copied to the device", "fill_name", "filler")))
+    # The op before must run on the host: no launch call with device work inside it ...
+    device = (context.launches.filter(pl.col("gpu_kinds").list.len() > 0)
+              .select(*thread, device_ts="ts").sort("device_ts"))
+    # ... and fill a tensor: it, or the first fill op starting inside it, ends within it.
+    fills = (context.trace.ops.filter((pl.col("cat") == "cpu_op") & pl.col("name").is_in(list(FILL_OPS)))
+             .select(*thread, filler="name", filler_ts="ts", filler_end="end").sort("filler_ts"))
+    found = (copies.join_asof(device, left_on="fill_ts", right_on="device_ts", by=thread, strategy="forward",
+                              check_sortedness=False)
+             .join_asof(fills, left_on="fill_ts", right_on="filler_ts", by=thread, strategy="forward",
+                        check_sortedness=False)
+             .filter((pl.col("device_ts").is_null() | (pl.col("device_ts") >= pl.col("fill_end")))
+                     & (pl.col("filler_end") <= pl.col("fill_end"))))
+    return found.select("step", "ts", "fill_name", "copy_name", fill_dur=pl.col("fill_end") - pl.col("fill_ts"),
+                        copy_dur=pl.col("copy_end") - pl.col("copy_ts"),
+                        detail=pl.format("{} on the CPU ({}), then copied to the device", "fill_name", "filler"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from tracekit.analyses import decomposition, intervals
+from tracekit.analyses import intervals
 from tracekit.analyses.steps import tag_steps
 from tracekit.findings.model import Context
 
@@ -44,11 +44,12 @@ def covered_ns(ts: np.ndarray, end: np.ndarray, cover: pl.DataFrame) -> np.ndarr
     return upto(end) - upto(ts)
 
 
-def idle_while(context: Context, segments: pl.DataFrame) -> pl.DataFrame:
+def idle_while(context: Context, segments: pl.DataFrame, blocked: pl.DataFrame) -> pl.DataFrame:
     """``segments`` (``pid, ts, end``…) of the units' processes, merged per process, tagged with the
     unit whose CPU span holds their start and clipped to it: ``pid, step i64, ts, end, idle_ns``,
-    where ``idle_ns`` is the part with no device work (any stream, any unit) and no blocking call
-    (the decomposition's ``blocked`` state ranks first: a wait for the device is not a stall)."""
+    where ``idle_ns`` is the part with no device work (any stream, any unit) and outside the
+    ``blocked`` spans (``ts, end``: the decomposition's blocked state ranks first, a wait for the
+    device is not a stall)."""
     units = context.decomposition.units
     schema = {"pid": pl.String, "step": pl.Int64, "ts": pl.Int64, "end": pl.Int64, "idle_ns": pl.Int64}
     if segments.height == 0 or units.height == 0:
@@ -59,7 +60,6 @@ def idle_while(context: Context, segments: pl.DataFrame) -> pl.DataFrame:
               .join(windows.rename({"ts": "_wts", "end": "_wend", "number": "step"}), on=["step", "pid"])
               .select("pid", "step", ts=pl.max_horizontal("ts", "_wts"), end=pl.min_horizontal("end", "_wend"))
               .filter(pl.col("end") > pl.col("ts")).sort("ts"))
-    blocked = decomposition.host_spans(context.trace, context.gpu, units["pid"].unique()).filter(pl.col("layer") == 1)
     cover = pl.concat([context.gpu.select("ts", "end"), blocked.select("ts", "end")]).cast(pl.Int64)
     ts, end = tagged["ts"].to_numpy(), tagged["end"].to_numpy()
     return tagged.with_columns(idle_ns=pl.Series(end - ts - covered_ns(ts, end, cover), dtype=pl.Int64)).cast(schema)

@@ -50,7 +50,7 @@ def detect(context: Context) -> list[Finding]:
         return []
     spans = decomposition.host_spans(context.trace, context.gpu, dec.units["pid"].unique())
     data = spans.filter(pl.col("layer") == 2)
-    stalls = context.in_steady(idle_while(context, data))
+    stalls = context.in_steady(idle_while(context, data, spans.filter(pl.col("layer") == 1)))
     if stalls.height == 0:
         return []
     units = dec.units.filter(pl.col("step").is_in(context.steady))
