@@ -4,11 +4,14 @@ GPU gap before the first launch that no data span explains (the compiled MLP's g
 
 from __future__ import annotations
 
+import numpy as np
+import polars as pl
 import pytest
 from answer_key import REAL_COPIES
 from factory import make_annotation, make_kernel, make_launch, make_op, make_step, write_trace
 
 import tracekit
+from tracekit.findings.detectors.host_wait import covered_ns
 
 LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 GEMM = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
@@ -74,3 +77,11 @@ def test_the_resnet_loader_stall_is_found_with_the_dataloader_fix():
 
 def test_the_compiled_mlp_has_no_input_stall(sample):
     assert _stall(sample("mlp_compile").report().findings) is None
+
+
+def test_covered_ns_measures_each_segment_against_the_union_of_the_cover():
+    # Cover [10, 20) ∪ [15, 30) ∪ [50, 60) = [10, 30) ∪ [50, 60).
+    cover = pl.DataFrame({"ts": [10, 15, 50], "end": [20, 30, 60]})
+    ts, end = np.array([0, 25, 30, 40, 0]), np.array([5, 55, 50, 45, 100])
+    assert covered_ns(ts, end, cover).tolist() == [0, 10, 0, 0, 30]
+    assert covered_ns(ts, end, cover.clear()).tolist() == [0, 0, 0, 0, 0]

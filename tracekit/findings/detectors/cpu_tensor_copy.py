@@ -74,8 +74,8 @@ def _filled_then_copied(context: Context, htod: pl.DataFrame) -> pl.DataFrame:
            .filter(pl.col("_reach").is_null() | (pl.col("ts") >= pl.col("_reach")))
            .with_columns(**{f"fill_{c}": pl.col(c).shift(1).over(thread) for c in ("name", "ts", "end")})
            .drop("_reach").sort("ts").collect())
-    calls = (htod.select("launch_idx", "step", "ts").join(context.launches.select(pl.col("idx").alias("launch_idx"), *thread, call_ts="ts",
-                                               call_end="end"), on="launch_idx")
+    launches = context.launches.select(pl.col("idx").alias("launch_idx"), *thread, call_ts="ts", call_end="end")
+    calls = (htod.select("launch_idx", "step", "ts").join(launches, on="launch_idx")
              .select("step", "ts", *thread, "call_ts", "call_end").sort("call_ts"))
     copies = (calls.join_asof(top.rename({"name": "copy_name", "ts": "copy_ts", "end": "copy_end"}),
                               left_on="call_ts", right_on="copy_ts", by=thread, strategy="backward",

@@ -66,7 +66,8 @@ def detect(context: Context) -> list[Finding]:
     data_ns = float(units["data_ns"].sum()) / context.n
     worst = hit.sort("idle_ns", descending=True).row(0, named=True)
     detail = (f"GPU idle {ns_per_step / 1e6:,.2f} ms per steady step while the host waited for data "
-              f"({data_ns / 1e6:,.2f} ms per step in the loader), in {hit.height} of {len(context.steady)} steady steps")
+              f"({data_ns / 1e6:,.2f} ms per step in the loader), in {hit.height} of {len(context.steady)} "
+              "steady steps")
     if SINGLE_PROCESS_ITER in name:
         detail += "; the loader runs in the main process (num_workers=0)"
     evidence = [Evidence("op", name, int(hit["step"][0]), int(hit["ts"][0]), round(hit.height / context.n, 3),

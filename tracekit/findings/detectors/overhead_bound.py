@@ -78,7 +78,8 @@ def detect(context: Context) -> list[Finding]:
     name = context.summary.filter(pl.col("step") == first["step"])["name"]
     start = context.summary.filter(pl.col("step") == first["step"])["cpu_start_ns"]
     evidence = [Evidence("step", name[0] if name.len() else f"step {first['step']}", first["step"],
-                         int(start[0]) if start.len() else None, round(len(steps) / context.n, 3), int(first["dispatch"]),
+                         int(start[0]) if start.len() else None, round(len(steps) / context.n, 3),
+                         int(first["dispatch"]),
                          detail=f"dispatch {first['dispatch']:,} ns vs GPU busy {first['gpu_busy_ns']:,} ns of a "
                                 f"{first['wall_ns']:,} ns step (blocked {first['blocked_ns']:,}, data "
                                 f"{first['data_ns']:,}, op-free {first['op_free_ns']:,})"),
