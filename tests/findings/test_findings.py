@@ -199,8 +199,8 @@ def test_every_rule_has_its_module_a_detector_thresholds_and_a_fix():
 def test_the_table_keeps_its_order():
     # The order --fail-if's message and no_finding list the rules in (and the detectors run in).
     assert findings.rule_ids() == (
-        "overhead_bound", "cold_first_step", "input_stall", "host_sync", "pageable_copy", "allocator_churn",
-        "exposed_comm", "fp32_gemm", "unfused_pointwise", "hot_path_copy", "dtype_cast", "kv_cache_cat",
+        "overhead_bound", "cold_first_step", "input_stall", "cpu_tensor_copy", "host_sync", "pageable_copy",
+        "allocator_churn", "exposed_comm", "fp32_gemm", "unfused_pointwise", "hot_path_copy", "dtype_cast", "kv_cache_cat",
         "conv_layout_transpose", "ddp_bucket_copy", "gemm_bias_seed", "optimizer_unfused", "zero_grad_fill",
         "occupancy_query", "compile_preop_tax", "recompile", "kernel_time_varies", "out_of_memory")
 

@@ -6,16 +6,16 @@ constants, each with the reason it has that value), its table row ``RULE`` (a
 :data:`RULE_MODULES` lists them in table order: the order of :func:`tracekit.findings.rule_ids`
 (what ``--fail-if finding:ID`` and ``no_finding`` accept, and how an unknown id's message lists
 them) and the order the detectors run. A new rule is a new module here and one line in that list.
-Modules not in the list (:mod:`.copies`, :mod:`.annotated`) are what several rules share.
+Modules not in the list (:mod:`.copies`, :mod:`.annotated`, :mod:`.host_wait`) are what several rules share.
 """
 
 from __future__ import annotations
 
 from tracekit.findings.detectors import (allocator_churn, cold_first_step, compile_preop_tax, conv_layout_transpose,
-                                         ddp_bucket_copy, dtype_cast, exposed_comm, fp32_gemm, gemm_bias_seed, host_sync,
-                                         hot_path_copy, input_stall, kernel_time_varies, kv_cache_cat, occupancy_query,
-                                         optimizer_unfused, out_of_memory, overhead_bound, pageable_copy, recompile,
-                                         unfused_pointwise, zero_grad_fill)
+                                         cpu_tensor_copy, ddp_bucket_copy, dtype_cast, exposed_comm, fp32_gemm,
+                                         gemm_bias_seed, host_sync, hot_path_copy, input_stall, kernel_time_varies,
+                                         kv_cache_cat, occupancy_query, optimizer_unfused, out_of_memory, overhead_bound,
+                                         pageable_copy, recompile, unfused_pointwise, zero_grad_fill)
 from tracekit.findings.model import RuleModule
 
 #: Every rule's module, in table order (module docstring).
@@ -23,6 +23,7 @@ RULE_MODULES: tuple[RuleModule, ...] = (
     overhead_bound,
     cold_first_step,
     input_stall,
+    cpu_tensor_copy,
     host_sync,
     pageable_copy,
     allocator_churn,

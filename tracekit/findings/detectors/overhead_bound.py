@@ -1,16 +1,32 @@
-"""The ``overhead_bound`` rule: steps whose CPU dispatch outruns the GPU's work by far, with enough launches
-for CUDA graphs or torch.compile to take off the CPU (the step verdict ``overhead-bound``).
+"""The ``overhead_bound`` rule: the host's dispatch of ops and launches, not the GPU, sets the step's pace.
+
+Read from the step decomposition (:mod:`tracekit.analyses.decomposition`): a steady unit is
+overhead-bound when its limit is ``dispatch`` (not blocked on the device, not waiting for data,
+not op-free Python: those are other rules' causes) and that dispatch is at least
+:data:`OVERHEAD_CPU_OVER_GPU` × its GPU busy time. Launch calls that are the driver loading a
+kernel for the first time (:func:`tracekit.findings.detectors.host_wait.cold_launches`) are a cold
+start, not dispatch overhead: they are taken out of the dispatch first.
+
+The price (``resource="host"``): what CUDA graphs or torch.compile take off the host, the step's
+dispatch in excess of its GPU busy time (a replayed graph issues the whole step in one call; the
+GPU's own work stays), summed over the overhead-bound steady units and spread over the steady
+window (:func:`tracekit.findings.evidence.costs_enough`). A trace that already replays CUDA graphs
+(``cudaGraphLaunch`` calls) is told to fuse or batch instead, never to use CUDA graphs.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 
 from tracekit.analyses import steps as steps_analysis
-from tracekit.findings.evidence import MIN_STEP_SHARE, enough_steps
+from tracekit.analyses.round_trips import GRAPH_LAUNCH_APIS
+from tracekit.findings.detectors.host_wait import cold_launches
+from tracekit.findings.evidence import costs_enough
 from tracekit.findings.model import Context, Evidence, Finding, Rule
 
-#: Overhead-bound: CPU dispatch at least this multiple of GPU busy (the study's "CPU ≫ GPU", as the
+#: Overhead-bound: dispatch at least this multiple of GPU busy (the study's "CPU ≫ GPU", as the
 #: step verdict takes it: :data:`tracekit.analyses.steps.OVERHEAD_BOUND_MIN_CPU_OVER_GPU`).
 OVERHEAD_CPU_OVER_GPU = steps_analysis.OVERHEAD_BOUND_MIN_CPU_OVER_GPU
 #: ... with at least this many launch calls per step: the remedies (CUDA graphs, compile) remove
@@ -19,41 +35,62 @@ OVERHEAD_CPU_OVER_GPU = steps_analysis.OVERHEAD_BOUND_MIN_CPU_OVER_GPU
 #: trace cannot tell from dispatch (the sample Liger and compiled MLPs: 6 and 4 launches, GPU-bound
 #: outside the profiler).
 OVERHEAD_MIN_LAUNCHES = 20
+#: The fix for a trace whose launches are already CUDA-graph replays.
+GRAPHED_FIX = ("the step already replays CUDA graphs: fuse what runs outside them (torch.compile the eager "
+               "parts) or give each launch more work (a larger batch)")
 
 
 RULE = Rule(
     id="overhead_bound",
     title="steps are overhead-bound: the CPU issues work slower than the GPU runs it",
     severity="warning",
-    needs="per-step CPU dispatch vs GPU busy; launch calls per step and their mean cost",
-    thresholds={"OVERHEAD_CPU_OVER_GPU": OVERHEAD_CPU_OVER_GPU, "OVERHEAD_MIN_LAUNCHES": OVERHEAD_MIN_LAUNCHES,
-                "MIN_STEP_SHARE": MIN_STEP_SHARE},
+    needs="the decomposition's dispatch vs GPU busy per steady unit; launch calls per step",
+    thresholds={"OVERHEAD_CPU_OVER_GPU": OVERHEAD_CPU_OVER_GPU, "OVERHEAD_MIN_LAUNCHES": OVERHEAD_MIN_LAUNCHES},
     fix=("fewer, larger launches: CUDA graphs (torch.compile(mode='reduce-overhead')), torch.compile, "
          "or a larger batch"),
 )
 
 
 def detect(context: Context) -> list[Finding]:
-    rows = context.in_steady(context.summary).filter(pl.col("verdict") == "overhead-bound")
-    steps = rows["step"].to_list()
-    if not enough_steps(context, steps):
+    dec = context.decomposition
+    if dec is None or dec.units.height == 0:
         return []
+    cold = cold_launches(context).group_by("step").agg(cold_ns=pl.col("dur").sum())
+    units = (dec.units.filter(pl.col("step").is_in(context.steady))
+             .join(cold, on="step", how="left").with_columns(pl.col("cold_ns").fill_null(0))
+             .with_columns(dispatch=(pl.col("dispatch_ns") - pl.col("cold_ns")).clip(lower_bound=0)))
+    # The limit again with cold launches out of dispatch: dominant among the host's parts and ≫ GPU busy.
+    bound = units.filter((pl.col("limit") == "dispatch")
+                         & (pl.col("dispatch") >= pl.max_horizontal("blocked_ns", "data_ns", "op_free_ns"))
+                         & (pl.col("dispatch") >= OVERHEAD_CPU_OVER_GPU * pl.col("gpu_busy_ns")))
+    if bound.height == 0:
+        return []
+    steps = bound["step"].to_list()
     calls = context.launches.filter(pl.col("step").is_in(steps) & pl.col("gpu_kinds").list.len().gt(0))
     per_step = calls.height / len(steps)
     if per_step < OVERHEAD_MIN_LAUNCHES:
         return []
-    mean_call = calls["dur"].mean() if calls.height else 0
-    idle = float((rows["wall_ns"] - rows["gpu_busy_ns"]).median())
-    first = rows.row(0, named=True)
-    evidence = [Evidence("step", first["name"], first["step"], first["cpu_start_ns"], 1.0,
-                         int(first["cpu_dispatch_ns"]),
-                         detail=f"CPU dispatch {first['cpu_dispatch_ns']:,} ns vs GPU busy "
-                                f"{first['gpu_busy_ns']:,} ns"),
+    excess = float((bound["dispatch"] - bound["gpu_busy_ns"]).sum()) / context.n
+    if not costs_enough(context, steps, excess):
+        return []
+    mean_call = float(calls["dur"].mean() or 0) if calls.height else 0.0
+    first = bound.row(0, named=True)
+    name = context.summary.filter(pl.col("step") == first["step"])["name"]
+    start = context.summary.filter(pl.col("step") == first["step"])["cpu_start_ns"]
+    evidence = [Evidence("step", name[0] if name.len() else f"step {first['step']}", first["step"],
+                         int(start[0]) if start.len() else None, round(len(steps) / context.n, 3),
+                         int(first["dispatch"]),
+                         detail=f"dispatch {first['dispatch']:,} ns vs GPU busy {first['gpu_busy_ns']:,} ns of a "
+                                f"{first['wall_ns']:,} ns step (blocked {first['blocked_ns']:,}, data "
+                                f"{first['data_ns']:,}, op-free {first['op_free_ns']:,})"),
                 Evidence("launch", "launch calls", first["step"],
                          int(calls["ts"].min()) if calls.height else None, round(per_step, 3),
-                         int(round(per_step * (mean_call or 0))), detail=f"mean {mean_call or 0:,.0f} ns per call")]
-    return [RULE.finding(steps, evidence, idle, per_step * (mean_call or 0),
-                         "launch overhead × launches per step (what CUDA graphs take off the CPU)",
-                         launches_per_step=round(per_step, 3), mean_launch_ns=int(mean_call or 0),
-                         gpu_busy_ns=int(rows["gpu_busy_ns"].median()),
-                         cpu_dispatch_ns=int(rows["cpu_dispatch_ns"].median()), resource="host")]
+                         int(round(per_step * mean_call)), detail=f"mean {mean_call:,.0f} ns per call")]
+    finding = RULE.finding(steps, evidence, float(bound["dispatch"].sum()) / context.n, excess,
+                           "dispatch in excess of GPU busy in the overhead-bound steady steps (what a replayed "
+                           "CUDA graph or a compiled step takes off the host; the GPU's own work stays)",
+                           launches_per_step=round(per_step, 3), mean_launch_ns=int(mean_call),
+                           gpu_busy_ns=int(bound["gpu_busy_ns"].median()),
+                           cpu_dispatch_ns=int(bound["dispatch"].median()), resource="host")
+    graphed = context.launches.filter(pl.col("name").is_in(list(GRAPH_LAUNCH_APIS))).height > 0
+    return [replace(finding, fix=GRAPHED_FIX) if graphed else finding]
