@@ -3,7 +3,8 @@
 Contract: :func:`analyze` takes the pipeline's bundle (:class:`tracekit.analyses.pipeline.Analyses`:
 its trace with the unit windows as steps, its analyses, compile pre-ops and device ceilings) and returns a tuple of :class:`~tracekit.findings.model.Finding`, each priced on the
 wall (:mod:`tracekit.findings.wall`: its wall saving, and the severity that follows it) — warnings
-first, then by wall saving per step (largest first), then measured cost, then rule id. No finding without evidence:
+first, then by wall saving over the steady window (per step × steady steps; a one-time cost once;
+largest first), then measured cost, then rule id. No finding without evidence:
 every finding names the ops, kernels or launch calls it saw, with a first timestamp and counts,
 enough to find it in Perfetto.
 
@@ -64,7 +65,11 @@ def analyze(analyses: Analysed, *, step: int | None = None) -> tuple[Finding, ..
     found: list[Finding] = []
     for detect in DETECTORS.values():
         found += [wall.price(f, taken, units) for f in detect(context) if f.evidence]
-    found.sort(key=lambda f: (SEVERITIES.index(f.severity), -(f.saving_wall_ns or 0), -f.cost_ns_per_step, f.rule))
+    # By what the whole window would gain: a per-step saving over every steady step, a one-time cost once.
+    def over_window(f: Finding) -> float:
+        return (f.saving_wall_ns or 0) * (1 if f.resource == "once" else len(steady))
+
+    found.sort(key=lambda f: (SEVERITIES.index(f.severity), -over_window(f), -f.cost_ns_per_step, f.rule))
     return tuple(found)
 
 

@@ -7,7 +7,7 @@ over, and the whole trace's units; it returns the finding with ``saving_wall_ns`
 ``severity`` set. :func:`floor_ns` is the warning floor of those units.
 
 How a saving of ``x`` ns per step reaches the wall, unit by unit (the mean over the units is the
-figure; a unit's figure never exceeds ``x``):
+figure; a unit's figure never exceeds ``x``; ``wall`` is capped over the units as a whole):
 
 - ``gpu`` — GPU time removed: the unit's wall can fall to what the host must still do,
   ``host = dispatch + data + op_free`` (the CPU span less the time it was blocked waiting for the
@@ -15,8 +15,10 @@ figure; a unit's figure never exceeds ``x``):
   mostly waits for the GPU gains ≈ ``x``.
 - ``host`` — host work removed (dispatch, data loading, Python): the wall can fall to the GPU's busy
   time: ``min(x, max(0, wall − gpu_busy))``. A GPU-bound unit gains ≈ 0; a dispatch-bound unit ≈ ``x``.
-- ``wall`` — the detector measured the wall time itself (the GPU idle a stall or a sync caused): ``x``,
-  capped at the unit's GPU idle time plus the part of its wall outside the GPU window.
+- ``wall`` — the detector measured the wall time itself (the GPU idle a stall or a sync caused), as a
+  mean over the units: ``x``, capped at the units' mean ``wall − gpu_busy`` (a stall that hits some
+  units only is measured per unit by its detector; capping it unit by unit would cut it to the
+  quiet units' room).
 - ``once`` — a one-time cost (a cold step, a recompile): ``x`` once; its floor is taken against the
   whole trace's wall, not a step's.
 
@@ -67,7 +69,12 @@ def on_wall(resource: str, saving_ns: float, units: pl.DataFrame) -> float:
         room = wall - pl.col("gpu_busy_ns")
     else:
         raise ValueError(f"unknown resource {resource!r}")
-    return float(units.select(pl.min_horizontal(x, room.clip(lower_bound=0)).mean()).item() or 0.0)
+    room = room.clip(lower_bound=0)
+    if resource == "wall":
+        # Measured on the wall already, as a mean over the steps: a stall that hits some steps hard
+        # and others not at all is capped by the steps' mean room, not step by step.
+        return float(units.select(pl.min_horizontal(x, room.mean())).item() or 0.0)
+    return float(units.select(pl.min_horizontal(x, room).mean()).item() or 0.0)
 
 
 def price(finding: Finding, units: pl.DataFrame, trace_units: pl.DataFrame) -> Finding:
