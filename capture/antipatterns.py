@@ -47,6 +47,7 @@ class Loop:
     cpu_item: bool = False      # .item() on a CPU tensor: synchronises nothing
     copies: bool = False        # block 0: up.weight.t().contiguous() and relu(h).clone() each step
     cold: bool = False          # schedule(wait=0, warmup=0): the loop's very first step is recorded
+    graphed: bool = False       # the whole step (forward, backward, AdamW(capturable)) replayed as one CUDA graph
 
 
 @dataclass(frozen=True)
@@ -75,14 +76,20 @@ TABLE: tuple[Antipattern, ...] = (
         HEALTHY, None,
         "TF32 matmuls, pinned non_blocking input copies, ReLU blocks, AdamW(fused=True), "
         "zero_grad(set_to_none=True), no host synchronisation, warm",
-        control_for=("cold_first_step", "overhead_bound", "pageable_copy", "fp32_gemm", "hot_path_copy",
+        control_for=("cold_first_step", "pageable_copy", "fp32_gemm", "hot_path_copy",
                      "optimizer_unfused", "zero_grad_fill")),
     Antipattern(
         "overhead-bound", "overhead_bound",
         f"the same loop at batch {TINY[0]}, dim {TINY[1]}, hidden {TINY[2]}: each kernel runs for microseconds, "
         "so the CPU's dispatch of the step takes longer than its GPU work",
         "fewer, larger launches: CUDA graphs (torch.compile(mode='reduce-overhead')), torch.compile, a larger batch",
-        control=HEALTHY, loop=Loop(size="tiny")),
+        control="overhead-bound-graphed", loop=Loop(size="tiny")),
+    Antipattern(
+        "overhead-bound-graphed", None,
+        "near miss: the same tiny loop with its whole step (forward, backward, AdamW(fused, capturable)) "
+        "captured once as a CUDA graph and replayed each step: one launch instead of the step's dispatch",
+        control_for=("overhead_bound",), loop=Loop(size="tiny", graphed=True),
+        cuda_only="CUDA graphs need a CUDA device"),
     Antipattern(
         "host-sync", "host_sync",
         "three host synchronisations per step on device tensors: loss.item() and (out > 0).nonzero() after "
@@ -269,7 +276,10 @@ def build(spec: Any, opts: Any) -> Any:
     net = make_net(dim, hidden, blocks, loop.act, loop.copies).to(dev)
     model = torch.compile(net) if loop.compiled else net
     optimizer_kwargs = {"fused": {"fused": True}, "foreach": {"foreach": True}, "for-loop": {"foreach": False}}
-    opt = torch.optim.AdamW(net.parameters(), lr=1e-3, **optimizer_kwargs[loop.optimizer])
+    graphed = loop.graphed and dev == "cuda"
+    # A step replayed as a CUDA graph keeps the optimizer's step count on the device (capturable).
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-3, **optimizer_kwargs[loop.optimizer],
+                            **({"capturable": True} if graphed else {}))
     pin = loop.pinned and dev == "cuda"
     x_src = torch.randn(batch, dim)
     y_src = torch.randn(batch, dim)
@@ -297,6 +307,9 @@ def build(spec: Any, opts: Any) -> Any:
         opt.step()
         losses.append(loss.detach())
         return loss
+
+    if graphed:
+        step = _graphed_step(model, opt, x_src, y_src, dev, pin, losses)
 
     params = sum(1 for _ in net.parameters())
     schedule = Schedule(0, 0, opts.schedule.active + 1) if loop.cold else opts.schedule
@@ -328,7 +341,43 @@ def build(spec: Any, opts: Any) -> Any:
     }
     shapes = {"x": [batch, dim], "y": [batch, dim], "dim": dim, "hidden": hidden, "blocks": blocks}
     dtype = "fp32 (TF32 matmuls)" if loop.tf32 else "fp32 (IEEE matmuls, no TF32)"
+    if graphed:
+        notes["optimizer"] += " capturable=True, the whole step replayed as one CUDA graph"
     return Case(spec.variant, spec.mode, LABEL, dtype, shapes, step, check=None, notes=notes, warmup_calls=0,
                 schedule=schedule, sync_each_step=False, after_trace=after_trace,
                 context=lambda: _matmul_precision(loop.tf32))
 
+
+
+def _graphed_step(model: Any, opt: Any, x_src: Any, y_src: Any, dev: str, pin: bool, losses: list[Any]) -> Any:
+    """The training step captured once as a CUDA graph (PyTorch's whole-network capture recipe:
+    warm-up iterations on a side stream, gradients set to None so backward allocates them from the
+    graph's pool, a capturable optimizer) and a step function that copies the batch into the graph's
+    static inputs and replays it: one graph launch instead of the step's hundreds of launches."""
+    import torch
+    from torch.nn import functional as F
+
+    static_x, static_y = x_src.to(dev), y_src.to(dev)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            F.mse_loss(model(static_x), static_y).backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        static_loss = F.mse_loss(model(static_x), static_y)
+        static_loss.backward()
+        opt.step()
+
+    def step() -> Any:
+        static_x.copy_(x_src, non_blocking=pin)
+        static_y.copy_(y_src, non_blocking=pin)
+        graph.replay()
+        losses.append(static_loss.detach().clone())
+        return static_loss
+
+    return step

@@ -269,7 +269,7 @@ def test_plan_names_sweep_and_memory_modes() -> None:
     assert [f"{s.variant}_{s.mode}" for s in memory] == ["mlp_eager-memory", "train_eager-memory"]
     anti = plan(["antipatterns"], None, Options())
     assert anti[0].mode == "cold-first-step"  # first, so its first step is the process's first
-    assert {s.mode for s in anti if s.needs_cuda} == {"h2d-pageable", "gemm-fp32"}
+    assert {s.mode for s in anti if s.needs_cuda} == {"h2d-pageable", "gemm-fp32", "overhead-bound-graphed"}
 
 
 def test_antipattern_table_is_consistent() -> None:
