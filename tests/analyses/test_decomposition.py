@@ -206,3 +206,29 @@ def test_resnet_training_waits_for_its_dataloader():
     assert steady["step"].to_list() == list(range(2, 30))
     assert set(steady.filter(pl.col("data_ns") > 200_000_000)["limit"]) == {"data"}
     assert decomposed.units.filter(pl.col("step") == 2).row(0, named=True)["limit"] == "gpu"
+
+
+@pytest.mark.skipif(RESNET is None, reason="set TRACEKIT_REAL_TRACES to the real-trace corpus folder")
+def test_resnet_verdicts_are_read_against_the_decomposition():
+    """The same family: CPU dispatch alone calls every loader-starved step compute-bound (the
+    multiprocess DataLoader's wait runs in no op, so dispatch stays under GPU busy); read against the
+    decomposition, the 13 steps whose host mostly waits in the loader are input-bound."""
+    assert RESNET is not None
+    bundle = pipeline.run(load(RESNET))
+    verdicts = bundle.steps.join(bundle.decomposition.units.select("step", "limit"), on="step")
+    starved = verdicts.filter(pl.col("limit") == "data")
+    assert starved.height == 13 and set(starved["verdict"]) == {"input-bound"}
+    assert (starved["gpu_busy_frac"] < 0.8).all()
+    assert set(verdicts.filter(pl.col("limit") != "data")["verdict"]) <= {"compute-bound", "overhead-bound"}
+
+
+def test_refine_verdict_rule():
+    from tracekit.analyses.steps import refine_verdict
+
+    summary = pl.DataFrame({"step": [1, 2, 3, 4, 5, 6], "gpu_busy_frac": [0.3, 0.85, 0.3, 0.3, 0.3, 0.3],
+                            "verdict": ["compute-bound", "compute-bound", "overhead-bound", "mixed",
+                                        "overhead-bound", "compute-bound"]})
+    limits = pl.DataFrame({"step": [1, 2, 3, 4, 5, 6], "limit": ["data", "data", "op_free", "blocked", "dispatch",
+                                                                  "op_free"]})
+    assert refine_verdict(summary, limits)["verdict"].to_list() == [
+        "input-bound", "compute-bound", "host-bound", "mixed", "overhead-bound", "compute-bound"]

@@ -10,13 +10,13 @@ never go back to the trace's events to analyse them again. The stages, in order:
    (``--unit``), or the iteration units found without steps; the trace's ``steps`` become them;
 3. compilations (:mod:`tracekit.analyses.compilations`): GPU work launched inside compile work
    (autotuning) leaves the workload here, before any figure is taken;
-4. the per-unit summary (:func:`tracekit.analyses.steps.summarize`), with each unit's state;
-5. launch gaps, 6. round trips, 7. the GPU time breakdown, 8. memory, 9. host syncs, 10. the step
-   decomposition (:mod:`tracekit.analyses.decomposition`);
-11. the findings (:mod:`tracekit.findings`), once, from the bundle itself.
+4. the per-unit summary (:func:`tracekit.analyses.steps.summarize`), with each unit's state, and
+   the step decomposition (:mod:`tracekit.analyses.decomposition`) its verdicts are read against;
+5. launch gaps, 6. round trips, 7. the GPU time breakdown, 8. memory, 9. host syncs;
+10. the findings (:mod:`tracekit.findings`), once, from the bundle itself.
 
 Round trips (the longest stage) need only stages 1–3: a second thread runs them while this one
-runs stages 4, 5 and 7–10. Polars releases the GIL inside its calls, so the two overlap
+runs stages 4, 5, 7, 8 and 9. Polars releases the GIL inside its calls, so the two overlap
 (``analyse()`` of the 1 GB benchmark trace on 2 cores, 6 alternating runs: median 2.11 s all in one
 thread, 2.02 s so).
 
@@ -134,6 +134,7 @@ def basis(trace: Trace, *, unit: str | None = None) -> Basis:
     compilations and the per-unit summary."""
     scoped, attributed, found, compiled = _scope(trace, unit)
     summary, compiled = _summarize(scoped, attributed, found, compiled)
+    summary, _ = _decompose(scoped, attributed, summary)
     return Basis(trace=scoped, attribution=attributed, units=found, compilation=compiled, steps=summary)
 
 
@@ -161,12 +162,12 @@ def run(trace: Trace, *, execution_trace: ExecutionTrace | None = None, unit: st
     with ThreadPoolExecutor(max_workers=1) as pool:
         trips = pool.submit(round_trips_mod.analyze, scoped, attributed, execution_trace=execution_trace)
         summary, compiled = _summarize(scoped, attributed, found, compiled)
+        summary, parts = _decompose(scoped, attributed, summary)
         gaps = launch_gaps_mod.analyze(scoped, attributed, summary=summary)
         split = breakdown_mod.analyze(attributed.gpu, summary)
         held = memory_mod.analyze(scoped, attributed.tree.ops)
         syncs = syncs_mod.analyze(scoped, attributed.gpu)
         ops = steps_analysis.tag_steps(attributed.tree.ops, scoped.steps)
-        parts = decomposition_mod.analyze(scoped, attributed.gpu, summary)
         bundle = Analyses(
             trace=scoped, attribution=attributed, units=found, compilation=compiled, steps=summary,
             launch_gaps=gaps, round_trips=trips.result(), breakdown=split, memory=held, host_syncs=syncs,
@@ -208,6 +209,14 @@ def _summarize(scoped: Trace, attributed: attribution_mod.Attribution, found: un
     """Stage 4: the per-unit summary, and the compilations with the steady state per call."""
     summary = steps_analysis.summarize(scoped, attributed.gpu, compile_marks=compiled.units, partial=found.partial)
     return summary, replace(compiled, steady=compilations_mod.steady(summary))
+
+
+def _decompose(scoped: Trace, attributed: attribution_mod.Attribution,
+               summary: pl.DataFrame) -> tuple[pl.DataFrame, decomposition_mod.Decomposition]:
+    """The step decomposition, and the summary with its verdicts read against it
+    (:func:`tracekit.analyses.steps.refine_verdict`)."""
+    parts = decomposition_mod.analyze(scoped, attributed.gpu, summary)
+    return steps_analysis.refine_verdict(summary, parts.units), parts
 
 
 def _ceilings(trace: Trace, attributed: attribution_mod.Attribution,

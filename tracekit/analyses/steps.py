@@ -34,7 +34,12 @@ returns :data:`SUMMARY_SCHEMA`, sorted by ``cpu_start_ns`` then ``step``:
   so a loop without per-step syncs runs at GPU speed) or ``gpu_busy_frac >= 0.80`` (the GPU was
   saturated in this run); ``overhead-bound`` when ``cpu_dispatch_ns >= 2 × gpu_busy_ns`` ("≫" taken
   as 2×; it implies ``gpu_busy_frac <= 0.5`` since dispatch never exceeds wall); ``mixed``
-  otherwise. The busy fraction alone is not the test because captures that synchronise after every
+  otherwise; then read against the step decomposition (:func:`refine_verdict`): a step whose host
+  mostly waits for its data loader is ``input-bound`` unless its GPU was saturated (a DataLoader wait
+  is invisible to CPU dispatch, so the rule above calls such a step compute-bound), and an
+  ``overhead-bound`` or ``mixed`` step whose host mostly runs no op (Python, sleeps) is
+  ``host-bound`` — overhead-bound only when dispatch dominates. A host blocked on the GPU keeps the
+  verdict: it waits for GPU work, which the rule above already weighs. The busy fraction alone is not the test because captures that synchronise after every
   step (the sample traces do) serialise the step's CPU prologue (ProfilerStep, record_function,
   Python before the first launch: ~60 µs on the H200) with the GPU work, so a 4096² matmul whose
   GEMM outlasts its dispatch still shows only 56–74 % busy. The verdict describes the profiled run:
@@ -78,7 +83,7 @@ OVERHEAD_BOUND_MIN_CPU_OVER_GPU = 2.0
 COLD_STEP_FACTOR = 2.0
 #: Host calls that block until the GPU catches up.
 SYNC_CALL_SUFFIX = "Synchronize"
-VERDICTS = ("overhead-bound", "compute-bound", "mixed", "no-gpu", "not-analysed")
+VERDICTS = ("overhead-bound", "compute-bound", "mixed", "no-gpu", "not-analysed", "input-bound", "host-bound")
 
 SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "step": pl.Int64, "name": pl.String, "cpu_start_ns": pl.Int64, "cpu_span_ns": pl.Int64,
@@ -232,6 +237,25 @@ def verdict_expr(*, unanalysed_device: bool = False) -> pl.Expr:
         .then(pl.lit("overhead-bound"))
         .otherwise(pl.lit("mixed"))
     )
+
+
+def refine_verdict(summary: pl.DataFrame, limits: pl.DataFrame) -> pl.DataFrame:
+    """``summary`` with its verdicts read against each unit's decomposition limit (``limits``:
+    ``step i64, limit str``; module docstring): ``data`` makes a step ``input-bound`` unless its GPU
+    was saturated, ``op_free`` makes an ``overhead-bound`` or ``mixed`` one ``host-bound``; other
+    verdicts, and units without a limit, are unchanged."""
+    if summary.height == 0 or limits.height == 0:
+        return summary
+    limit = summary.select("step").join(limits.select("step", "limit"), on="step", how="left",
+                                        maintain_order="left")["limit"]
+    verdict = pl.col("verdict")
+    host_side = verdict.is_in(["overhead-bound", "mixed"])
+    not_saturated = host_side | ((verdict == "compute-bound") & (pl.col("gpu_busy_frac") < COMPUTE_BOUND_MIN_BUSY_FRAC))
+    return (summary.with_columns(_limit=limit)
+            .with_columns(verdict=pl.when(not_saturated & (pl.col("_limit") == "data")).then(pl.lit("input-bound"))
+                          .when(host_side & (pl.col("_limit") == "op_free")).then(pl.lit("host-bound"))
+                          .otherwise(verdict))
+            .drop("_limit"))
 
 
 def _warmup(walls: pl.Series, cold: pl.Series) -> pl.Series:
