@@ -309,7 +309,9 @@ def build(spec: Any, opts: Any) -> Any:
         return loss
 
     if graphed:
-        step = _graphed_step(model, opt, x_src, y_src, dev, pin, losses)
+        # Captured under the loop's matmul precision: the graph keeps the GEMM kernels chosen now.
+        with _matmul_precision(loop.tf32):
+            step = _graphed_step(model, opt, x_src, y_src, dev, pin, losses)
 
     params = sum(1 for _ in net.parameters())
     schedule = Schedule(0, 0, opts.schedule.active + 1) if loop.cold else opts.schedule
