@@ -424,3 +424,32 @@ def test_optimizer_without_foreach_and_zero_grad_filling() -> None:
     fill = _per_step("zero-grad-fill")
     assert [_kernels_inside(s, "Optimizer.zero_grad#AdamW.zero_grad") for s in fill] == [2] * 3
     assert _captures("antipatterns")["antipatterns_optimizer-unfused"]["params"] == 8
+
+
+# ------------------------------------------------------------------------ overhead_twin (H100)
+# The overhead-bound loop and its fixed twin, captured together on one H100 (the antipatterns folder's
+# H200 run has no twin for it: its control there is the healthy loop, a different model).
+
+def test_overhead_twin_pairs_the_planted_loop_with_its_graphed_twin(sample) -> None:
+    m = _sub_manifest("overhead_twin")
+    assert m["device"]["name"] == "NVIDIA H100 80GB HBM3" and m["versions"]["torch"].startswith("2.11.")
+    assert m["command"].endswith("--out sample_traces/overhead_twin")
+    captures = {c["mode"]: c for c in m["captures"]}
+    assert set(captures) == {"overhead-bound", "overhead-bound-graphed"}
+    planted, twin = captures["overhead-bound"], captures["overhead-bound-graphed"]
+    assert planted["control"] == "overhead-bound-graphed" and twin["control_for"] == ["overhead_bound"]
+    assert planted["shapes"] == twin["shapes"] and planted["loop"]["size"] == twin["loop"]["size"] == "tiny"
+    # Timed outside the profiler on the same card: 1,465.7 µs a step against 169.5 µs replayed.
+    assert (planted["timing"]["median"], twin["timing"]["median"]) == (1465.696, 169.52)
+    events = {mode: _sub_events("overhead_twin", c["trace_file"].removesuffix(".json.gz")) for mode, c in captures.items()}
+    # Counted in the raw JSON: both run the same 171 kernels over their 3 steps (57 a step); the eager
+    # loop launches them through 102 cudaLaunchKernel(ExC) calls, the twin through one cudaGraphLaunch
+    # a step and no kernel launch of its own.
+    launches = {mode: Counter(e["name"] for e in ev if e.get("cat") == "cuda_runtime") for mode, ev in events.items()}
+    kernels = {mode: sum(e.get("cat") == "kernel" for e in ev) for mode, ev in events.items()}
+    assert kernels == {"overhead-bound": 171, "overhead-bound-graphed": 171}
+    assert launches["overhead-bound"]["cudaLaunchKernel"] + launches["overhead-bound"]["cudaLaunchKernelExC"] == 102
+    assert launches["overhead-bound-graphed"]["cudaGraphLaunch"] == 3
+    assert launches["overhead-bound-graphed"]["cudaLaunchKernel"] == launches["overhead-bound-graphed"]["cudaLaunchKernelExC"] == 0
+    assert {p.name for p in (SAMPLES / "overhead_twin").iterdir()} == {
+        "manifest.json", planted["trace_file"], twin["trace_file"]}
