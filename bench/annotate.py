@@ -75,7 +75,7 @@ def main() -> None:
                 p.unlink()
             if not args.keep:
                 trace.unlink()
-        print(f"| input | input MB | run | wall s | peak RSS MB | output MB |\n|---|---:|---|---:|---:|---:|")
+        print("| input | input MB | run | wall s | peak RSS MB | output MB |\n|---|---:|---|---:|---:|---:|")
         for name, size, label, secs, rss, out in rows:
             cell = (lambda v, f: "" if v is None else f.format(v))
             print(f"| {name} | {size / MB:,.0f} | {label} | {cell(secs, '{:.2f}')} | "

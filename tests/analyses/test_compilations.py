@@ -19,7 +19,7 @@ from tracekit.analyses import steps as steps_analysis
 from tracekit.diff import gates, side_by_side
 from tracekit.errors import UsageError
 
-from factory import make_annotation, make_kernel, make_launch, make_op, span, write_trace
+from factory import make_annotation, make_kernel, make_launch, make_op, write_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"

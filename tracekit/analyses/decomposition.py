@@ -264,8 +264,7 @@ def host_spans(trace: Trace, gpu: pl.DataFrame, pids: pl.Series) -> pl.DataFrame
     pageable = gpu.filter(pl.col("launch_idx").is_not_null() & (pl.col("kind") == "memcpy")).filter(
         (pl.col("decoded").str.json_path_match("$.src") == PAGEABLE)
         | (pl.col("decoded").str.json_path_match("$.dst") == PAGEABLE))["launch_idx"]
-    blocking = (pl.col("name").str.contains(SYNC_CALL_PATTERN) | pl.col("name").is_in(list(BLOCKING_COPY_CALLS))
-                | (pl.col("name").is_in(list(ASYNC_COPY_CALLS)) & pl.col("idx").is_in(pageable.implode())))
+    blocking = blocking_call(pl.col("name"), pl.col("idx").is_in(pageable.implode()))
     launches = (trace.launches.lazy().filter(pl.col("pid").is_in(pids.implode()))
                 .select("pid", "ts", "end", layer=pl.when(blocking).then(1).otherwise(3).cast(pl.Int8)))
     name = pl.col("name")
@@ -278,6 +277,14 @@ def host_spans(trace: Trace, gpu: pl.DataFrame, pids: pl.Series) -> pl.DataFrame
                    .cast(pl.Int8))
            .filter(pl.col("layer").is_not_null()))
     return pl.concat([launches, ops]).cast(_SPANS).collect()  # type: ignore[arg-type]
+
+
+def blocking_call(name: pl.Expr, pageable_copy: pl.Expr) -> pl.Expr:
+    """Whether a runtime/driver call named ``name`` blocks the host until the device has caught up:
+    a synchronise call, a synchronous copy call, or an async copy call whose copy has pageable
+    memory at an end (``pageable_copy``). The one definition :mod:`tracekit.analyses.syncs` shares."""
+    return (name.str.contains(SYNC_CALL_PATTERN) | name.is_in(list(BLOCKING_COPY_CALLS))
+            | (name.is_in(list(ASYNC_COPY_CALLS)) & pageable_copy))
 
 
 def limit_expr() -> pl.Expr:

@@ -39,7 +39,7 @@ import polars as pl
 
 from tracekit.analyses import intervals
 from tracekit.analyses.breakdown import COMMUNICATION
-from tracekit.analyses.decomposition import ASYNC_COPY_CALLS, BLOCKING_COPY_CALLS, PAGEABLE, SYNC_CALL_PATTERN
+from tracekit.analyses.decomposition import PAGEABLE, blocking_call
 from tracekit.analyses.round_trips import GRAPH_LAUNCH_APIS
 from tracekit.analyses.steps import SYNC_CALL_SUFFIX, tag_steps
 from tracekit.trace import GPU_WORK_KINDS, Trace
@@ -115,8 +115,7 @@ def blocking_calls(launches: pl.DataFrame, memcpys: pl.DataFrame) -> pl.DataFram
                                 _direction=pl.col("direction").fill_null("pageable"))
     name = pl.col("name")
     found = launches.join(direction.unique("idx", keep="first"), on="idx", how="left", maintain_order="left")
-    return (found.filter(name.str.contains(SYNC_CALL_PATTERN) | name.is_in(list(BLOCKING_COPY_CALLS))
-                         | (name.is_in(list(ASYNC_COPY_CALLS)) & pl.col("_direction").is_not_null()))
+    return (found.filter(blocking_call(name, pl.col("_direction").is_not_null()))
             .with_columns(call=pl.when(pl.col("_direction").is_not_null())
                           .then(name + " (" + pl.col("_direction") + ")").otherwise(name))
             .drop("_direction"))
