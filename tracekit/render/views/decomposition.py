@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 #: The host-state columns of the Steps table, in the analysis' priority order, and their headers.
 STATE_HEADERS = (("blocked_ns", "blocked"), ("data_ns", "data"), ("dispatch_ns", "dispatch"),
                  ("op_free_ns", "op-free"))
+#: Beside the Steps table's title: its idle split is not HTA's (the note under the tables says how).
+TABLE_NOTE = " — host time by state, GPU idle by what the host did (not HTA's host_wait/kernel_wait: see the notes)"
 #: How each limit reads, first words of the line.
 LIMIT_WORDS = {
     "gpu": "GPU-bound",

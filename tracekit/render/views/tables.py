@@ -124,6 +124,8 @@ def steps_table(report: Report) -> Rows:
     title = "Steps"
     if report.units is not None and report.units.kind not in ("ProfilerStep", "none"):
         title += f" (units: {report.units.describe().split(' (')[0]})"
+    if report.decomposition is not None and report.decomposition.units.height:
+        title += decomposition.TABLE_NOTE
     return (title, ["step", "wall (CPU span)", "GPU busy", "busy/wall", "kernels",
                     "GPU activities", *decomposition.headers()], rows)
 
