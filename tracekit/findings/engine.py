@@ -59,7 +59,7 @@ def analyze(analyses: Analysed, *, step: int | None = None) -> tuple[Finding, ..
         compile_preops=analyses.compile_preops, ceilings=analyses.ceilings,
         compilations=analyses.compilation, memory=analyses.memory,
         steady_gpu=gpu.filter(pl.col("step").is_in(steady)), memcpys=memcpys,
-        decomposition=analyses.decomposition)
+        decomposition=analyses.decomposition, tree_ops=analyses.ops)
     units = analyses.decomposition.units
     taken = units.filter(pl.col("step").is_in(steady))
     found: list[Finding] = []

@@ -125,6 +125,10 @@ class Context:
     #: The trace's :class:`tracekit.analyses.memory.MemoryReport` when the caller has it (the report
     #: does): the out-of-memory rule reads it instead of building the op tree again.
     memory: Any = None
+    #: The op tree's ops (:class:`tracekit.analyses.op_tree.OpTree` ``ops``: the trace's ops with
+    #: ``parent_idx``, ``depth``, ``cpu_op``, ``top_op``… and ``step``): what a rule walks to find
+    #: the spans around an op, by parent links instead of by time.
+    tree_ops: pl.DataFrame = field(default_factory=pl.DataFrame)
     #: Each unit's CPU span and GPU idle by host state (:class:`tracekit.analyses.decomposition.Decomposition`):
     #: what the wall prices and the stall/overhead rules read.
     decomposition: Any = None
@@ -144,7 +148,7 @@ class Analysed(Protocol):
     """What the engine reads of the pipeline's bundle (:class:`tracekit.analyses.pipeline.Analyses`,
     which sits above this room and so is named here by shape): the trace with its units as steps,
     the per-unit summary, the attribution, round trips, compile pre-ops and compilations, memory,
-    the device's ceilings and the step decomposition."""
+    the device's ceilings, the step decomposition and the op tree's ops."""
 
     trace: Trace
     steps: pl.DataFrame
@@ -155,6 +159,7 @@ class Analysed(Protocol):
     memory: Any
     ceilings: Mapping[str, Any] | None
     decomposition: Any
+    ops: pl.DataFrame
 
 
 class RuleModule(Protocol):

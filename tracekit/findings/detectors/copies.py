@@ -110,17 +110,25 @@ def cause_table(ddp: bool) -> list[tuple[str, pl.Expr]]:
 
 def chains(context: Context, rows: pl.DataFrame) -> pl.DataFrame:
     """``rows`` (GPU rows with ``op_idx``) with ``chain``: the cpu_op and user_annotation spans that
-    contain each row's op on its thread, outermost first (``ProfilerStep#N`` left out)."""
-    ops = context.trace.ops.filter(pl.col("cat").is_in(["cpu_op", "user_annotation"])
-                                   & ~pl.col("name").str.starts_with("ProfilerStep#"))
-    spans = ops.select(pl.col("idx").cast(pl.Int64), "name", "pid", "tid", "ts", "end")
-    mine = (rows.select(pl.col("op_idx").cast(pl.Int64).alias("op")).drop_nulls().unique()
-            .join(spans.rename({"idx": "op", "name": "_name", "ts": "op_ts", "end": "op_end"}), on="op"))
-    if mine.height == 0:
+    contain each row's op on its thread, outermost first (``ProfilerStep#N`` left out).
+
+    Walked up the op tree's parent links, one level per join over the few distinct ops that launched
+    a copy (a join on thread and time containment instead grows with the square of the ops of a
+    thread: tens of GB on a 60 MB trace)."""
+    tree = context.tree_ops.select(pl.col("idx").cast(pl.Int64), pl.col("parent_idx").cast(pl.Int64), "name", "cat")
+    current = rows.select(pl.col("op_idx").cast(pl.Int64).alias("op")).drop_nulls().unique().with_columns(
+        at=pl.col("op"))
+    found, level = [], 0
+    while current.height:
+        current = current.join(tree, left_on="at", right_on="idx", how="inner")
+        found.append(current.filter(pl.col("cat").is_in(["cpu_op", "user_annotation"])
+                                    & ~pl.col("name").str.starts_with("ProfilerStep#"))
+                     .select("op", "name", level=pl.lit(level)))
+        current = current.select("op", at="parent_idx").drop_nulls()
+        level += 1
+    if not found or sum(f.height for f in found) == 0:
         return rows.with_columns(chain=pl.lit("", pl.String))
-    around = mine.join_where(spans, pl.col("pid") == pl.col("pid_right"), pl.col("tid") == pl.col("tid_right"),
-                             pl.col("ts") <= pl.col("op_ts"), pl.col("end") >= pl.col("op_end"))
-    named = (around.sort(["op", "ts", "end", "idx"], descending=[False, False, True, False])
+    named = (pl.concat(found).sort(["op", "level"], descending=[False, True])
              .group_by("op", maintain_order=True).agg(pl.col("name").str.join(" > ").alias("chain")))
     return (rows.with_columns(pl.col("op_idx").cast(pl.Int64).alias("_op"))
             .join(named, left_on="_op", right_on="op", how="left").drop("_op")
