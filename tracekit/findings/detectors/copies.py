@@ -112,15 +112,29 @@ def chains(context: Context, rows: pl.DataFrame) -> pl.DataFrame:
     """``rows`` (GPU rows with ``op_idx``) with ``chain``: the cpu_op and user_annotation spans that
     contain each row's op on its thread, outermost first (``ProfilerStep#N`` left out).
 
-    Walked up the op tree's parent links, one level per join over the few distinct ops that launched
-    a copy (a join on thread and time containment instead grows with the square of the ops of a
-    thread: tens of GB on a 60 MB trace)."""
-    tree = context.tree_ops.select(pl.col("idx").cast(pl.Int64), pl.col("parent_idx").cast(pl.Int64), "name", "cat")
-    current = rows.select(pl.col("op_idx").cast(pl.Int64).alias("op")).drop_nulls().unique().with_columns(
-        at=pl.col("op"))
+    Walked up the op tree's parent links, one level per step of the walk, for one op per signature
+    (a join on thread and time containment instead grows with the square of the ops of a thread: tens
+    of GB on a 60 MB trace)."""
+    tree = context.tree_ops.select(pl.col("parent_idx").cast(pl.Int64), "name", "cat")
+    ids = context.tree_ops["idx"].cast(pl.Int64)
+    order = ids.arg_sort()  # the ids in order, to binary-search (sorting the whole frame costs more)
+    idx = ids.gather(order)
+    # One op stands for every op of its signature (name, depth and the names of its outermost and
+    # innermost enclosing ops and annotation): the same line of the model in another step has the
+    # same spans around it, and a big trace repeats each such op once per step.
+    signature = ["name", "depth", "top_op", "cpu_op", "annotation"]
+    ops = (rows.select(pl.col("op_idx").cast(pl.Int64).alias("op")).drop_nulls().unique()
+           .join(context.tree_ops.select(pl.col("idx").cast(pl.Int64).alias("op"), *signature), on="op", how="left"))
+    ops = ops.with_columns(rep=pl.col("op").min().over(signature))
+    current = ops.select(pl.col("rep").unique().alias("op")).with_columns(at=pl.col("op"))
     found, level = [], 0
     while current.height:
-        current = current.join(tree, left_on="at", right_on="idx", how="inner")
+        # Each level gathers the few rows it needs by binary search in the sorted ids, instead of
+        # joining against the whole tree (millions of ops on a big trace).
+        at = idx.search_sorted(current["at"])
+        hit = (at < idx.len()) & (idx.gather(at.clip(0, max(idx.len() - 1, 0))) == current["at"])
+        current = pl.concat([current.filter(hit).select("op"), tree.gather(order.gather(at.filter(hit)))],
+                            how="horizontal")
         found.append(current.filter(pl.col("cat").is_in(["cpu_op", "user_annotation"])
                                     & ~pl.col("name").str.starts_with("ProfilerStep#"))
                      .select("op", "name", level=pl.lit(level)))
@@ -128,8 +142,9 @@ def chains(context: Context, rows: pl.DataFrame) -> pl.DataFrame:
         level += 1
     if not found or sum(f.height for f in found) == 0:
         return rows.with_columns(chain=pl.lit("", pl.String))
-    named = (pl.concat(found).sort(["op", "level"], descending=[False, True])
-             .group_by("op", maintain_order=True).agg(pl.col("name").str.join(" > ").alias("chain")))
+    by_rep = (pl.concat(found).sort(["op", "level"], descending=[False, True])
+              .group_by("op", maintain_order=True).agg(pl.col("name").str.join(" > ").alias("chain")))
+    named = ops.select("op", "rep").join(by_rep.rename({"op": "rep"}), on="rep", how="left").drop("rep")
     return (rows.with_columns(pl.col("op_idx").cast(pl.Int64).alias("_op"))
             .join(named, left_on="_op", right_on="op", how="left").drop("_op")
             .with_columns(pl.col("chain").fill_null("")))
