@@ -17,6 +17,7 @@ from capture.antipatterns import DEFAULT_SHAPE as ANTIPATTERN_SHAPE
 from capture.antipatterns import TINY
 from capture.record import Schedule
 from capture.variants import FIRST_CALL_VARIANTS, MODE_KINDS, STUDY_VARIANTS, SWEEP_KINDS, VARIANTS, Options
+from tracekit.about import install_hint
 from tracekit.errors import TracekitError, UsageError
 
 ALL_KINDS = sorted({k for kinds in MODE_KINDS.values() for k in kinds} | set(SWEEP_KINDS))
@@ -171,7 +172,7 @@ def capture_command(variants, modes, out, device, dtype, sizes, linear_shape, ml
     try:
         import torch
     except ImportError:
-        raise UsageError("install the capture extra: pip install 'tracekit[capture]'") from None
+        raise UsageError(f"install the capture extra: {install_hint('capture')}") from None
     if device == "cuda" and not torch.cuda.is_available():
         raise UsageError("no CUDA device found; use --device cpu for a CPU-only capture")
 

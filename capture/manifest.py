@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from capture.record import write_bytes_atomic
+from tracekit.about import DISTRIBUTION
 
 SCHEMA = "tracekit.capture-manifest/1"
 
@@ -47,7 +48,7 @@ def versions() -> dict[str, Any]:
         "triton": None,
         "kernels": _dist_version("kernels"),
         "liger_kernel": _dist_version("liger-kernel"),
-        "tracekit": _dist_version("tracekit"),
+        "tracekit": _dist_version(DISTRIBUTION),
     }
     try:
         import triton

@@ -64,13 +64,14 @@ from typing import Any, Iterator
 import msgspec
 import polars as pl
 
+from tracekit.about import install_hint
 from tracekit.analyses import intervals
 from tracekit.analyses.launch_gaps import BACK_TO_BACK_MAX_NS
 from tracekit.errors import TraceError, UsageError
 from tracekit.load import read_bytes
 from tracekit.trace import GPU_WORK_KINDS, Trace
 
-INSTALL_HINT = "install the hta extra: pip install 'tracekit[hta]'"
+INSTALL_HINT = f"install the hta extra: {install_hint('hta')}"
 #: Relative difference (to HTA's value, floored at 1 µs) within which the figures agree.
 AGREEMENT_TOLERANCE = 0.01
 _REL_FLOOR_NS = 1_000

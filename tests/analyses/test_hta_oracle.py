@@ -149,7 +149,7 @@ def test_missing_hta_raises_usage_error(monkeypatch):
     for name in [m for m in sys.modules if m == "hta" or m.startswith("hta.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "hta", None)
-    with pytest.raises(UsageError, match=r"pip install 'tracekit\[hta\]'"):
+    with pytest.raises(UsageError, match=r"pip install 'tracekit-torch\[hta\]'"):
         hta_oracle.hta_figures(FIXTURE)
 
 

@@ -148,7 +148,7 @@ def test_missing_torch_is_one_line_exit_2(tmp_path: Path, monkeypatch, capsys) -
     monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
     code, err = _run_main(["capture", "--out", str(tmp_path)], capsys)
     assert code == 2
-    assert err == ["tracekit: error: install the capture extra: pip install 'tracekit[capture]'"]
+    assert err == ["tracekit: error: install the capture extra: pip install 'tracekit-torch[capture]'"]
 
 
 @pytest.mark.parametrize(

@@ -137,8 +137,8 @@ def test_the_import_graph_has_no_circle():
 #: above; the longest matching name decides (``tracekit.analyses.pipeline`` is not ``tracekit.analyses``).
 FLOORS: tuple[tuple[str, ...], ...] = (
     # 0 - leaves: errors, the Trace model, device tables, text shapes, processes, file writing
-    ("tracekit.errors", "tracekit.trace", "tracekit.devices", "tracekit.host_link", "tracekit.shapes", "tracekit.parallel",
-     "tracekit.output"),
+    ("tracekit.errors", "tracekit.trace", "tracekit.devices", "tracekit.host_link", "tracekit.about",
+     "tracekit.shapes", "tracekit.parallel", "tracekit.output"),
     # 1 - bytes to a Trace; the kernel taxonomy
     ("tracekit.load", "tracekit.execution_trace", "tracekit.classify"),
     # 2 - one analysis per module, each from the Trace and lower analyses
