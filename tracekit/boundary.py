@@ -60,6 +60,9 @@ def run(command: click.Command, argv: list[str] | None, prog_name: str) -> None:
 def _run(command: click.Command, argv: list[str] | None, prog_name: str) -> None:
     try:
         command.main(args=argv, prog_name=prog_name, standalone_mode=False)
+        # Flushed here, not at exit: a reader that went away then meets the handler below (141)
+        # instead of the interpreter's exit-time flush, which drops the error and exits 0.
+        sys.stdout.flush()
     except TracekitError as err:
         click.echo(f"tracekit: error: {for_display(err)}", err=True)
         sys.exit(err.exit_code)

@@ -130,3 +130,37 @@ def test_dash_is_standard_output(work: Path) -> None:
     result = tracekit("report", "t.json.gz", "--format", "md", "-o", "-", cwd=work)
     assert result.returncode == 0 and result.stdout.startswith("# tracekit report: t.json.gz")
     assert not (work / "-").exists()
+
+
+def test_a_reader_that_goes_away_gets_the_documented_exit_in_the_terminal_format() -> None:
+    # `tracekit report … | head -1`: the terminal format's output (111 kB here) meets the closed pipe,
+    # and its library would exit 1 — a failed gate to a `pipefail` CI. It exits 141 as documented.
+    trace = Path(__file__).resolve().parents[2] / "sample_traces" / "train_eager.json.gz"
+    done = subprocess.run(f"{sys.executable} -m tracekit report {trace} | head -n 1 > /dev/null; "
+                          "echo ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", capture_output=True, text=True,
+                          timeout=300)
+    assert done.stdout.strip() == "141", done.stderr[-500:]
+    assert "Traceback" not in done.stderr
+
+
+def test_a_broken_pipe_met_by_the_last_flush_exits_141(monkeypatch) -> None:
+    # Output that waits in stdout's buffer until the end (the JSON and Markdown formats) meets a
+    # reader that went away at that flush: 141 too, not the interpreter's silent 0 at exit.
+    import io
+
+    import click
+
+    from tracekit import boundary
+
+    class Gone(io.StringIO):
+        def flush(self) -> None:
+            raise BrokenPipeError
+
+        def fileno(self) -> int:
+            raise io.UnsupportedOperation
+
+    monkeypatch.setattr(sys, "stdout", Gone())
+    command = click.Command("write", callback=lambda: sys.stdout.write("{}\n"))
+    with pytest.raises(SystemExit) as exited:
+        boundary.run(command, [], "tracekit")
+    assert exited.value.code == boundary.BROKEN_PIPE

@@ -62,6 +62,11 @@ def make_console(out: TextIO, *, color: bool, width: int | None = None) -> Conso
                                       segment.style)
                 yield segment
 
+        def on_broken_pipe(self) -> None:
+            # Rich would exit 1 here, which reads as a failed gate; the boundary exits 141 for a
+            # reader of stdout that went away, in every format (tracekit.boundary.BROKEN_PIPE).
+            raise BrokenPipeError
+
     return _Console(file=out, force_terminal=color, no_color=not color, width=width or (None if color else 160),
                     highlight=False, markup=False, emoji=False, soft_wrap=False)
 
