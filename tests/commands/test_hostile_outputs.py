@@ -44,18 +44,20 @@ def work(tmp_path: Path) -> Path:
     return tmp_path
 
 
+# An output named like a trace or a TOML file has no format of its own (it would be refused for that):
+# the format is given, so that what is refused is overwriting the input.
 @pytest.mark.parametrize("argv,victim", [
-    (["report", "t.json.gz", "-o", "t.json.gz"], "t.json.gz"),
-    (["report", "t.json.gz", "-o", "hard.json.gz"], "t.json.gz"),          # a hard link: same inode
-    (["report", "t.json.gz", "-o", "sym.json.gz"], "t.json.gz"),           # through a symlink
-    (["report", "sym.json.gz", "-o", "t.json.gz"], "t.json.gz"),
-    (["report", "t.json.gz", "-o", "t.et.json.gz"], "t.et.json.gz"),       # the execution trace found beside
-    (["report", "t.json.gz", "--execution-trace", "b.json.gz", "-o", "b.json.gz"], "b.json.gz"),
+    (["report", "--format", "md", "t.json.gz", "-o", "t.json.gz"], "t.json.gz"),
+    (["report", "--format", "md", "t.json.gz", "-o", "hard.json.gz"], "t.json.gz"),  # a hard link: same inode
+    (["report", "--format", "md", "t.json.gz", "-o", "sym.json.gz"], "t.json.gz"),  # through a symlink
+    (["report", "--format", "md", "sym.json.gz", "-o", "t.json.gz"], "t.json.gz"),
+    (["report", "--format", "md", "t.json.gz", "-o", "t.et.json.gz"], "t.et.json.gz"),  # the execution trace found beside
+    (["report", "--format", "md", "t.json.gz", "--execution-trace", "b.json.gz", "-o", "b.json.gz"], "b.json.gz"),
     (["convert", "t.json.gz", "-o", "t.et.json.gz"], "t.et.json.gz"),
-    (["diff", "t.json.gz", "b.json.gz", "-o", "b.json.gz"], "b.json.gz"),
-    (["diff", "t.json.gz", "b.json.gz", "-o", "t.et.json.gz"], "t.et.json.gz"),
-    (["check", "t.json.gz", "--expect", "e.toml", "-o", "e.toml"], "e.toml"),
-    (["report", "ranks", "-o", "ranks/r0.json.gz"], "ranks/r0.json.gz"),
+    (["diff", "--format", "md", "t.json.gz", "b.json.gz", "-o", "b.json.gz"], "b.json.gz"),
+    (["diff", "--format", "md", "t.json.gz", "b.json.gz", "-o", "t.et.json.gz"], "t.et.json.gz"),
+    (["check", "--format", "md", "t.json.gz", "--expect", "e.toml", "-o", "e.toml"], "e.toml"),
+    (["report", "--format", "md", "ranks", "-o", "ranks/r0.json.gz"], "ranks/r0.json.gz"),
 ])
 def test_an_output_that_is_an_input_is_refused_before_anything_is_written(work: Path, argv, victim) -> None:
     before = digest(work / victim)
@@ -164,3 +166,14 @@ def test_a_broken_pipe_met_by_the_last_flush_exits_141(monkeypatch) -> None:
     with pytest.raises(SystemExit) as exited:
         boundary.run(command, [], "tracekit")
     assert exited.value.code == boundary.BROKEN_PIPE
+
+
+def test_an_output_extension_no_format_writes_is_refused(work: Path) -> None:
+    # `-o out.pdf` used to get terminal text in a .pdf; now one line, exit 2, nothing written.
+    result = tracekit("report", "t.json.gz", "-o", "out.pdf", cwd=work)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
+    assert "writes no .pdf file" in result.stderr and "--format" in result.stderr
+    assert not (work / "out.pdf").exists()
+    # With the format named, the file is written whatever its name.
+    assert tracekit("report", "t.json.gz", "-o", "out.pdf", "--format", "md", cwd=work).returncode == 0
+    assert (work / "out.pdf").read_text().startswith("# tracekit report")

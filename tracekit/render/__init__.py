@@ -25,6 +25,8 @@ data) lives in :mod:`~tracekit.render.findings_data`.
 
 from __future__ import annotations
 
+import os
+
 from tracekit.errors import UsageError
 from tracekit.render.annotated import AnnotatedTraceRenderer
 from tracekit.render.base import Renderer, TraceRenderer
@@ -54,7 +56,8 @@ def renderer_for(fmt: str) -> Renderer:
 
 def format_for_path(path: str | None, explicit: str | None) -> str:
     """The format to use: ``explicit`` if given, else the one whose extension ``path`` ends with,
-    else ``term``."""
+    else ``term`` for a path with no extension (``-``, ``/dev/stdout``, a directory for svg);
+    :class:`UsageError` for an extension no format writes (``out.pdf``)."""
     if explicit:
         return explicit
     if path:
@@ -62,4 +65,9 @@ def format_for_path(path: str | None, explicit: str | None) -> str:
         for renderer in RENDERERS.values():
             if lowered.endswith(renderer.extensions):
                 return renderer.name
+        suffix = os.path.splitext(os.path.basename(path))[1]
+        if suffix:  # a file named for a format tracekit does not write (out.pdf): not terminal text in it
+            known = " ".join(e for r in RENDERERS.values() for e in r.extensions)
+            raise UsageError(f"-o {path}: tracekit writes no {suffix} file (extensions: {known}; or choose "
+                             f"one with --format {{{','.join(FORMATS)}}})")
     return _DEFAULT
