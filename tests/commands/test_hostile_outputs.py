@@ -51,7 +51,8 @@ def work(tmp_path: Path) -> Path:
     (["report", "--format", "md", "t.json.gz", "-o", "hard.json.gz"], "t.json.gz"),  # a hard link: same inode
     (["report", "--format", "md", "t.json.gz", "-o", "sym.json.gz"], "t.json.gz"),  # through a symlink
     (["report", "--format", "md", "sym.json.gz", "-o", "t.json.gz"], "t.json.gz"),
-    (["report", "--format", "md", "t.json.gz", "-o", "t.et.json.gz"], "t.et.json.gz"),  # the execution trace found beside
+    # the execution trace found beside
+    (["report", "--format", "md", "t.json.gz", "-o", "t.et.json.gz"], "t.et.json.gz"),
     (["report", "--format", "md", "t.json.gz", "--execution-trace", "b.json.gz", "-o", "b.json.gz"], "b.json.gz"),
     (["convert", "t.json.gz", "-o", "t.et.json.gz"], "t.et.json.gz"),
     (["diff", "--format", "md", "t.json.gz", "b.json.gz", "-o", "b.json.gz"], "b.json.gz"),

@@ -38,7 +38,8 @@ def test_wheel_installs_as_its_distribution_and_runs(tmp_path):
         text = z.read(metadata).decode()
     assert f"Name: {DISTRIBUTION}\n" in text
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    required = [line.removeprefix("Requires-Dist: ") for line in text.splitlines() if line.startswith("Requires-Dist: ")]
+    required = [line.removeprefix("Requires-Dist: ") for line in text.splitlines()
+                if line.startswith("Requires-Dist: ")]
     assert all(any(r.replace(" ", "").startswith(d.split(";")[0].replace(" ", "")) for r in required) for d in declared)
 
     venv = tmp_path / "venv"
