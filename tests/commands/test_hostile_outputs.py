@@ -175,6 +175,8 @@ def test_an_output_extension_no_format_writes_is_refused(work: Path) -> None:
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
     assert "writes no .pdf file" in result.stderr and "--format" in result.stderr
     assert not (work / "out.pdf").exists()
-    # With the format named, the file is written whatever its name.
-    assert tracekit("report", "t.json.gz", "-o", "out.pdf", "--format", "md", cwd=work).returncode == 0
+    # With the format named, the file is written whatever its name, and one line says so.
+    written = tracekit("report", "t.json.gz", "-o", "out.pdf", "--format", "md", cwd=work)
+    assert written.returncode == 0 and written.stdout == ""
     assert (work / "out.pdf").read_text().startswith("# tracekit report")
+    assert written.stderr == f"wrote out.pdf ({(work / 'out.pdf').stat().st_size:,} bytes)\n"

@@ -97,12 +97,21 @@ def test_formats_come_from_the_registry():
 
 @pytest.mark.parametrize("path, explicit, fmt", [
     ("r.md", None, "md"), ("R.MARKDOWN", None, "md"), ("out/r.json", None, "json"), ("r.txt", None, "term"),
-    ("r.html", None, "html"), ("R.HTM", None, "html"), ("r.pdf", None, "term"), (None, None, "term"), ("r.md", "json", "json"), (None, "md", "md"),
+    ("r.html", None, "html"), ("R.HTM", None, "html"), ("r.pdf", "md", "md"), ("out", None, "term"),
+    (None, None, "term"), ("r.md", "json", "json"), (None, "md", "md"),
 ])
 def test_format_for_path(path, explicit, fmt):
     from tracekit.render import format_for_path
 
     assert format_for_path(path, explicit) == fmt
+
+
+def test_format_for_an_extension_no_format_writes_is_an_error():
+    from tracekit.errors import UsageError
+    from tracekit.render import format_for_path
+
+    with pytest.raises(UsageError, match=r"writes no \.pdf file"):
+        format_for_path("r.pdf", None)
 
 
 def test_unknown_format_is_a_usage_error():

@@ -33,6 +33,7 @@ def check(trace_path: str, expect_path: str, unit: str | None, no_et: bool, fmt:
     renderer = options.renderer(fmt, output)
     with open_output(output) as out:
         renderer.render(result, out, color=options.colour(output))
+    options.wrote(output)
     broken = [i for i in result.items if not i.met]
     if broken:
         from tracekit.render.views.check import expected_text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -48,10 +49,23 @@ def write_result(output: str | None, stream: Callable[[TextIO], None], *,
 
     if target is not None and files is not None:
         directory, index = target
-        write_files(directory, files(index), inputs)
+        written = files(index)
+        write_files(directory, written, inputs)
+        click.echo(f"wrote {len(written)} file{'s' if len(written) != 1 else ''} into {directory}: "
+                   + ", ".join(sorted(written)), err=True)
         return
     with open_output(output) as out:
         stream(out)
+    wrote(output)
+
+
+def wrote(output: str | None) -> None:
+    """The one line on stderr that says a file was written (``wrote out.md (12,345 bytes)``); none for
+    stdout."""
+    if output is None or output == "-":
+        return
+    size = f" ({os.path.getsize(output):,} bytes)" if os.path.isfile(output) else ""
+    click.echo(f"wrote {output}{size}", err=True)
 
 
 def write_then_gate(output: str | None, write: Callable[[TextIO], None], results: Sequence[Any],

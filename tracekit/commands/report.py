@@ -58,6 +58,7 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
         result = ranks.analyze(trace_path)
         with open_output(output) as out:
             renderer.render(result, out, color=options.colour(output))
+        options.wrote(output)
         return
     overrides = options.parse_ceilings(ceilings)
     session = Session(trace_path, execution_trace=options.execution_trace_choice(et_path, no_et),
