@@ -293,3 +293,21 @@ def test_every_printer_prints_every_kind_of_block(fmt):
         assert "no steps to draw" in text and 'class="tk-status-higher"' in text
     else:  # the text formats leave pictures out
         assert "no steps to draw" not in text
+
+
+def test_evidence_details_show_short_kernel_names_and_times_from_the_step():
+    from types import SimpleNamespace
+
+    from tracekit.render.views.findings import evidence_line, short_names
+
+    kernel = ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<"
+              "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}>(at::TensorIteratorBase&)>"
+              "(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&))")
+    assert short_names(f"{kernel} via aten::copy_ + {kernel} via aten::clone") == (
+        "elementwise_kernel<…> via aten::copy_ + elementwise_kernel<…> via aten::clone")
+    assert short_names("blocks in cudaStreamSynchronize") == "blocks in cudaStreamSynchronize"
+    e = SimpleNamespace(role="op", name="aten::contiguous", step=2, ts_ns=5_001_250_000, count_per_step=3.0,
+                        dur_ns_per_step=9_500, bytes_per_step=None, detail=f"{kernel} via aten::copy_")
+    assert evidence_line(e, {2: 5_000_000_000}) == (
+        "aten::contiguous ×3/step 9.5 µs/step (elementwise_kernel<…> via aten::copy_); first in step 2, "
+        "+1.250 ms from its start (ts 5,001,250,000 ns)")

@@ -4,7 +4,8 @@ block (:func:`findings`) and the diff's "new in B" / "resolved in B" rows (:func
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracekit.classify.names import short_kernel_name
@@ -23,8 +24,20 @@ def _count(value: float | None) -> str:
     return f"{value:g}" if value != int(value) else f"{int(value)}"
 
 
-def evidence_line(e: Any) -> str:
-    """One evidence row in words: what, how often per step, its cost, where to find it."""
+#: A demangled kernel name inside an evidence detail: ``void ns::kernel<…>(…)`` and the like, long
+#: enough that the terminal should show its short form (JSON and HTML details keep it whole).
+_LONG_KERNEL = re.compile(r"(?:void )?[A-Za-z_][\w:]*<[^;]{60,}?\)(?= via | \+ |$)")
+
+
+def short_names(detail: str) -> str:
+    """``detail`` with every long demangled kernel name in it shortened (``elementwise_kernel<…>``)."""
+    return _LONG_KERNEL.sub(lambda m: short_kernel_name(m.group(0)), detail)
+
+
+def evidence_line(e: Any, step_starts: Mapping[int, int] | None = None) -> str:
+    """One evidence row in words: what, how often per step, its cost, where to find it — its time
+    from the start of its step (``step_starts``: unit number → CPU start), the span one clicks in
+    Perfetto to measure from, then its raw timestamp."""
     name = short_kernel_name(e.name) if e.role == "kernel" else e.name
     parts = [f"{name}"]
     if e.count_per_step is not None:
@@ -34,18 +47,22 @@ def evidence_line(e: Any) -> str:
     if e.bytes_per_step:
         parts.append(f"{e.bytes_per_step:,} B/step")
     where = f"first in step {e.step}" if e.step is not None else ""
-    if e.ts_ns is not None:
+    start = (step_starts or {}).get(e.step) if e.step is not None else None
+    if e.ts_ns is not None and start is not None:
+        where += f", {(e.ts_ns - start) / 1e6:+,.3f} ms from its start (ts {e.ts_ns:,} ns)"
+    elif e.ts_ns is not None:
         where += f" at ts {e.ts_ns:,} ns"
-    line = " ".join(parts) + (f" ({e.detail})" if e.detail else "")
+    line = " ".join(parts) + (f" ({short_names(e.detail)})" if e.detail else "")
     return f"{line}; {where}" if where else line
 
 
-def findings(found: Sequence[Any]) -> Findings:
+def findings(found: Sequence[Any], step_starts: Mapping[int, int] | None = None) -> Findings:
     """The Findings block: per finding (warnings first, as :mod:`tracekit.findings` orders them) its
-    table row and the terminal's heading and detail lines."""
+    table row and the terminal's heading and detail lines; evidence times from the start of their step
+    (``step_starts``: unit number → CPU start ns) when given."""
     items = []
     for f in found:
-        shown = [evidence_line(e) for e in f.evidence[:MAX_EVIDENCE_SHOWN]]
+        shown = [evidence_line(e, step_starts) for e in f.evidence[:MAX_EVIDENCE_SHOWN]]
         if len(f.evidence) > MAX_EVIDENCE_SHOWN:
             shown.append(f"… {len(f.evidence) - MAX_EVIDENCE_SHOWN} more")
         once = " once" if f.quantities.get("once") else ""

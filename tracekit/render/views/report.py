@@ -33,12 +33,17 @@ def document(report: Report) -> Document:
     return Document("report", Title(f"tracekit report: {name}", ("tracekit report: ", name), 1,
                                       page_parts=("tracekit report: ", Code(name))), (
         *_limit(report),
-        Section("findings", "Findings", (findings.findings(report.findings),)),
+        Section("findings", "Findings", (findings.findings(report.findings, _step_starts(report)),)),
         Section("timeline", "Step timeline", (timelines(report),)),
         Section("charts", "Charts", (charts(report),)),
         Section("trace", "Trace", (Facts(tuple(facts[1:])),)),
         Section("tables", "Tables", tuple(rest)),
     ), "page")
+
+
+def _step_starts(report: Report) -> dict[int, int]:
+    """Each unit's CPU start (ns), what evidence times are given from."""
+    return dict(zip(report.steps["number"].to_list(), report.steps["start_ns"].to_list()))
 
 
 def _limit(report: Report) -> tuple[Section, ...]:
