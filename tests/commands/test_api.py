@@ -105,26 +105,3 @@ def test_readme_report_example_is_a_real_run(request, sample):
         readme.write_text(head + start + expected + end + tail, encoding="utf-8")
         return
     assert shown == expected, "README's report example is stale: run pytest --update-goldens and review it"
-
-
-def test_help_texts_offer_what_works_and_carry_the_gate_grammar():
-    """`--help` is all a pip user has: each command's --fail-if help names exactly its gate metrics,
-    diff's states the grammar (no pointer to a README), and check/compare offer only the formats they
-    write (svg draws report and diff only)."""
-    import re
-
-    from click.testing import CliRunner
-
-    from tracekit.commands import cli
-    from tracekit.diff.gates import COMPARE_GATES, DIFF_GATES
-
-    runner = CliRunner()
-    for command, table in (("diff", DIFF_GATES), ("compare", COMPARE_GATES)):
-        text = " ".join(runner.invoke(cli, [command, "--help"], terminal_width=400).output.split())
-        listed = re.search(r"Metrics: ([a-z_, ]+)\.", text).group(1).split(", ")
-        assert listed == [m.name for m in table.metrics], command
-        assert "README" not in text
-    assert "> >= < <=" in " ".join(runner.invoke(cli, ["diff", "--help"], terminal_width=400).output.split())
-    for command in ("check", "compare"):
-        text = runner.invoke(cli, [command, "--help"], terminal_width=400).output
-        assert "[term|md|json|html]" in text and "svg" not in text, command

@@ -18,8 +18,8 @@ from tracekit.output import open_output, refuse_inputs
               type=click.Path(dir_okay=False, path_type=str), help="The expectations to test.")
 @options.unit
 @options.no_execution_trace
-@options.document_format
-@options.document_output
+@options.output_format
+@options.output
 @options.reading
 def check(trace_path: str, expect_path: str, unit: str | None, no_et: bool, fmt: str | None,
           output: str | None) -> None:

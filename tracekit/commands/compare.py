@@ -34,8 +34,8 @@ def _same_file(a: str, b: str) -> bool:
               help="Exit 1 when any trace exceeds EXPR, e.g. 'recompiles>0', 'compile_time>2s', "
                    "'gpu_time>+5%' (against the baseline); repeatable. Metrics: recompiles, compilations, "
                    "graph_records, compile_time, jit_time, gpu_time, cpu_time, break_even.")
-@options.document_format
-@options.document_output
+@options.output_format
+@options.output
 @options.reading
 def compare(traces: tuple[str, ...], baseline: str | None, unit: str | None, fail_if: tuple[str, ...],
             fmt: str | None, output: str | None) -> None:

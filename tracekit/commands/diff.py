@@ -39,12 +39,8 @@ def profiles(a_path: str, b_path: str, unit: str | None, execution_trace: str | 
 @click.argument("b_path", metavar="B", type=click.Path(dir_okay=True, path_type=str))
 @options.unit
 @click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR",
-              help="Exit 1 when the change B - A per step exceeds EXPR (repeatable): METRIC OP VALUE, OP one "
-                   "of > >= < <=, VALUE a signed number with % (of A), a time unit (ns us ms s), a byte unit "
-                   "(B KB MB GB KiB MiB GiB) or none (counts), e.g. 'gpu_time>+5%', 'kernels>+0', "
-                   "'cpu_time>+20us'; a change within step-to-step noise never fails. Metrics: gpu_time, "
-                   "cpu_time, idle_time, kernels, launches, round_trip_bytes, round_trip_tensors, memsets, "
-                   "memcpys, preop_tax, host_sync, graph_launches, peak_memory.")
+              help="Exit 1 when the change exceeds EXPR, e.g. 'gpu_time>+5%', 'kernels>+0', "
+                   "'round_trip_bytes>+0' (repeatable; grammar in the README).")
 @options.no_execution_trace
 @options.output_format
 @options.output

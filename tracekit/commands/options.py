@@ -19,13 +19,6 @@ output_format = click.option("--format", "fmt", type=click.Choice(FORMATS), defa
 output = click.option("-o", "--output", type=click.Path(path_type=str), default=None,
                       help="Write to this file instead of stdout (--format svg: a directory, DIR/NAME.md or "
                            "FILE.svg).")
-#: The formats of a command whose result has no pictures (check, compare): those that write one document.
-DOCUMENT_FORMATS = tuple(name for name in FORMATS if not renderer_for(name).writes_files)
-#: ``--format`` and ``-o`` of such a command: its help offers only what it can write.
-document_format = click.option("--format", "fmt", type=click.Choice(DOCUMENT_FORMATS), default=None,
-                               help="Output format (default: from -o's extension, else term).")
-document_output = click.option("-o", "--output", type=click.Path(path_type=str), default=None,
-                               help="Write to this file instead of stdout.")
 unit = click.option("--unit", default=None, metavar="NAME",
                     help="Use each span of this name (e.g. mlp_fwd) as a step, instead of the ProfilerSteps "
                          "or, without them, the iteration units found automatically.")
