@@ -32,10 +32,11 @@ Frames and their columns (dtypes):
 normalised to ``ac2g``):
     idx u32, cat str, ph str, id i64?, pid str, tid str, ts i64
 
-``memory`` — ``[memory]`` instant events (and ``[OutOfMemory]`` ones: the rows without ``addr``,
-``bytes`` the failed request):
+``memory`` — ``[memory]`` instant events and ``[OutOfMemory]`` ones (``oom`` true; ``bytes`` the
+failed request, no ``addr``). ``addr`` is null on every row of traces from before PyTorch 1.9, whose
+``[memory]`` events carry no address:
     idx u32, pid str, tid str, ts i64, addr i64?, bytes i64?, total_allocated i64?,
-    total_reserved i64?, device_type i64?, device_id i64?
+    total_reserved i64?, device_type i64?, device_id i64?, oom bool
 
 ``threads`` — metadata names: kind str (``process`` | ``thread``), pid str, tid str, name str
 
@@ -78,7 +79,7 @@ FLOWS_SCHEMA: dict[str, pl.DataType] = {
 MEMORY_SCHEMA: dict[str, pl.DataType] = {
     "idx": pl.UInt32, "pid": pl.String, "tid": pl.String, "ts": pl.Int64, "addr": pl.Int64,
     "bytes": pl.Int64, "total_allocated": pl.Int64, "total_reserved": pl.Int64,
-    "device_type": pl.Int64, "device_id": pl.Int64,
+    "device_type": pl.Int64, "device_id": pl.Int64, "oom": pl.Boolean,
 }
 THREADS_SCHEMA: dict[str, pl.DataType] = {
     "kind": pl.String, "pid": pl.String, "tid": pl.String, "name": pl.String,

@@ -18,7 +18,7 @@ from tracekit.load import load
 from tracekit.render import renderer_for
 from tracekit.render.views.memory import HINT
 
-from factory import make_annotation, make_memory, make_oom, make_op, make_step, span, write_trace
+from factory import CPU_PID, CPU_TID, make_annotation, make_memory, make_oom, make_op, make_step, span, write_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces" / "memory"
@@ -75,7 +75,8 @@ def _device(report: memory.MemoryReport, device: str) -> dict:
 def test_loader_keeps_memory_and_out_of_memory_rows(tmp_path: Path) -> None:
     t = load(write_trace(tmp_path / "t.json", _events()))
     assert t.memory.height == 14
-    (oom,) = t.memory.filter(pl.col("addr").is_null()).to_dicts()
+    (oom,) = t.memory.filter(pl.col("oom")).to_dicts()
+    assert oom["addr"] is None
     assert (oom["bytes"], oom["total_allocated"], oom["device_type"], oom["device_id"]) == (1 << 40, 3048, 1, 0)
     assert t.memory.filter(pl.col("device_type") == 0)["bytes"].to_list() == [64, -64]
 
@@ -333,3 +334,59 @@ def test_out_of_memory_is_a_finding(tmp_path: Path, sample) -> None:
     assert oom.quantities["largest_request_bytes"] == 1 << 40
     plain = sample("memory/mlp_eager-memory").report()
     assert not [f for f in plain.findings if f.rule == "out_of_memory"]
+
+
+# --- PyTorch 1.8-era [memory] events: no address, no totals ---------------------------------------
+
+def _pre_1_9_memory(ts: float, nbytes: int, *, device_type: int = 1, device_id: int = 0) -> dict:
+    """A ``[memory]`` instant as PyTorch 1.8's Kineto wrote it: no category, no ``Addr``, no totals."""
+    return {"ph": "i", "s": "t", "name": "[memory]", "pid": CPU_PID, "tid": CPU_TID, "ts": ts,
+            "args": {"Device Type": device_type, "Device Id": device_id, "Bytes": nbytes}}
+
+
+def _pre_1_9_events() -> list[dict]:
+    return [make_step(1, 0, 100), make_op("aten::linear", 10, 20), make_op("aten::mm", 12, 8),
+            make_op("aten::relu", 40, 10),
+            _pre_1_9_memory(13, 4096), _pre_1_9_memory(41, 1024), _pre_1_9_memory(45, -4096),
+            _pre_1_9_memory(60, 512)]  # outside every op: counted under the step
+
+
+def test_memory_events_without_addresses_are_not_out_of_memory(tmp_path: Path) -> None:
+    # Family: traces of PyTorch 1.8 (Kineto's first releases), whose [memory] events carry neither
+    # Addr nor totals. Taking every address-less row for an [OutOfMemory] made one false OOM per
+    # event and crashed the analysis; now: running-sum totals and per-op bytes, no blocks, said so.
+    t = load(write_trace(tmp_path / "t.json", _pre_1_9_events()))
+    assert t.memory.height == 4 and not t.memory["oom"].any()
+    built = memory.analyze(t)
+    assert built.out_of_memory.height == 0
+    d = _device(built, "cuda:0")
+    # Running sum from the trace's start: 4096, 5120, 1024, 1536.
+    assert (d["totals"], d["addressed"], d["peak_allocated"], d["allocated_at_end"], d["allocations"],
+            d["frees"], d["out_of_memory"]) == ("summed", False, 5120, 1536, 3, 1, 0)
+    assert (d["live_bytes"], d["live_blocks"], d["before_trace_at_peak"], d["frees_before_trace"]) == (
+        None, None, None, None)
+    assert built.live.height == 0
+    ops = {r["op"]: r for r in built.ops.iter_rows(named=True)}
+    assert (ops["aten::mm"]["bytes_allocated"], ops["aten::linear"]["incl_bytes_allocated"],
+            ops["aten::relu"]["bytes_freed"]) == (4096, 4096, 4096)
+    report = tracekit.open(tmp_path / "t.json").report()
+    assert not [f for f in report.findings if f.rule == "out_of_memory"]
+    out = io.StringIO()
+    renderer_for("md").render(report, out)
+    assert "carry no block address" in out.getvalue()
+
+
+def test_inclusive_never_below_self_outside_every_op(tmp_path: Path) -> None:
+    # An allocation outside every cpu_op is counted under its annotation; when a cpu_op elsewhere has
+    # the same name, the row's inclusive figures must still hold its own (self) bytes.
+    events = [make_step(1, 0, 100), make_annotation("forward", 5, 40), make_op("forward", 60, 20),
+              make_op("aten::mm", 62, 8),
+              make_memory(10, 0x10, 1000, 1000, RESERVED),   # in the annotation, outside every op
+              make_memory(63, 0x20, 300, 1300, RESERVED)]    # in the cpu_op "forward" > aten::mm
+    built = memory.analyze(load(write_trace(tmp_path / "t.json", events)))
+    (row,) = built.ops.filter(pl.col("op") == "forward").to_dicts()
+    assert (row["bytes_allocated"], row["incl_bytes_allocated"], row["allocations"], row["incl_allocations"]) == (
+        1000, 1300, 1, 2)
+    every = built.ops
+    assert (every["incl_bytes_allocated"] >= every["bytes_allocated"]).all()
+    assert (every["incl_allocations"] >= every["allocations"]).all()

@@ -146,7 +146,7 @@ def test_2021_memory_event_without_category() -> None:
     assert t.memory.drop("idx").to_dicts() == [{
         "pid": "31383", "tid": "31383", "ts": 1620000000123510000, "addr": 140045846200320,
         "bytes": 25690112, "total_allocated": None, "total_reserved": None, "device_type": 1,
-        "device_id": 0,
+        "device_id": 0, "oom": False,
     }]
 
 

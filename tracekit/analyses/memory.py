@@ -27,14 +27,15 @@ with the allocator's ``total_allocated``/``total_reserved`` *after* it. So:
 
 Devices are ``(device_type, device_id)``; CPU allocations (``device_type`` 0) are kept and shown
 apart as their own device rows (``device = "cpu"``; no reserve, no fragmentation, no total), never mixed into a GPU's figures.
-``[OutOfMemory]`` events arrive as rows with no ``addr`` (the loader's convention: Kineto writes
-``Addr`` on every ``[memory]`` event and none on an out-of-memory one); ``bytes`` is the failed
-request.
+``[OutOfMemory]`` events arrive as rows with ``oom`` set (the loader marks them by name; they carry
+no ``addr``); ``bytes`` is the failed request.
 
 Frames of :class:`MemoryReport` (all bytes ``i64``, times ``i64`` ns):
 
 ``devices`` — one row per device: ``device str`` (:data:`DEVICE_TYPES` label + ``:id``), ``device_type
-i64, device_id i64, totals str, events u32, allocations u32, frees u32, bytes_allocated,
+i64, device_id i64, totals str, addressed bool`` (every event carries its block's address; false for
+traces from before PyTorch 1.9: then ``frees_before_trace``, ``bytes_freed_before_trace``,
+``live_bytes``, ``live_blocks`` and ``before_trace_at_peak`` are null and ``live`` has no row), ``events u32, allocations u32, frees u32, bytes_allocated,
 bytes_freed, frees_before_trace u32, bytes_freed_before_trace, allocated_at_start`` (before its first
 event), ``allocated_at_end, peak_allocated, peak_ts, peak_step i64?`` (the unit holding the peak),
 ``peak_offset_ns i64?`` (from that unit's start), ``peak_reserved`` (largest reserved),
@@ -104,7 +105,7 @@ NO_OP = "(no op)"
 
 DEVICES_SCHEMA: dict[str, pl.DataType] = {
     "device": pl.String, "device_type": pl.Int64, "device_id": pl.Int64, "totals": pl.String,
-    "events": pl.UInt32, "allocations": pl.UInt32, "frees": pl.UInt32, "bytes_allocated": pl.Int64,
+    "addressed": pl.Boolean, "events": pl.UInt32, "allocations": pl.UInt32, "frees": pl.UInt32, "bytes_allocated": pl.Int64,
     "bytes_freed": pl.Int64, "frees_before_trace": pl.UInt32, "bytes_freed_before_trace": pl.Int64,
     "allocated_at_start": pl.Int64, "allocated_at_end": pl.Int64, "peak_allocated": pl.Int64,
     "peak_ts": pl.Int64, "peak_step": pl.Int64, "peak_offset_ns": pl.Int64, "peak_reserved": pl.Int64, "reserved_at_peak": pl.Int64,
@@ -201,8 +202,8 @@ def analyze(trace: Trace, tree_ops: pl.DataFrame | None = None) -> MemoryReport:
     events = events.join(labels, on=["device_type", "device_id"], how="left", maintain_order="left")
     rows = _Rows(tree_ops)
     events = _with_ops(events, tree_ops, rows)
-    oom = events.filter(pl.col("addr").is_null())
-    events = events.filter(pl.col("addr").is_not_null() & pl.col("bytes").is_not_null() & (pl.col("bytes") != 0))
+    oom = events.filter(pl.col("oom"))
+    events = events.filter(~pl.col("oom") & pl.col("bytes").is_not_null() & (pl.col("bytes") != 0))
     if events.height == 0 and oom.height == 0:
         return MemoryReport()
     # Totals: the allocator's own, else the running sum (2021 traces write none).
@@ -216,13 +217,19 @@ def analyze(trace: Trace, tree_ops: pl.DataFrame | None = None) -> MemoryReport:
         allocated=pl.when(pl.col("totals") == "summed").then(summed).otherwise(pl.col("total_allocated")),
         reserved=pl.col("total_reserved"),
     )
-    blocks = _blocks(events)
+    # Blocks need addresses: events before PyTorch 1.9 carry none, and a device whose events have
+    # none gets totals and per-op bytes but no blocks (its block figures are null, not zero).
+    blocks = _blocks(events.filter(pl.col("addr").is_not_null()))
     devices = _devices(events, blocks, trace, oom)
     live = _live(blocks, devices)
+    addressed = pl.col("addressed")
     devices = devices.join(live.group_by("device").agg(live_bytes=pl.col("bytes").sum(),
                                                       live_blocks=pl.col("blocks").sum()),
                            on="device", how="left").with_columns(
-        live_bytes=pl.col("live_bytes").fill_null(0), live_blocks=pl.col("live_blocks").fill_null(0),
+        live_bytes=pl.when(addressed).then(pl.col("live_bytes").fill_null(0)),
+        live_blocks=pl.when(addressed).then(pl.col("live_blocks").fill_null(0)),
+        frees_before_trace=pl.when(addressed).then(pl.col("frees_before_trace")),
+        bytes_freed_before_trace=pl.when(addressed).then(pl.col("bytes_freed_before_trace")),
     ).with_columns(before_trace_at_peak=pl.col("peak_allocated") - pl.col("live_bytes"))
     stepped = tag_steps(events, trace.steps)
     starts = trace.steps.select(pl.col("number").alias("peak_step"), pl.col("ts").alias("_start"))
@@ -321,6 +328,7 @@ def _devices(events: pl.DataFrame, blocks: pl.DataFrame, trace: Trace, oom: pl.D
     at_peak = pl.col("allocated").arg_max()
     found = events.group_by("device").agg(
         pl.col("device_type", "device_id", "totals").first(),
+        addressed=pl.col("addr").is_not_null().all(),
         events=pl.len(), allocations=pl.col("is_alloc").sum(), frees=(~pl.col("is_alloc")).sum(),
         bytes_allocated=pl.col("bytes").filter(pl.col("is_alloc")).sum(),
         bytes_freed=-pl.col("bytes").filter(~pl.col("is_alloc")).sum(),
@@ -402,8 +410,12 @@ def _ops(events: pl.DataFrame, rows: _Rows) -> pl.DataFrame:
         frontier = (frontier.with_columns(inst=up).filter(pl.col("inst").is_not_null())
                     .group_by("device", "inst").agg(pl.col("allocations", "bytes_allocated", "bytes_freed").sum(),
                                                     pl.col("largest").max()))
-    every = pl.concat(levels)
-    incl = (every.with_columns(op=rows.get("name", every["inst"]))
+    every = pl.concat(levels) if levels else per_inst
+    # Events outside every cpu_op are inside their own (annotation) row, so they count in its
+    # inclusive figures too: an op name that is also an annotation's never shows incl. below self.
+    outside = _stats(keyed.filter(pl.col("inst").is_null()), ["device", "op"])
+    incl = (pl.concat([every.with_columns(op=rows.get("name", every["inst"])).drop("inst"), outside],
+                      how="diagonal")
             .group_by("device", "op")
             .agg(pl.col("allocations", "bytes_allocated", "bytes_freed").sum(), pl.col("largest").max()))
     incl = incl.rename({k: f"incl_{k}" for k in ("allocations", "bytes_allocated", "bytes_freed", "largest")})

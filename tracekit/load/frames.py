@@ -269,7 +269,7 @@ _GPU_COLS = ("idx", "kind", "name", "pid", "tid", "ts", "dur", "device", "stream
              "external_id", "grid", "block", "registers", "shared_memory", "bytes")
 _FLOW_COLS = ("idx", "cat", "ph", "id", "pid", "tid", "ts")
 _MEMORY_COLS = ("idx", "pid", "tid", "ts", "addr", "bytes", "total_allocated", "total_reserved",
-                "device_type", "device_id")
+                "device_type", "device_id", "oom")
 _OVERHEAD_COLS = ("idx", "name", "pid", "tid", "ts", "dur")
 _THREAD_COLS = ("kind", "pid", "tid", "name")
 
@@ -277,7 +277,7 @@ _THREAD_COLS = ("kind", "pid", "tid", "name")
 _KIND = {
     "idx": "idx", "cat": "str", "kind": "str", "name": "str", "ph": "str", "pid": "id", "tid": "id",
     "ts": "time", "dur": "time", "input_dims": "raw", "input_types": "raw", "grid": "raw",
-    "block": "raw",
+    "block": "raw", "oom": "bool",
 }
 #: Rows gathered before they are turned into series (bounds the Python objects held).
 FLUSH_ROWS = 50_000
@@ -385,7 +385,7 @@ class FrameBuilder:
 
     def _add_other(self, other: list[tuple[int, int, Any]]) -> None:
         """``[memory]`` instants, overhead spans, flows of other categories, metadata names."""
-        mi, mp, mt, mts, ma, mb, mta, mtr, mdt, mdi = (c.append for c in self.cols["memory"])
+        mi, mp, mt, mts, ma, mb, mta, mtr, mdt, mdi, moom = (c.append for c in self.cols["memory"])
         vi, vn, vp, vt, vts, vd = (c.append for c in self.cols["overhead"])
         fi, fc, fph, fid, fp, ft, fts = (c.append for c in self.cols["flows"])
         hk, hp, ht, hn = (c.append for c in self.cols["threads"])
@@ -400,13 +400,13 @@ class FrameBuilder:
                     unanalysed[e.cat] = unanalysed.get(e.cat, 0) + 1
                     continue
             if frame == _MEMORY or (ph == "i" and e.name == "[memory]"):  # 2021: no category
-                # [OutOfMemory] carries Bytes (the failed request) and the totals but no Addr: its
-                # row is the one without an addr (tracekit.analyses.memory reads it so).
+                # [OutOfMemory] carries Bytes (the failed request) and the totals but no Addr; marked
+                # by name, since [memory] events before PyTorch 1.9 carry no Addr either.
                 if e.name == "[memory]" or e.name == "[OutOfMemory]":
                     a = e.args or NO_ARGS
                     mi(i); mp(e.pid); mt(e.tid); mts(e.ts); ma(a.addr); mb(a.mem_bytes)
                     mta(a.total_allocated); mtr(a.total_reserved); mdt(a.device_type)
-                    mdi(a.device_id)
+                    mdi(a.device_id); moom(e.name == "[OutOfMemory]")
             elif frame == _OVERHEAD:
                 if ph == "X":
                     vi(i); vn(e.name); vp(e.pid); vt(e.tid); vts(e.ts); vd(e.dur)
@@ -439,6 +439,8 @@ class FrameBuilder:
                     s = times.ns(name, values)
                 elif kind == "raw":
                     s = _raw_text(name, values)
+                elif kind == "bool":
+                    s = pl.Series(name, values, dtype=pl.Boolean)
                 else:
                     s = _int_series(name, values)
                 series.append(s)

@@ -100,9 +100,24 @@ def load_parquet(path: str | os.PathLike[str], *, kv: Mapping[str, str] | None =
         # One lazy query per frame: each reads only its own columns, and only the row groups
         # whose ``table`` statistics can hold its rows; rows stored beside the trace are never read.
         scan = pl.scan_parquet(p)
-        queries = [scan.filter(pl.col("table") == name).select([pl.col(c).cast(t) for c, t in schema.items()])
+        stored = set(scan.collect_schema())
+        queries = [scan.filter(pl.col("table") == name).select([_column(c, t, stored) for c, t in schema.items()])
                    for name, schema in FRAMES.items()]
         frames = dict(zip(FRAMES, pl.collect_all(queries)))
     except Exception as err:
         raise TraceError(p, f"corrupt tracekit Parquet file ({type(err).__name__})") from None
     return Trace(meta=meta, **frames)
+
+
+#: Columns added to a frame after files of this format were first written, with how to derive them
+#: from what such a file holds.
+_ADDED_COLUMNS = {
+    # Before it, an [OutOfMemory] event was the memory row without an address.
+    "oom": pl.col("addr").is_null(),
+}
+
+
+def _column(name: str, dtype: pl.DataType, stored: set[str]) -> pl.Expr:
+    if name in stored or name not in _ADDED_COLUMNS:
+        return pl.col(name).cast(dtype)
+    return _ADDED_COLUMNS[name].cast(dtype).alias(name)

@@ -33,7 +33,7 @@ RULE = Rule(
 
 def detect(context: Context) -> list[Finding]:
     memory_rows = context.trace.memory
-    if memory_rows.height == 0 or memory_rows["addr"].null_count() < OOM_MIN_EVENTS:
+    if memory_rows.height == 0 or int(memory_rows["oom"].sum()) < OOM_MIN_EVENTS:
         return []
     found = context.memory
     if found is None:  # a caller without the memory analysis: build it (op tree included) only now

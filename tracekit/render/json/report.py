@@ -69,7 +69,7 @@
 * ``memory`` — (added in /1) memory from the ``[memory]`` events (:mod:`tracekit.analyses.memory`;
   bytes and ns): ``{events, note (the one line when there are none, else null), devices: [{device
   ("cuda:0", "cpu": CPU allocations apart), device_type, device_id, totals ("allocator" | "summed"),
-  events, allocations, frees, bytes_allocated, bytes_freed, frees_before_trace,
+  addressed (false: events without block addresses, before PyTorch 1.9; the block figures are null), events, allocations, frees, bytes_allocated, bytes_freed, frees_before_trace,
   bytes_freed_before_trace, allocated_at_start, allocated_at_end, peak_allocated, peak_ts, peak_step,
   peak_offset_ns, peak_reserved, reserved_at_peak, fragmentation, total_memory, headroom, live_bytes,
   live_blocks, before_trace_at_peak, op, cpu_op, top_op, annotation, phase, out_of_memory}], steps:

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 #: The one line a report without memory events shows in its Memory section.
 HINT = ("no [memory] events in this trace: record them with torch.profiler.profile(profile_memory=True) "
         "(tracekit capture --profile-memory)")
+#: What the "what holds the peak" table says of a device whose events carry no block address.
+NO_ADDRESSES = ("(unknown: this trace's [memory] events carry no block address, as before PyTorch 1.9; "
+                "totals and per-op bytes only)")
 #: Rows of the per-op tables (the JSON has them all).
 TOP_OPS = 15
 
@@ -65,6 +68,8 @@ def tables(report: Report) -> list[Rows]:
              size(r["largest"])] for r in memory.live.head(TOP_OPS).iter_rows(named=True)]
     before = [[d["device"], "(allocated before the trace)", "–", "–", "–", size(d["before_trace_at_peak"]), "–"]
               for d in memory.devices.iter_rows(named=True) if d["before_trace_at_peak"]]
+    before += [[d["device"], NO_ADDRESSES, "–", "–", "–", "–", "–"]
+               for d in memory.devices.iter_rows(named=True) if not d["addressed"]]
     out.append(("Memory — what holds the peak (blocks alive at it, by the op that allocated them)",
                 ["device", "allocated by", "top-level op", "phase", "blocks", "bytes", "largest"], live + before))
     ops = [[r["device"], _op(r["op"]), f"{r['allocations']:,}", size(r["bytes_allocated"]), size(r["bytes_freed"]),
