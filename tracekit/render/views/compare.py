@@ -48,11 +48,11 @@ def compare_table(comparison: Comparison) -> Rows:
         rows.append([row.label, str(row.shapes), str(row.compilations), str(row.recompiles),
                      duration(row.compile_ns) if row.compilations else "–",
                      str(row.graph_records) if row.graph_records else "–",
-                     duration(row.jit_ns) if row.jit_ns else "–", us(row.gpu_ns), us(row.cpu_dispatch_ns),
-                     f"{row.steady_units}/{row.units}", be_text])
+                     duration(row.jit_ns) if row.jit_ns else "–", us(row.wall_ns), us(row.gpu_ns),
+                     us(row.cpu_dispatch_ns), f"{row.steady_units}/{row.units}", be_text])
     return (f"Compile or hand-tuned? (baseline: {comparison.baseline_label})",
             ["trace", "shapes", "compiles", "recompiles", "compile CPU", "graph records", "JIT",
-             "GPU/call", "CPU/call", "steady", "break-even calls"], rows)
+             "wall/call", "GPU/call", "CPU/call", "steady", "break-even calls (wall)"], rows)
 
 
 def finding_sentence(f: Verdict) -> str:
@@ -84,7 +84,7 @@ def finding_sentence(f: Verdict) -> str:
         many = len(q.get("traces", ())) > 1
         return (f"Steady CPU dispatch per call exceeds GPU time per call in {who}: "
                 f"{'these loops' if many else 'this loop'} would wait on the CPU without syncs, so a GPU saving "
-                f"would not show as wall time there (profiling inflates CPU time; the break-even counts GPU time).")
+                f"would not show as wall time there (profiling inflates CPU time; the break-even counts wall time).")
     return f"{who}: {f.kind}"
 
 
@@ -96,15 +96,28 @@ def _payoff(q: dict[str, Any]) -> str:
     calls, reason, base = q.get("break_even_calls"), q.get("break_even_reason"), q.get("baseline")
     if base is None or reason is None:
         return ""
+    per_call = _per_call(q)
     if reason == "pays_off":
-        return f", and pays off after ~{calls:,} calls against {base}"
+        return f", and pays off after ~{calls:,} calls against {base}{per_call}"
     if reason == "immediately":
-        return f", and is ahead of {base} from the first call"
+        return f", and is ahead of {base} from the first call{per_call}"
     if reason == "slower":
-        return f", and never pays off against {base} (its steady state is not faster)"
+        return f", and never pays off against {base}: its steady wall time per call is not shorter{per_call}"
     if reason == "overtaken":
-        return f", and is ahead of {base} only for its first ~{calls:,} calls (its steady state is slower)"
+        return f", and is ahead of {base} only for its first ~{calls:,} calls: its steady wall time per call is longer{per_call}"
     return ""
+
+
+def _per_call(q: dict[str, Any]) -> str:
+    """Wall time per call against the baseline's, GPU time beside it (the break-even counts wall)."""
+    wall, base_wall = q.get("wall_ns"), q.get("baseline_wall_ns")
+    if wall is None or base_wall is None:
+        return ""
+    text = f" ({us(wall)} vs {us(base_wall)} of wall per call"
+    gpu, base_gpu = q.get("gpu_ns"), q.get("baseline_gpu_ns")
+    if gpu is not None and base_gpu is not None:
+        text += f"; GPU {us(gpu)} vs {us(base_gpu)}"
+    return text + ")"
 
 
 def _versus(q: dict[str, Any]) -> str:
@@ -112,8 +125,9 @@ def _versus(q: dict[str, Any]) -> str:
     if ref is None or pct is None:
         return ""
     if abs(pct) < 0.05:
-        return f"; it matches {ref}'s steady state"
-    return f"; it is within {abs(pct):.1f} % of {ref}'s steady state ({'slower' if pct > 0 else 'faster'})"
+        return f"; it matches {ref}'s steady GPU time per call"
+    return (f"; its steady GPU time per call is within {abs(pct):.1f} % of {ref}'s "
+            f"({'slower' if pct > 0 else 'faster'})")
 
 
 def verdict_lines(comparison: Comparison) -> list[str]:
