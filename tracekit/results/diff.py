@@ -19,6 +19,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import polars as pl
+
 from tracekit.results.alignment import Alignment, Fusion
 from tracekit.results.display import Displayed, short_list, short_name
 from tracekit.analyses.profile import Profile
@@ -235,6 +237,24 @@ class Diff(Displayed):
         parts.append(f"{len(self.findings)} change{'s' if len(self.findings) != 1 else ''}"
                      + (f": {short_list(kinds)}" if kinds else ""))
         return f"<Diff {short_name(self.a.label, 50)} → {short_name(self.b.label, 50)}: {', '.join(parts)}>"
+
+    @property
+    def per_step(self) -> pl.DataFrame:
+        """The headline quantities as a frame (the diff's "Per step" table as data, one row per
+        quantity): :attr:`quantities` in their order, then :attr:`classes`: ``key str, label str, unit str``
+        (``ns`` | ``bytes`` | ``count``), ``a f64, b f64`` (medians over A's and B's units), ``delta
+        f64, delta_pct f64?`` (None when ``a`` is 0), ``noise f64, within_noise bool, direction str``
+        (:attr:`Quantity.direction`)."""
+        rows = [*self.quantities.values(), *self.classes]
+        return pl.DataFrame(
+            {"key": [q.key for q in rows], "label": [q.label for q in rows], "unit": [q.unit for q in rows],
+             "a": [float(q.a) for q in rows], "b": [float(q.b) for q in rows],
+             "delta": [float(q.delta) for q in rows], "delta_pct": [q.delta_pct for q in rows],
+             "noise": [float(q.noise) for q in rows], "within_noise": [q.within_noise for q in rows],
+             "direction": [q.direction for q in rows]},
+            schema={"key": pl.String, "label": pl.String, "unit": pl.String, "a": pl.Float64, "b": pl.Float64,
+                    "delta": pl.Float64, "delta_pct": pl.Float64, "noise": pl.Float64, "within_noise": pl.Boolean,
+                    "direction": pl.String})
 
     @property
     def structural_change(self) -> bool:
