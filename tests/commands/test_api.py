@@ -105,3 +105,31 @@ def test_readme_report_example_is_a_real_run(request, sample):
         readme.write_text(head + start + expected + end + tail, encoding="utf-8")
         return
     assert shown == expected, "README's report example is stale: run pytest --update-goldens and review it"
+
+
+#: The README's step-timelines paragraph, as a session: ``s.report(timelines=True).timelines`` holds
+#: one ``StepTimeline`` per step and ``tracekit.render.timeline.draw(step)`` draws one as SVG.
+TIMELINES_SESSION = '''
+>>> import tracekit
+>>> s = tracekit.open("sample_traces/mlp_eager.json.gz")
+>>> timelines = s.report(timelines=True).timelines
+>>> [(step.name, step.gpu.height, step.left_out) for step in timelines]
+[('ProfilerStep#2', 7, {}), ('ProfilerStep#3', 7, {}), ('ProfilerStep#4', 7, {})]
+>>> svg = tracekit.render.timeline.draw(timelines[-1])
+>>> svg.count('class="tk-kernel"'), 'data-step="4"' in svg
+(5, True)
+'''
+
+
+def test_the_readme_timelines_example_runs_as_written():
+    """In a fresh interpreter, as a reader runs it: nothing imported but ``tracekit`` (so
+    ``tracekit.render`` is reached as an attribute, not because a test imported it before)."""
+    import subprocess
+    import sys
+
+    code = ("import doctest, sys\n"
+            f"test = doctest.DocTestParser().get_doctest({TIMELINES_SESSION!r}, {{}}, 'README', 'README', 0)\n"
+            "result = doctest.DocTestRunner().run(test)\n"
+            "sys.exit(1 if result.failed or result.attempted < 5 else 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr

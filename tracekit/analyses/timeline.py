@@ -48,6 +48,7 @@ trip is kept only when both its ends are.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -99,9 +100,11 @@ MERGED_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class StepTimeline:
-    """One unit's timeline (module docstring). Times are Int64 ns on the trace's clock."""
+    """One unit's timeline (module docstring). Times are Int64 ns on the trace's clock; the frames'
+    columns are the module docstring's (``cpu``, ``gpu``, ``gaps``, ``links``, ``round_trips``,
+    ``compile_spans``, ``host``, ``merged``). ``tracekit.render.timeline.draw(step)`` draws it as SVG."""
 
     number: int
     name: str
@@ -117,10 +120,19 @@ class StepTimeline:
     merged: pl.DataFrame = field(default_factory=lambda: _empty(MERGED_SCHEMA))
     left_out: dict[str, int] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        """One line, what the drawing's title says (the frames are the attributes)."""
+        left = sum(self.left_out.values())
+        return (f"<StepTimeline {self.name}: window {(self.end_ns - self.start_ns) / 1e6:.3f} ms, "
+                f"{self.cpu.height:,} CPU marks, {self.gpu.height:,} GPU activities, {self.gaps.height:,} idle gaps"
+                + (f", {left:,} marks left out" if left else "") + ">")
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class Timelines:
-    """Every unit's timeline and the one shown first."""
+    """Every unit's timeline and the one shown first; a sequence of :class:`StepTimeline` in unit
+    order (``for step in timelines``, ``len(timelines)``, ``timelines[0]``; :meth:`step` finds one
+    by its unit number)."""
 
     steps: tuple[StepTimeline, ...] = ()
     #: The unit shown first: the report's selected step, else the one its path table shows.
@@ -129,6 +141,21 @@ class Timelines:
     def step(self, number: int) -> StepTimeline | None:
         """The timeline of unit ``number`` (None if the trace has no such unit)."""
         return next((s for s in self.steps if s.number == number), None)
+
+    def __iter__(self) -> Iterator[StepTimeline]:
+        return iter(self.steps)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __getitem__(self, index: int) -> StepTimeline:
+        """The timeline at position ``index`` in unit order (by unit number: :meth:`step`)."""
+        return self.steps[index]
+
+    def __repr__(self) -> str:
+        numbers = [s.number for s in self.steps]
+        shown = ", ".join(map(str, numbers[:8])) + (", …" if len(numbers) > 8 else "")
+        return f"<Timelines: {len(numbers)} step{'s' if len(numbers) != 1 else ''} ({shown}), shown first {self.default_step}>"
 
 
 def analyze(whole: Analyses, *, default_step: int | None = None) -> Timelines:

@@ -17,6 +17,9 @@ One registry: :data:`RENDERERS` maps a format name to its :class:`~tracekit.rend
 ``-o`` file from the registry's extensions. A renderer module imports its heavy libraries (rich,
 Polars, msgspec, vl-convert) only when it renders, so importing this registry stays cheap for ``--help``.
 
+Importing this package also makes results show as HTML in a notebook: it registers
+:func:`tracekit.render.notebook.html` as the results' display hook (:mod:`tracekit.results.display`).
+
 Beside the registry, :data:`ANNOTATED_TRACE` (:mod:`~tracekit.render.annotated`) writes a report into
 its trace's own text (``tracekit annotate``): a :class:`~tracekit.render.base.TraceRenderer`, not a
 result format (:mod:`tracekit.render.base` says why). What it shares with ``json`` (a finding as
@@ -25,6 +28,7 @@ data) lives in :mod:`~tracekit.render.findings_data`.
 
 from __future__ import annotations
 
+import importlib
 import os
 
 from tracekit.errors import UsageError
@@ -35,6 +39,7 @@ from tracekit.render.json import JsonRenderer
 from tracekit.render.markdown import MarkdownRenderer
 from tracekit.render.svg import SvgRenderer
 from tracekit.render.term import TermRenderer
+from tracekit.results import display as _display
 
 #: Every format by name; the first is the default.
 RENDERERS: dict[str, Renderer] = {r.name: r for r in (TermRenderer(), MarkdownRenderer(), JsonRenderer(),
@@ -44,6 +49,25 @@ FORMATS: tuple[str, ...] = tuple(RENDERERS)
 _DEFAULT = FORMATS[0]
 #: The trace written again with a report on tracks of its own (``tracekit annotate``).
 ANNOTATED_TRACE: TraceRenderer = AnnotatedTraceRenderer()
+
+
+def _notebook_html(result: object) -> str:
+    """The results' display hook: :func:`tracekit.render.notebook.html`, imported when first shown."""
+    from tracekit.render import notebook
+
+    return notebook.html(result)
+
+
+_display.register_html(_notebook_html)
+
+#: Modules of this package reached as attributes on first use (``tracekit.render.timeline.draw(step)``).
+_LAZY = frozenset({"charts", "notebook", "timeline", "views"})
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def renderer_for(fmt: str) -> Renderer:

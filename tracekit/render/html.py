@@ -8,6 +8,12 @@ inline drawing per step (the default step in the view, the others in ``<template
 page's script swaps in when chosen, :mod:`tracekit.render.timeline`); charts are figures
 (``<figure class="tk-chart" data-chart=NAME>``, :mod:`tracekit.render.charts`).
 
+:func:`fragment` prints a document as one ``<div class="tk-nb">`` instead, for a notebook's output
+cell (:mod:`tracekit.render.notebook`): the same blocks, under a stylesheet scoped to that div
+(``html_assets/notebook.css``), with no script (a notebook runs none it did not write) and so the
+timeline drawn for its default step only, without controls; nothing in it has an ``id`` but the
+drawing's own, prefixed by a hash of the drawing (two cells showing one report may share them).
+
 What a big trace draws is capped by :mod:`tracekit.analyses.timeline` (each step's ``left_out``
 says what was not drawn; the drawing states it in its ``g.tk-left-out`` note) and every table by
 :data:`tracekit.render.views.tables.MAX_TABLE_ROWS` rows.
@@ -21,7 +27,7 @@ from typing import Any, ClassVar, TextIO
 from tracekit.render.base import DocumentRenderer
 from tracekit.render.document import (STATUS_WORDS, Bullets, Charts, Document, Facts, Findings, Paragraph,
                                       StepDrawing, Table, Timelines, Verdict)
-from tracekit.render.page import bullets, cell, esc, inline_svg, none, page, table, titled
+from tracekit.render.page import asset, bullets, cell, esc, inline_svg, none, page, table, titled
 
 
 def _findings(block: Findings) -> str:
@@ -130,3 +136,30 @@ class HtmlRenderer(DocumentRenderer):
         sections = [(s.id, s.title, "".join(_PRINT[type(b)](b) for b in s.blocks)) for s in document.sections]
         heading = "".join(cell(p) for p in document.title.page_parts or document.title.parts)
         out.write(page(document.title.text, heading, sections, kind=document.kind))
+
+
+def _still_timeline(block: Timelines) -> str:
+    """The default step's drawing alone (a notebook cell runs no script to switch steps or zoom)."""
+    import hashlib
+
+    from tracekit.render import timeline
+
+    chosen = next((c for c in block.choices if c.key == block.default), None)
+    if chosen is None:
+        return none(block.empty)
+    parts = []
+    for d in chosen.drawings:
+        svg = timeline.draw(d.step, width=d.width)
+        side = f'<div class="tk-side">{esc(d.side)}</div>' if d.side else ""
+        parts.append(side + inline_svg(svg, "nb" + hashlib.sha256(svg.encode("utf-8")).hexdigest()[:10]))
+    return f'<p class="tk-muted">{esc(chosen.label)}</p><div class="tk-view">{"".join(parts)}</div>'
+
+
+def fragment(document: Document) -> str:
+    """``document`` as one self-styled ``<div>`` for a notebook output cell (module docstring)."""
+    printers = {**_PRINT, Timelines: _still_timeline}
+    heading = "".join(cell(p) for p in document.title.page_parts or document.title.parts)
+    body = "".join(f'<section data-section="{esc(s.id)}"><h2>{esc(s.title)}</h2>'
+                   + "".join(printers[type(b)](b) for b in s.blocks) + "</section>" for s in document.sections)
+    return (f'<div class="tk-nb tk-{esc(document.kind)}"><style>{asset("notebook.css")}</style>'
+            f'<div class="tk-nb-title">{heading}</div>{body}</div>')

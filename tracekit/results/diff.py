@@ -19,7 +19,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import polars as pl
+
 from tracekit.results.alignment import Alignment, Fusion
+from tracekit.results.display import Displayed, short_list, short_name
 from tracekit.analyses.profile import Profile
 from tracekit.results.verdict import Verdict
 
@@ -144,8 +147,8 @@ class OpChange:
     launches_gpu: bool
 
 
-@dataclass(frozen=True)
-class Diff:
+@dataclass(frozen=True, repr=False)
+class Diff(Displayed):
     """Everything ``tracekit diff`` shows (see module docstring); made by :func:`tracekit.diff.pairwise.diff`.
 
     Attributes
@@ -217,6 +220,41 @@ class Diff:
     #: Trace findings (:mod:`tracekit.findings`) whose rule B has and A has not, and the reverse.
     findings_new: tuple[Finding, ...] = ()
     findings_resolved: tuple[Finding, ...] = ()
+
+    def __repr__(self) -> str:
+        """One line: A → B, the unit pairs, GPU time's change, the verdict's clauses by kind
+        (``<Diff mlp_eager.json.gz → mlp_compile.json.gz: 3 step pairs, GPU time -11.1%, 8 changes: fusion, …>``);
+        in a notebook the diff shows as HTML instead (:mod:`tracekit.results.display`)."""
+        pairs = len(self.unit_pairs)
+        parts = [f"{pairs} {self.a.unit_kind if self.a.unit_kind != 'ProfilerStep' else 'step'} pair"
+                 f"{'s' if pairs != 1 else ''}"]
+        gpu = self.quantities.get("gpu_time")
+        if gpu is not None:
+            change = ("unchanged" if gpu.delta == 0 else "within noise" if gpu.within_noise
+                      else f"{gpu.delta_pct:+.1f}%" if gpu.delta_pct is not None else f"{gpu.delta:+,.0f} ns")
+            parts.append(f"GPU time {change}")
+        kinds = list(dict.fromkeys(f.kind for f in self.findings))
+        parts.append(f"{len(self.findings)} change{'s' if len(self.findings) != 1 else ''}"
+                     + (f": {short_list(kinds)}" if kinds else ""))
+        return f"<Diff {short_name(self.a.label, 50)} → {short_name(self.b.label, 50)}: {', '.join(parts)}>"
+
+    @property
+    def per_step(self) -> pl.DataFrame:
+        """The headline quantities as a frame (the diff's "Per step" table as data, one row per
+        quantity): :attr:`quantities` in their order, then :attr:`classes`: ``key str, label str, unit str``
+        (``ns`` | ``bytes`` | ``count``), ``a f64, b f64`` (medians over A's and B's units), ``delta
+        f64, delta_pct f64?`` (None when ``a`` is 0), ``noise f64, within_noise bool, direction str``
+        (:attr:`Quantity.direction`)."""
+        rows = [*self.quantities.values(), *self.classes]
+        return pl.DataFrame(
+            {"key": [q.key for q in rows], "label": [q.label for q in rows], "unit": [q.unit for q in rows],
+             "a": [float(q.a) for q in rows], "b": [float(q.b) for q in rows],
+             "delta": [float(q.delta) for q in rows], "delta_pct": [q.delta_pct for q in rows],
+             "noise": [float(q.noise) for q in rows], "within_noise": [q.within_noise for q in rows],
+             "direction": [q.direction for q in rows]},
+            schema={"key": pl.String, "label": pl.String, "unit": pl.String, "a": pl.Float64, "b": pl.Float64,
+                    "delta": pl.Float64, "delta_pct": pl.Float64, "noise": pl.Float64, "within_noise": pl.Boolean,
+                    "direction": pl.String})
 
     @property
     def structural_change(self) -> bool:

@@ -26,6 +26,7 @@ from tracekit.analyses.timeline import Timelines
 from tracekit.analyses.units import Units
 from tracekit.errors import UsageError
 from tracekit.findings import Finding
+from tracekit.results.display import Displayed, short_list, short_name
 from tracekit.trace import UNANALYSED, Trace
 
 #: Rows of the path table when the trace has no steps to pick one from.
@@ -57,8 +58,8 @@ class Facts:
     annotations: int = 0
 
 
-@dataclass(frozen=True)
-class Report:
+@dataclass(frozen=True, repr=False)
+class Report(Displayed):
     """Everything ``tracekit report`` shows, as data (``tracekit.open(path).report()``).
 
     Every table is a Polars DataFrame; times are Int64 nanoseconds.
@@ -170,6 +171,33 @@ class Report:
     #: renderer that draws them); None otherwise.
     timelines: Timelines | None = None
     decomposition: Decomposition | None = None
+
+    def __repr__(self) -> str:
+        """One line: the file, its steps and median step wall, what limits it, the findings' rules
+        (``<Report mlp_eager.json.gz: 3 steps, median 1.50 ms, limit dispatch 76%, 1 finding: unfused_pointwise>``);
+        in a notebook the report shows as HTML instead (:mod:`tracekit.results.display`)."""
+        name = short_name(self.facts.path.replace("\\", "/").rsplit("/", 1)[-1])
+        parts = [f"step {self.selected_step}" if self.selected_step is not None
+                 else f"{self.steps.height} step{'s' if self.steps.height != 1 else ''}"]
+        wall = self._median_wall_ns()
+        if wall is not None:
+            parts.append(f"median {wall / 1e6:.2f} ms" if self.selected_step is None else f"{wall / 1e6:.2f} ms")
+        found = self.decomposition
+        if found is not None and found.limit is not None:
+            parts.append(f"limit {found.limit} {100 * (found.limit_share or 0):.0f}%")
+        count = len(self.findings)
+        rules = list(dict.fromkeys(f.rule for f in self.findings))
+        parts.append(f"{count} finding{'s' if count != 1 else ''}" + (f": {short_list(rules)}" if rules else ""))
+        return f"<Report {name}: {', '.join(parts)}>"
+
+    def _median_wall_ns(self) -> float | None:
+        """The median wall of the steady units (the selected one's with ``--step``), else of the steps' CPU spans."""
+        found = self.decomposition
+        if found is not None and found.units.height:
+            units = found.units if self.selected_step is not None else found.units.filter(pl.col("steady"))
+            if units.height:
+                return float(units["wall_ns"].median())
+        return float(self.steps["dur_ns"].median()) if self.steps.height else None
 
 
 def check_step(trace: Trace, step: int | None) -> None:

@@ -10,7 +10,9 @@ The other modules are their parts: the report's tables (:mod:`~tracekit.render.v
 step names (:mod:`~tracekit.render.views.labels`).
 
 :func:`document` finds a result's view by the result's ``kind`` (module ``views.<kind>``): a new
-result kind is one new view module, nothing here changes.
+result kind is one new view module, nothing here changes. :func:`summary` finds the view's
+``summary`` (the compact document a notebook shows, :mod:`tracekit.render.notebook`) the same way;
+a view without one is summarised by its whole document.
 
 A view words a result; it never computes a figure nor decides what counts (the analyses,
 :mod:`tracekit.diff` and :mod:`tracekit.diff.side_by_side` do), and it knows no output format.
@@ -32,3 +34,9 @@ def document(result: Result, gate_results: Sequence[GateResult] = ()) -> Documen
     """``result``'s document, built by its kind's view (``gate_results`` go to a view that shows gates)."""
     view = importlib.import_module(f"{__name__}.{result.kind}")
     return view.document(result, gate_results) if gate_results else view.document(result)
+
+
+def summary(result: Result) -> Document:
+    """``result``'s compact document (its view's ``summary``), else its whole document."""
+    view = importlib.import_module(f"{__name__}.{result.kind}")
+    return view.summary(result) if hasattr(view, "summary") else view.document(result)

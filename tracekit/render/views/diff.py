@@ -11,6 +11,7 @@ medians, deltas and noise come from the Diff, the verdict's clauses from its fin
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tracekit.classify.names import short_kernel_name
@@ -55,6 +56,16 @@ def document(diff: Diff, gate_results: Sequence[GateResult] = ()) -> Document:
                                                    "GPU time per kernel class, A vs B"),)),)),
         Section("details", "Details", tuple(details)),
     ), "comment")
+
+
+def summary(diff: Diff) -> Document:
+    """The diff's compact document (what a notebook shows under a cell): its verdict section alone,
+    the verdict and the per-step quantities, and the findings that appeared or vanished."""
+    full = document(diff)
+    changes = [("new in B", f) for f in diff.findings_new] + [("resolved in B", f) for f in diff.findings_resolved]
+    extra = (table(findings_changes(changes), status=True),) if changes else ()
+    return Document("diff", full.title, (replace(full.sections[0], blocks=full.sections[0].blocks + extra),),
+                    full.layout)
 
 
 def step_width(dur: int, longest: int) -> int:

@@ -1,5 +1,10 @@
 """``tracekit report TRACE`` as a document: the findings, the step timelines and charts, the trace's
-facts, then every table, the memory hint and the rules behind the figures (the notes)."""
+facts, then every table, the memory hint and the rules behind the figures (the notes).
+
+:func:`summary` is the same report cut to what a notebook shows under a cell
+(:mod:`tracekit.render.notebook`): what limits it, the first findings, the default step's timeline
+when the report has timelines, and the steps, GPU time by class and kernels tables, each cut to its
+first rows, naming the frame that holds them all."""
 
 from __future__ import annotations
 
@@ -39,6 +44,38 @@ def document(report: Report) -> Document:
         Section("trace", "Trace", (Facts(tuple(facts[1:])),)),
         Section("tables", "Tables", tuple(rest)),
     ), "page")
+
+
+#: Findings and table rows a summary shows at most (the report's frames hold them all).
+SUMMARY_FINDINGS = 5
+SUMMARY_ROWS = 10
+
+
+def summary(report: Report) -> Document:
+    """The report's compact document (module docstring): the same sections' words, fewer of them."""
+    full = document(report)
+    shown = report.findings[:SUMMARY_FINDINGS]
+    found: list = [findings.findings(shown, _step_starts(report))]
+    if len(report.findings) > len(shown):
+        found.append(Paragraph((f"{len(report.findings) - len(shown)} more: Report.findings holds all "
+                                f"{len(report.findings)}",), tone="muted"))
+    picked = [_first_rows(tables.steps_table(report), "steps"),
+              _first_rows(tables.shares_table(report, "class"), "breakdown.shares"),
+              _first_rows(tables.kernels_table(report), "kernels")]
+    sections = [*_limit(report), Section("findings", "Findings", tuple(found))]
+    if report.timelines is not None and report.timelines.steps:
+        sections.append(Section("timeline", "Step timeline", (timelines(report),)))
+    sections.append(Section("tables", "Tables", tuple(table(t) for t in picked)))
+    return Document("report", full.title, tuple(sections), "page")
+
+
+def _first_rows(rows: tuple, frame: str) -> tuple:
+    """A table cut to :data:`SUMMARY_ROWS` rows, its title naming the Report frame that has them all."""
+    title, headers, cells = rows
+    if len(cells) <= SUMMARY_ROWS:
+        return rows
+    return (f"{title} — first {SUMMARY_ROWS} of {len(cells)} rows (all: Report.{frame})", headers,
+            cells[:SUMMARY_ROWS])
 
 
 def _step_starts(report: Report) -> dict[int, int]:
