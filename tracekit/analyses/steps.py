@@ -11,7 +11,7 @@ returns :data:`SUMMARY_SCHEMA`, sorted by ``cpu_start_ns`` then ``step``:
 
 * ``step i64``, ``name str`` — the step's number and span name;
 * ``cpu_start_ns i64``, ``cpu_span_ns i64`` — the ProfilerStep CPU span (the Steps table's
-  "wall (CPU span)");
+  "CPU span", beside its "wall");
 * ``gpu_start_ns i64?``, ``gpu_window_ns i64`` — first start to last end of the step's own GPU
   work (0 when it launched none);
 * ``wall_ns i64`` — the step's length as the slower side sees it: ``max(cpu_span_ns,

@@ -116,17 +116,22 @@ def clock_line(report: Report) -> str | None:
 
 def steps_table(report: Report) -> Rows:
     """One row per unit: its span, GPU busy, counts, and its decomposition (host state, idle, limit)."""
-    rows = [
-        [r["name"], us(r["dur_ns"]), us(r["gpu_busy_ns"]), pct(r["gpu_busy_ns"], r["dur_ns"]),
-         str(r["kernel_count"]), str(r["gpu_activity_count"]), *decomposition.step_cells(report, r["number"])]
-        for r in report.steps.iter_rows(named=True)
-    ]
+    # One "wall" everywhere (tracekit.analyses.steps: max of CPU span and GPU window), the CPU span
+    # beside it; a stored report without the per-step summary falls back to the CPU span.
+    walls = ({r["step"]: r["wall_ns"] for r in report.launch_gaps.per_step.iter_rows(named=True)}
+             if report.launch_gaps is not None and "wall_ns" in report.launch_gaps.per_step.columns else {})
+    rows = []
+    for r in report.steps.iter_rows(named=True):
+        wall = walls.get(r["number"]) or r["dur_ns"]
+        rows.append([r["name"], us(wall), us(r["dur_ns"]), us(r["gpu_busy_ns"]), pct(r["gpu_busy_ns"], wall),
+                     str(r["kernel_count"]), str(r["gpu_activity_count"]),
+                     *decomposition.step_cells(report, r["number"])])
     title = "Steps"
     if report.units is not None and report.units.kind not in ("ProfilerStep", "none"):
         title += f" (units: {report.units.describe().split(' (')[0]})"
     if report.decomposition is not None and report.decomposition.units.height:
         title += decomposition.TABLE_NOTE
-    return (title, ["step", "wall (CPU span)", "GPU busy", "busy/wall", "kernels",
+    return (title, ["step", "wall", "CPU span", "GPU busy", "busy/wall", "kernels",
                     "GPU activities", *decomposition.headers()], rows)
 
 
@@ -349,6 +354,11 @@ def hta_table(report: Report) -> Rows | None:
             rows)
 
 
+#: The one definition of a step's wall, stated once in the notes (tracekit.analyses.steps).
+WALL_RULE = ("a step's wall is the longer of its CPU span (the ProfilerStep span) and its GPU window (its first "
+             "kernel's start to its last one's end), in every table; busy/wall is GPU busy over that wall")
+
+
 def notes(report: Report) -> list[str]:
     """Sentences stating the rules behind the figures (shown under the tables)."""
     out = []
@@ -358,6 +368,7 @@ def notes(report: Report) -> list[str]:
         out.append(f"Units: {DETECTION_RULE}.")
     if report.launch_gaps is not None:
         t = report.launch_gaps.thresholds
+        out.append(f"Wall: {WALL_RULE}.")
         out.append(f"Verdict rule: {t['verdict_rule']}. Cold: {t['cold_rule']}."
                    + (f" {t['steady_rule']}." if "steady_rule" in t else ""))
         out.append(f"Gap causes: {t['gap_cause_rule']}.")
