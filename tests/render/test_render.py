@@ -163,7 +163,7 @@ def test_idle_by_cause_is_data_the_renderers_only_word(sample):
     render_report(report, "json", js)
     from tracekit.render.text import us
 
-    table = md.getvalue().split("## GPU idle gaps by cause\n\n")[1].split("\n\n")[0].splitlines()[2:]
+    table = md.getvalue().split("## GPU idle gaps by cause (")[1].split("\n\n")[1].splitlines()[2:]
     assert table == [f"| {md_escape(r['cause'])} | {r['gaps']} | {us(r['dur_ns'])} |"
                      for r in occurred.iter_rows(named=True)]
     data = json.loads(js.getvalue())["launch_gaps"]
