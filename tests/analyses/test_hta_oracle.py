@@ -264,3 +264,22 @@ def test_hta_agrees_on_real_nccl_ranks_including_overlap_and_the_steps_table(hta
         shown_steps = table.filter(pl.col("scope") == "steps_table")
         assert shown_steps["key"].to_list() == [10]
         assert shown_steps["ours_busy_ns"].to_list() == report.steps["gpu_busy_ns"].to_list()
+
+
+def test_report_with_hta_shows_htas_idle_split_beside_ours(hta, sample):
+    # mlp_eager: one stream (7); HTA's idle breakdown and ours under its rule, as the report prints
+    # them, equal the oracle's stream row (2,044.3 µs idle: 1,970.6 µs host_wait, 73.6 µs other).
+    import io
+
+    from tracekit.render import renderer_for
+
+    report = sample("mlp_eager").report(hta=True)
+    (row,) = report.extra["hta"].filter(pl.col("scope") == "stream").to_dicts()
+    assert (row["key"], row["hta_idle_ns"] // 100, row["hta_host_wait_ns"] // 100, row["hta_kernel_wait_ns"]) == (
+        7, 20442, 19706, 0)
+    assert (row["ours_host_wait_ns"], row["ours_other_wait_ns"]) == (row["hta_host_wait_ns"], row["hta_other_wait_ns"])
+    out = io.StringIO()
+    renderer_for("md").render(report, out)
+    text = out.getvalue()
+    assert "| 7 | 2,044.3 µs | 1,970.6 µs | 1,970.6 µs | 0.0 µs | 0.0 µs | 73.6 µs | 73.6 µs |" in text
+    assert "## GPU idle gaps by cause (whole trace, streams merged;" in text
