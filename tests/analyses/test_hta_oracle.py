@@ -277,7 +277,9 @@ def test_report_with_hta_shows_htas_idle_split_beside_ours(hta, sample):
     (row,) = report.extra["hta"].filter(pl.col("scope") == "stream").to_dicts()
     assert (row["key"], row["hta_idle_ns"] // 100, row["hta_host_wait_ns"] // 100, row["hta_kernel_wait_ns"]) == (
         7, 20442, 19706, 0)
-    assert (row["ours_host_wait_ns"], row["ours_other_wait_ns"]) == (row["hta_host_wait_ns"], row["hta_other_wait_ns"])
+    # HTA's microsecond arithmetic leaves a few ns between its figures and ours.
+    assert abs(row["ours_host_wait_ns"] - row["hta_host_wait_ns"]) < 10
+    assert abs(row["ours_other_wait_ns"] - row["hta_other_wait_ns"]) < 10
     out = io.StringIO()
     renderer_for("md").render(report, out)
     text = out.getvalue()
