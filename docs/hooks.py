@@ -26,12 +26,18 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-for _path in (ROOT / "tests", ROOT):  # this checkout's tracekit and the tests' block producers
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+from mkdocs.exceptions import PluginError
 
-from mkdocs.exceptions import PluginError  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _on_path() -> None:
+    """This checkout's tracekit and the tests' block producers first on ``sys.path`` (MkDocs puts
+    back the path it had after loading a hook, so this runs when the hooks run)."""
+    for path in (str(ROOT / "tests"), str(ROOT)):
+        if path in sys.path:
+            sys.path.remove(path)
+        sys.path.insert(0, path)
 
 PLACEHOLDER = re.compile(r"<!-- generated:([a-z-]+) -->")
 #: Width the command line's help is rendered at (the site's code blocks hold it without wrapping).
@@ -179,6 +185,7 @@ GENERATED: dict[str, Callable[[], str]] = {
 
 def fill(markdown: str, where: str) -> str:
     """``markdown`` with every placeholder replaced by its generated text (module docstring)."""
+    _on_path()
     def generate(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in GENERATED:
@@ -195,6 +202,7 @@ def fill(markdown: str, where: str) -> str:
 
 def check_blocks(markdown: str, where: str) -> None:
     """Stop the build when a checked block of this page is not what its producer prints today."""
+    _on_path()
     import doc_blocks
 
     for name, shown in doc_blocks.blocks(markdown):
@@ -204,6 +212,11 @@ def check_blocks(markdown: str, where: str) -> None:
         if shown != producer():
             raise PluginError(f"{where}: the {name} block is stale: run `python -m pytest tests/docs "
                               "--update-goldens` and review the diff")
+
+
+def on_config(config):
+    _on_path()
+    return config
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:

@@ -72,22 +72,23 @@ def check_block(request, name: str, expected: str | None = None, path: Path | No
 # ---- producers -------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _in_root() -> Iterator[None]:
-    """Run with the repository as the working directory (the shown commands name paths from it)."""
+def _in_root(cwd: Path | None = None) -> Iterator[None]:
+    """Run with the repository (or ``cwd``) as the working directory (the shown commands name paths
+    from it)."""
     before = os.getcwd()
-    os.chdir(ROOT)
+    os.chdir(cwd or ROOT)
     try:
         yield
     finally:
         os.chdir(before)
 
 
-def _run(args: list[str]) -> tuple[int, str, str]:
-    """``tracekit ARGS`` in this process: exit status, stdout, stderr."""
+def _run(args: list[str], cwd: Path | None = None) -> tuple[int, str, str]:
+    """``tracekit ARGS`` in this process, in the repository (or ``cwd``): exit status, stdout, stderr."""
     from tracekit.commands import main
 
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _in_root():
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _in_root(cwd):
         try:
             main(args)
             code = 0
@@ -194,6 +195,53 @@ def compare_example() -> str:
     return f"```\n$ {COMPARE_COMMAND}\n```\n\n{demoted(out)}\n\n"
 
 
+COMPILATION_COMMAND = "tracekit report sample_traces/compile_sweep/mlp_compile-sweep.json.gz --format md"
+
+
+@cache
+def compilation_example() -> str:
+    """The Compilation sections of the default-compile sweep's Markdown report."""
+    code, out, err = _run(COMPILATION_COMMAND.split()[1:])
+    assert code == 0, err
+    kept, keep = [], False
+    for line in demoted(out).splitlines():
+        if line.startswith("#"):
+            keep = line.lstrip("#").strip().startswith("Compilation")
+        if keep:
+            kept.append(line)
+    assert kept, "the sweep's report has no Compilation section"
+    return "\n".join(kept).strip() + "\n\n"
+
+
+#: A written file's size depends on the compressor's and Parquet writer's versions: shown as "…".
+_SIZE = re.compile(r"\(([0-9,]+) bytes, ")
+
+
+def _wrote(args: list[str]) -> str:
+    """The one line a writing command prints, run from the repository into a scratch folder."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        (Path(scratch) / "sample_traces").symlink_to(ROOT / "sample_traces")
+        code, _, err = _run(args, cwd=Path(scratch))
+    assert code == 0, err
+    return _SIZE.sub("(… bytes, ", err)
+
+
+CONVERT_COMMAND = "tracekit convert sample_traces/train_eager.json.gz -o train.parquet"
+ANNOTATE_COMMAND = "tracekit annotate sample_traces/antipatterns/antipatterns_host-sync.json.gz -o hs.json.gz"
+
+
+@cache
+def convert_example() -> str:
+    return f"```\n$ {CONVERT_COMMAND}\n{_wrote(CONVERT_COMMAND.split()[1:])}```\n"
+
+
+@cache
+def annotate_example() -> str:
+    return f"```\n$ {ANNOTATE_COMMAND}\n{_wrote(ANNOTATE_COMMAND.split()[1:])}```\n"
+
+
 PRODUCERS: dict[str, Callable[[], str]] = {
     "RULES": rules_table,
     "PRECISION": precision_table,
@@ -202,6 +250,9 @@ PRODUCERS: dict[str, Callable[[], str]] = {
     "DIFF": diff_example,
     "CHECK": check_example,
     "COMPARE": compare_example,
+    "COMPILATION": compilation_example,
+    "CONVERT": convert_example,
+    "ANNOTATE": annotate_example,
 }
 PAGES: dict[str, str] = {
     "RULES": "docs/reference/findings.md",
@@ -211,6 +262,9 @@ PAGES: dict[str, str] = {
     "DIFF": "docs/guide/regression.md",
     "CHECK": "docs/commands/check.md",
     "COMPARE": "docs/guide/compile.md",
+    "COMPILATION": "docs/guide/compile.md",
+    "CONVERT": "docs/commands/convert.md",
+    "ANNOTATE": "docs/commands/annotate.md",
 }
 #: Blocks of code the tests run (tests/commands/test_api.py, tests/docs/test_collect_snippet.py).
 CODE_BLOCKS = frozenset({"README-API", "API", "COLLECT"})
