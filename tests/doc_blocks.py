@@ -117,6 +117,14 @@ def findings_examples() -> str:
     return "".join(f"```\n$ tracekit report {path}\n{_opening(path)}\n```\n\n" for path in FINDINGS_EXAMPLES)
 
 
+@cache
+def readme_opening() -> str:
+    """The README's taste of ``tracekit report``: the first lines of the host-sync capture's findings."""
+    path = FINDINGS_EXAMPLES[0]
+    lines = _opening(path).splitlines()[:6]
+    return "```console\n$ tracekit report " + path + "\n" + "\n".join(lines) + "\n  …\n```\n"
+
+
 def rules_table() -> str:
     """The finding rules as Markdown, in table order: id, the most it says, what it finds, its fix."""
     from tracekit import findings
@@ -246,6 +254,7 @@ PRODUCERS: dict[str, Callable[[], str]] = {
     "RULES": rules_table,
     "PRECISION": precision_table,
     "FINDINGS": findings_examples,
+    "README-FINDINGS": readme_opening,
     "REPORT": report_example,
     "DIFF": diff_example,
     "CHECK": check_example,
@@ -258,6 +267,7 @@ PAGES: dict[str, str] = {
     "RULES": "docs/reference/findings.md",
     "PRECISION": "docs/reference/findings.md",
     "FINDINGS": "docs/guide/first-report.md",
+    "README-FINDINGS": "README.md",
     "REPORT": "docs/commands/report.md",
     "DIFF": "docs/guide/regression.md",
     "CHECK": "docs/commands/check.md",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from doc_blocks import check_block, check_example, diff_example
 
-BLOCKS = ("DIFF", "CHECK", "COMPILATION", "CONVERT", "ANNOTATE")
+BLOCKS = ("README-FINDINGS", "DIFF", "CHECK", "COMPILATION", "CONVERT", "ANNOTATE")
 
 
 @pytest.mark.parametrize("name", BLOCKS)
