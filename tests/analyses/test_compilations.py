@@ -487,15 +487,21 @@ def test_tag_steps_into_another_column():
     assert out["_span"].to_list() == [None, 7, None] and out["step"].to_list() == [1, 1, 1]
 
 
-def test_the_readme_shows_a_real_compare_run(tmp_path):
+def test_the_docs_show_a_real_compare_run(request, tmp_path):
+    """docs/guide/compile.md shows ``tracekit compare`` of the sweep as it prints today (its producer
+    in tests/doc_blocks.py; refresh with ``pytest --update-goldens``), and ``-o`` writes the same."""
+    from doc_blocks import COMPARE_MODES, check_block, compare_example
+
     from tracekit.commands import main
 
+    assert COMPARE_MODES == MODES
     out = tmp_path / "c.md"
     with pytest.raises(SystemExit) as done:
         main(["compare", *[str(SWEEP / f"mlp_{m}-sweep.json.gz") for m in MODES], "--format", "md", "-o", str(out)])
     assert done.value.code == 0
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert out.read_text(encoding="utf-8").strip() in readme
+    assert "mlp\\_compile-dynamic-sweep, 216.7 µs of GPU time per call" in out.read_text(encoding="utf-8")
+    assert out.read_text(encoding="utf-8").strip().splitlines()[-1] in compare_example()
+    check_block(request, "COMPARE")
 
 
 def test_hostile_trace_names_are_escaped_in_compare(tmp_path):

@@ -1,4 +1,5 @@
-"""The README's Python API session runs as written: every line of its output is real."""
+"""The Python sessions shown in README.md and docs/python-api.md run as written: every line of their
+output is real."""
 
 from __future__ import annotations
 
@@ -6,25 +7,21 @@ import doctest
 from pathlib import Path
 
 import pytest
+from doc_blocks import code_block
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _readme_session() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = text.split("<!-- README-API-START -->", 1)[1].split("<!-- README-API-END -->", 1)[0]
-    return block.split("```pycon\n", 1)[1].split("```", 1)[0]
-
-
-def test_readme_python_session_runs_as_written(monkeypatch):
-    monkeypatch.chdir(ROOT)  # the session names sample traces relative to the repository
-    source = _readme_session()
-    assert source.count(">>> ") >= 10
-    test = doctest.DocTestParser().get_doctest(source, {}, "README.md", "README.md", 0)
+@pytest.mark.parametrize(("page", "block", "least"), [("README.md", "README-API", 5), ("docs/python-api.md", "API", 10)])
+def test_python_session_runs_as_written(monkeypatch, page, block, least):
+    monkeypatch.chdir(ROOT)  # the sessions name sample traces relative to the repository
+    source = code_block(ROOT / page, block, "pycon")
+    assert source.count(">>> ") >= least
+    test = doctest.DocTestParser().get_doctest(source, {}, page, page, 0)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     result = runner.run(test)
-    assert result.attempted >= 10
-    assert result.failed == 0, "the README's Python session no longer prints what it shows"
+    assert result.attempted >= least
+    assert result.failed == 0, f"the Python session of {page} no longer prints what it shows"
 
 
 def test_open_names_a_missing_file_in_one_line(tmp_path):
@@ -78,57 +75,35 @@ def test_ceilings_reprice_the_findings_without_analysing_again():
         session.analyses(ceilings={"hbm_gbs": 1})
 
 
-def _demoted(markdown: str) -> str:
-    """The report's Markdown with headings three levels down (it sits under README sections)."""
-    return "\n".join("###" + line if line.startswith("#") else line for line in markdown.splitlines())
-
-
-def test_readme_report_example_is_a_real_run(request, sample):
-    """The README's report example is what the command prints today (refresh it with
-    ``pytest tests/commands/test_api.py --update-goldens``, then review the README diff)."""
+def test_report_example_is_a_real_run(request, sample):
+    """docs/commands/report.md shows the report of the eager MLP's step 4 as the command prints it
+    today (refresh with ``pytest tests/commands/test_api.py --update-goldens``, then review the diff);
+    the command's output is the session's report rendered as Markdown."""
     import io
+
+    from doc_blocks import REPORT_COMMAND, check_block, demoted, report_example
 
     from tracekit.render import renderer_for
 
-    start, end = "<!-- README-REPORT-START -->\n", "<!-- README-REPORT-END -->"
-    readme = ROOT / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    head, rest = text.split(start, 1)
-    shown, tail = rest.split(end, 1)
-    command = "$ tracekit report sample_traces/mlp_eager.json.gz --step 4 --format md"
-    assert shown.startswith(f"```\n{command}\n```\n\n")
     out = io.StringIO()
-    report = sample("mlp_eager").report(step=4)
-    renderer_for("md").render(report, out)
-    expected = f"```\n{command}\n```\n\n{_demoted(out.getvalue())}\n\n"
-    if request.config.getoption("--update-goldens"):
-        readme.write_text(head + start + expected + end + tail, encoding="utf-8")
-        return
-    assert shown == expected, "README's report example is stale: run pytest --update-goldens and review it"
+    renderer_for("md").render(sample("mlp_eager").report(step=4), out)
+    shown = report_example()
+    assert shown.startswith(f"```\n$ {REPORT_COMMAND}\n```\n\n#### tracekit report: mlp\\_eager.json.gz\n")
+    assert demoted(out.getvalue()) in shown
+    assert "| ProfilerStep#4 | 1,273.6 µs | 1,273.6 µs | 230.5 µs | 18.1% | 5 | 7 |" in shown
+    check_block(request, "REPORT")
 
 
-#: The README's step-timelines paragraph, as a session: ``s.report(timelines=True).timelines`` holds
-#: one ``StepTimeline`` per step and ``tracekit.render.timeline.draw(step)`` draws one as SVG.
-TIMELINES_SESSION = '''
->>> import tracekit
->>> s = tracekit.open("sample_traces/mlp_eager.json.gz")
->>> timelines = s.report(timelines=True).timelines
->>> [(step.name, step.gpu.height, step.left_out) for step in timelines]
-[('ProfilerStep#2', 7, {}), ('ProfilerStep#3', 7, {}), ('ProfilerStep#4', 7, {})]
->>> svg = tracekit.render.timeline.draw(timelines[-1])
->>> svg.count('class="tk-kernel"'), 'data-step="4"' in svg
-(5, True)
-'''
-
-
-def test_the_readme_timelines_example_runs_as_written():
-    """In a fresh interpreter, as a reader runs it: nothing imported but ``tracekit`` (so
-    ``tracekit.render`` is reached as an attribute, not because a test imported it before)."""
+def test_the_timelines_session_runs_as_written():
+    """docs/python-api.md's timelines session, in a fresh interpreter, as a reader runs it: nothing
+    imported but ``tracekit`` (so ``tracekit.render`` is reached as an attribute, not because a test
+    imported it before)."""
     import subprocess
     import sys
 
+    source = code_block(ROOT / "docs/python-api.md", "TIMELINES", "pycon")
     code = ("import doctest, sys\n"
-            f"test = doctest.DocTestParser().get_doctest({TIMELINES_SESSION!r}, {{}}, 'README', 'README', 0)\n"
+            f"test = doctest.DocTestParser().get_doctest({source!r}, {{}}, 'docs', 'docs', 0)\n"
             "result = doctest.DocTestRunner().run(test)\n"
             "sys.exit(1 if result.failed or result.attempted < 5 else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)

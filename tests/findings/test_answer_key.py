@@ -109,9 +109,10 @@ def test_todays_figures():
                                      planted=0, caught=0)
     assert Counter(f.verdict for f in KEY.findings) == {'true': 61, 'trivial': 5}
 
-def test_readme_states_the_keys_precision(request):
-    """The README's precision table is the key's (refresh with ``pytest --update-goldens``)."""
+def test_docs_state_the_keys_precision(request):
+    """The precision table of docs/reference/findings.md is the key's (refresh with ``pytest
+    --update-goldens``)."""
     from answer_key import precision_markdown
-    from test_readme_findings import check_block
+    from doc_blocks import check_block
 
     check_block(request, "PRECISION", precision_markdown(KEY))

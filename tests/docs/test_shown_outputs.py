@@ -1,0 +1,22 @@
+"""The outputs docs/ shows beyond the findings, report and compare examples (tested in their rooms)
+are real runs today: the diff of a PR, a check met and broken, the Compilation section, what convert
+and annotate print. Producers in tests/doc_blocks.py; refresh with ``pytest tests/docs
+--update-goldens`` and review the diff."""
+
+from __future__ import annotations
+
+import pytest
+from doc_blocks import check_block, check_example, diff_example
+
+BLOCKS = ("README-FINDINGS", "DIFF", "CHECK", "COMPILATION", "CONVERT", "ANNOTATE")
+
+
+@pytest.mark.parametrize("name", BLOCKS)
+def test_shown_output_is_a_real_run(request, name):
+    check_block(request, name)
+
+
+def test_the_shown_outputs_say_what_the_pages_claim():
+    assert "Fused gelu + mul (2 kernels) into one Inductor Triton kernel" in diff_example()
+    shown = check_example()
+    assert "13 of 13 expectations met" in shown and "11 of 13 expectations broken" in shown and "exit 1" in shown
