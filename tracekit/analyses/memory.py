@@ -158,6 +158,9 @@ class MemoryReport:
     ops: pl.DataFrame = field(default_factory=lambda: _empty(OPS_SCHEMA))
     growth: pl.DataFrame = field(default_factory=lambda: _empty(GROWTH_SCHEMA))
     out_of_memory: pl.DataFrame = field(default_factory=lambda: _empty(OOM_SCHEMA))
+    #: Events read but left out of some figures, by :data:`SET_ASIDE` reason (reasons without events
+    #: absent): what the analysis could not use, counted instead of guessed.
+    set_aside: dict[str, int] = field(default_factory=dict)
 
     def peak_per_step(self, gpu_only: bool = True) -> pl.DataFrame:
         """``step i64, peak_allocated i64``: the largest peak over the (GPU) devices per unit."""
@@ -204,8 +207,9 @@ def analyze(trace: Trace, tree_ops: pl.DataFrame | None = None) -> MemoryReport:
     events = _with_ops(events, tree_ops, rows)
     oom = events.filter(pl.col("oom"))
     events = events.filter(~pl.col("oom") & pl.col("bytes").is_not_null() & (pl.col("bytes") != 0))
+    events, set_aside = _plausible(events)
     if events.height == 0 and oom.height == 0:
-        return MemoryReport()
+        return MemoryReport(set_aside=set_aside)
     # Totals: the allocator's own, else the running sum (2021 traces write none).
     summed = pl.col("bytes").cum_sum().over("device")
     events = events.with_columns(
@@ -246,10 +250,45 @@ def analyze(trace: Trace, tree_ops: pl.DataFrame | None = None) -> MemoryReport:
         live=live.select(pl.col(c).cast(t) for c, t in LIVE_SCHEMA.items()),
         ops=_ops(events, rows),
         growth=_growth(stepped),
+        set_aside=set_aside,
         out_of_memory=oom.select(
             "device", "ts", "bytes", allocated=pl.col("total_allocated"), reserved=pl.col("total_reserved"),
             op=pl.col("op")).sort("ts").cast(OOM_SCHEMA),  # type: ignore[arg-type]
     )
+
+
+#: No allocator hands out or frees a block this large (256 TiB): an event claiming it is damage.
+MAX_EVENT_BYTES = 1 << 48
+#: A device whose running sum of bytes leaves this range would wrap the Int64 figures.
+MAX_SUM_BYTES = 1 << 62
+#: Why events are set aside (``MemoryReport.set_aside`` keys), as the report words them.
+SET_ASIDE = {
+    "implausible_size": "claim more than 256 TiB in one allocation or free (left out)",
+    "sums_overflow": "on a device whose summed bytes exceed 2^62 B (the device is left out)",
+    "no_address": "carry no block address (in the totals and per-op bytes; in no block)",
+}
+
+
+def _plausible(events: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """``events`` less those no allocator writes, and the count of each kind set aside: sizes past
+    :data:`MAX_EVENT_BYTES`, and every event of a device whose running sums (taken in Int128) would
+    wrap Int64. Events without an address are kept and counted when other events have one."""
+    counts: dict[str, int] = {}
+    sized = events.filter(pl.col("bytes").abs() <= MAX_EVENT_BYTES)
+    if sized.height < events.height:
+        counts["implausible_size"] = events.height - sized.height
+    wide = pl.col("bytes").cast(pl.Int128)
+    over = (sized.group_by("device")
+            .agg(reach=pl.max_horizontal(wide.cum_sum().abs().max(), wide.abs().sum()))
+            .filter(pl.col("reach") > MAX_SUM_BYTES)["device"])
+    if over.len():
+        kept = sized.filter(~pl.col("device").is_in(over.implode()))
+        counts["sums_overflow"] = sized.height - kept.height
+        sized = kept
+    without = int(sized["addr"].null_count())
+    if 0 < without < sized.height:
+        counts["no_address"] = without
+    return sized, counts
 
 
 class _Rows:

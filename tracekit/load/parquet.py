@@ -106,6 +106,11 @@ def load_parquet(path: str | os.PathLike[str], *, kv: Mapping[str, str] | None =
         frames = dict(zip(FRAMES, pl.collect_all(queries)))
     except Exception as err:
         raise TraceError(p, f"corrupt tracekit Parquet file ({type(err).__name__})") from None
+    for name, frame in frames.items():
+        # Every analysis keys events by idx (one event, one index, as the loader numbers them): a
+        # file with repeated indices was not written by convert, and trusting it loops or crashes.
+        if "idx" in frame.columns and frame["idx"].n_unique() != frame.height:
+            raise TraceError(p, f"corrupt tracekit Parquet file (repeated event indices in its {name} rows)")
     return Trace(meta=meta, **frames)
 
 

@@ -166,8 +166,10 @@ def memory_rows(report: Report) -> list[dict[str, Any]]:
     rows = []
     for r in gpu.iter_rows(named=True):
         ms = (r["ts"] - start) / 1e6
-        rows.append({"device": label(r["device"]), "ms": ms, "series": "allocated", "gb": r["allocated"] / 1e9})
-        rows.append({"device": label(r["device"]), "ms": ms, "series": "reserved", "gb": r["reserved"] / 1e9})
+        # Traces without the allocator's totals (before PyTorch 1.10) have no reserved series.
+        for series in ("allocated", "reserved"):
+            if r[series] is not None:
+                rows.append({"device": label(r["device"]), "ms": ms, "series": series, "gb": r[series] / 1e9})
     return rows
 
 

@@ -44,8 +44,8 @@ def detect(context: Context) -> list[Finding]:
     if ooms.height < OOM_MIN_EVENTS:
         return []
     evidence = [Evidence("op", r["op"] or "(no op)", r["step"], r["ts"], bytes_per_step=r["bytes"],
-                         detail=f"{r['device']}: {r['bytes']:,} B requested with {r['allocated'] or 0:,} B allocated, "
-                                f"{r['reserved'] or 0:,} B reserved")
+                         detail=f"{r['device']}: {_bytes(r['bytes'])} requested with {_bytes(r['allocated'])} allocated, "
+                                f"{_bytes(r['reserved'])} reserved")
                 for r in ooms.head(10).iter_rows(named=True)]
     steps = sorted({s for s in ooms["step"].to_list() if s is not None})
     units = context.decomposition.units if context.decomposition is not None else None
@@ -55,3 +55,8 @@ def detect(context: Context) -> list[Finding]:
                          "the wall time of the steps the failed allocation hit (their work is lost or redone)",
                          events=ooms.height, largest_request_bytes=int(ooms["bytes"].max() or 0), once=True,
                          resource="once")]
+
+
+def _bytes(value: int | None) -> str:
+    """A figure of the event, or that the event did not carry it (hand-edited or truncated traces)."""
+    return "an unknown number of bytes" if value is None else f"{value:,} B"

@@ -79,7 +79,8 @@
   bytes_freed, net, largest, incl_allocations, incl_bytes_allocated, incl_bytes_freed, incl_net,
   incl_largest}], growth: [{step, device, op, net, allocations}], out_of_memory: [{device, ts, bytes,
   allocated, reserved, op}], timeline: [{device, ts, allocated, reserved}] (at most 256 points per
-  device, each the highest of its span of time)}``; null in a report made without it
+  device, each the highest of its span of time), set_aside: {reason: events} (events left out of some
+  figures: "implausible_size", "sums_overflow", "no_address")}``; null in a report made without it
 * ``decomposition`` — (added in /1) each unit's CPU span by host state and its GPU idle time by what the
   host did meanwhile (:mod:`tracekit.analyses.decomposition`; ns): ``{limit ("gpu" | "blocked" | "data" |
   "dispatch" | "op_free"; null without units), limit_share (of the wall for "gpu", else of the CPU span),
@@ -183,7 +184,8 @@ def memory_data(memory: Any) -> dict[str, Any] | None:
     return {"events": memory.events, "note": HINT if memory.events == 0 else None,
             "devices": rows(memory.devices), "steps": rows(memory.steps), "live": rows(memory.live),
             "ops": rows(memory.ops), "growth": rows(memory.growth),
-            "out_of_memory": rows(memory.out_of_memory), "timeline": rows(memory.timeline)}
+            "out_of_memory": rows(memory.out_of_memory), "timeline": rows(memory.timeline),
+            "set_aside": dict(getattr(memory, "set_aside", {}) or {})}
 
 
 def launch_gaps_data(gaps: LaunchGapsReport) -> dict[str, Any]:

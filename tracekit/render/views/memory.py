@@ -44,7 +44,7 @@ def tables(report: Report) -> list[Rows]:
     """Peak per device, peak per unit, what holds the peak, per-op allocations, growth per unit and
     out-of-memory events (empty without memory events)."""
     memory = getattr(report, "memory", None)
-    if memory is None or memory.events == 0:
+    if memory is None or (memory.events == 0 and not memory.set_aside):
         return []
     devices = []
     for d in memory.devices.iter_rows(named=True):
@@ -82,6 +82,11 @@ def tables(report: Report) -> list[Rows]:
               for r in memory.growth.iter_rows(named=True)]
     out.append(("Memory — ops that grew memory most per step (allocated − freed in the op)",
                 ["step", "device", "op", "net", "allocations"], growth))
+    if memory.set_aside:
+        from tracekit.analyses.memory import SET_ASIDE
+
+        out.append(("Memory — events set aside", ["events", "why"],
+                    [[f"{n:,}", SET_ASIDE.get(why, why)] for why, n in memory.set_aside.items()]))
     if memory.out_of_memory.height:
         out.append(("Memory — out-of-memory events", ["device", "requested", "allocated", "reserved", "op"],
                     [[r["device"], size(r["bytes"]), size(r["allocated"]), size(r["reserved"]), _op(r["op"])]
