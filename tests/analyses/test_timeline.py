@@ -70,7 +70,7 @@ def test_eager_step_data_matches_the_raw_trace(eager):
 def test_eager_step_svg_counts(eager):
     _, report = eager
     step = report.timelines.step(4)
-    root = parse(draw_mod.draw(step))
+    root = parse(draw_mod.draw(step, full=True))
     assert root.get("class") == "tk-timeline" and root.get("data-step") == "4"
     assert int(root.get("data-start-ns")) == step.start_ns and int(root.get("data-end-ns")) == step.end_ns
     kernels = marks(root, "rect", "tk-kernel")
@@ -87,7 +87,12 @@ def test_eager_step_svg_counts(eager):
     for el in kernels + links + marks(root, "rect", "tk-op"):
         assert title(el) and el.get("data-ts") is not None and el.get("data-dur") is not None
     lanes = {g.get("data-lane") for g in marks(root, "g", "tk-lane")}
-    assert lanes == set(step.cpu["lane"].to_list()) | {"gpu:0:7", "host"}
+    assert lanes == set(step.cpu["lane"].to_list()) | {"gpu:0:7", "host", "busy:0"}
+    # Folded (the default drawing): the ops the analysis gives a fold depth, every launch call.
+    folded = parse(draw_mod.draw(step))
+    shown = step.cpu.filter((pl.col("kind") == "op") & pl.col("fold_depth").is_not_null()).height
+    assert 0 < shown < 31 and len(marks(folded, "rect", "tk-op")) == shown
+    assert len(marks(folded, "rect", "tk-launch")) == 8 and len(marks(folded, "path", "tk-link")) == 7
     # The host-state lane: the step's CPU span (op-free under everything), its ops and calls
     # (dispatch) and its cudaDeviceSynchronize (blocked, 12.6 µs in step 2: test_decomposition).
     host = marks(root, "rect", "tk-host")
@@ -188,9 +193,12 @@ def test_caps_keep_the_longest_and_say_what_was_left_out(tmp_path, monkeypatch):
     # their launch calls one level down, kernels 0..89 (15-60 µs apart).
     assert step.merged.select("group", "depth", "count").sort("group", "depth").rows() == [
         ("cpu", 1, 70), ("cpu", 2, 71), ("gpu", 0, 90)]
-    root = parse(draw_mod.draw(step))
+    root = parse(draw_mod.draw(step, full=True))
     assert len(marks(root, "rect", "tk-kernel")) == 30
     assert sorted(int(r.get("data-count")) for r in marks(root, "rect", "tk-merged")) == [70, 71, 90]
+    # Folded to the launching depth, the CPU runs below the outermost row are not drawn.
+    folded = parse(draw_mod.draw(step))
+    assert sorted(int(r.get("data-count")) for r in marks(folded, "rect", "tk-merged")) == [90]
     note = marks(root, "g", "tk-left-out")
     assert len(note) == 1
     text = "".join(note[0].itertext())
@@ -278,7 +286,8 @@ def test_report_command_asks_its_renderer(tmp_path, monkeypatch, fmt, calls):
     assert result.exit_code == 0, result.output
     assert len(seen) == calls
     if fmt == "html":
-        assert out.read_text(encoding="utf-8").count('class="tk-timeline"') == 3  # steps 2, 3, 4
+        # steps 2, 3, 4, each folded to its launching depth and in full (the CPU depth control)
+        assert out.read_text(encoding="utf-8").count('class="tk-timeline"') == 6
 
 
 def test_multi_stream_nccl_trace():
@@ -298,3 +307,18 @@ def test_multi_stream_nccl_trace():
     assert len(marks(root, "path", "tk-link")) == 261
     nccl = [r for r in marks(root, "rect", "tk-kernel") if "nccl" in title(r).lower()]
     assert len(nccl) == 8 and {r.get("data-class") for r in nccl} == {"communication"}
+
+
+def test_busy_bins_add_up_to_each_steps_gpu_busy_and_folds_are_bounded(eager):
+    """The utilisation strip's bins (one device here) sum to the summary's gpu_busy_ns in every
+    step, tile the window, and no bin is busier than it is long; a folded lane has few rows."""
+    _, report = eager
+    busy = dict(zip(report.steps["number"].to_list(), report.steps["gpu_busy_ns"].to_list()))
+    for step in report.timelines.steps:
+        bins = step.busy
+        assert bins["busy_ns"].sum() == busy[step.number]
+        assert (bins["busy_ns"] <= bins["end"] - bins["ts"]).all()
+        assert bins["ts"].min() >= step.start_ns and bins["end"].max() <= step.end_ns
+        assert bins.height <= timeline.BUSY_BINS
+        folded = step.cpu["fold_depth"].drop_nulls()
+        assert folded.max() < timeline.FOLD_ANNOTATIONS + 3

@@ -14,7 +14,9 @@ Per unit:
 * ``cpu`` — ops and launch calls that start in the unit's CPU span, any thread (op tree rows):
   ``lane str`` (``cpu:<tid>``), ``depth u16`` (nesting depth, 0 = the outermost mark drawn on that
   lane in this unit), ``name str``, ``ts i64``, ``end i64``, ``kind str`` (``op`` | ``launch``),
-  ``correlation i64?`` (launch calls only), ``idx u32`` (the event's trace idx);
+  ``correlation i64?`` (launch calls only), ``idx u32`` (the event's trace idx), ``fold_depth u16?``
+  (the mark's row when the lane is folded to its launching depth, null when folding hides it:
+  :func:`_fold_depths`);
 * ``gpu`` — the kernels, memcpys and memsets the unit launched (attribution's ``step``):
   ``lane str`` (``gpu:<device>:<stream>``), ``name``, ``short`` (the shortened kernel name),
   ``klass`` (kernel class), ``library``, ``kind``, ``ts``, ``end``, ``correlation``, ``id u32`` (the
@@ -31,6 +33,11 @@ Per unit:
   one another they show each instant's state;
 * ``compile_spans`` — compile work that started in the unit: ``ts``, ``end``, ``kind`` (``compile``,
   ``recompile``, ``autotune``, ``graph_record``, ``runtime``), ``label`` (span name and compile id);
+* ``busy`` — how busy each GPU device was over the window, in :data:`BUSY_BINS` equal bins of it:
+  ``device i64``, ``ts``, ``end`` (the bin), ``busy_ns i64`` (the length of the union of the
+  device's GPU work of the unit inside the bin; bins with none are not rows). Computed from every
+  activity the unit launched, not only the drawn ones, so on a device that is the only one the
+  unit used, the bins' ``busy_ns`` add up to the per-step summary's ``gpu_busy_ns``;
 * ``merged`` — the CPU and GPU marks the caps left out, as runs: per lane (and nesting depth), marks
   less than 1/:data:`MERGE_PIECES` of the window apart form one run, so a capped unit still shows
   where work ran: ``group str`` (``cpu`` | ``gpu``), ``lane``, ``depth u16``, ``ts``, ``end``,
@@ -54,7 +61,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from tracekit.analyses import decomposition, steps as steps_analysis
+from tracekit.analyses import decomposition, intervals, steps as steps_analysis
 from tracekit.trace import empty_frame as _empty
 
 if TYPE_CHECKING:
@@ -72,11 +79,18 @@ MERGE_PIECES = 1200
 #: unit of a 1 GB trace stays drawable in one page (``bench/timelines.py``: 100 MB of train_eager
 #: steps, 30 units at the default unit's caps each, made a 64 MB page).
 TOTAL_MARKS = 30_000
+#: Bins of a unit's window in its GPU utilisation strip: about one per 2 px of a 1,200 px drawing,
+#: so a 1,000-kernel step whose GPU is busy 12 % of the time reads as 12 %, not as a solid bar.
+BUSY_BINS = 600
+#: Levels of nested user annotations a folded CPU lane shows (a deeper annotation is hidden until
+#: the lane is unfolded), so a folded lane has at most 3 + 3 rows: the outermost mark, the
+#: annotations, the GPU-launching top ops and the launch calls.
+FOLD_ANNOTATIONS = 3
 MIN_MARKS_PER_UNIT = 25
 
 CPU_SCHEMA: dict[str, pl.DataType] = {
     "lane": pl.String, "depth": pl.UInt16, "name": pl.String, "ts": pl.Int64, "end": pl.Int64,
-    "kind": pl.String, "correlation": pl.Int64, "idx": pl.UInt32,
+    "kind": pl.String, "correlation": pl.Int64, "idx": pl.UInt32, "fold_depth": pl.UInt16,
 }
 GPU_SCHEMA: dict[str, pl.DataType] = {
     "lane": pl.String, "name": pl.String, "short": pl.String, "klass": pl.String, "library": pl.String,
@@ -92,6 +106,7 @@ ROUND_TRIPS_SCHEMA: dict[str, pl.DataType] = {
 }
 COMPILE_SCHEMA: dict[str, pl.DataType] = {"ts": pl.Int64, "end": pl.Int64, "kind": pl.String, "label": pl.String}
 HOST_SCHEMA: dict[str, pl.DataType] = {"ts": pl.Int64, "end": pl.Int64, "state": pl.String}
+BUSY_SCHEMA: dict[str, pl.DataType] = {"device": pl.Int64, "ts": pl.Int64, "end": pl.Int64, "busy_ns": pl.Int64}
 #: The state a ``host`` row of each decomposition layer shows.
 HOST_LAYERS = {1: "blocked", 2: "data", 3: "dispatch", 4: "op_free"}
 MERGED_SCHEMA: dict[str, pl.DataType] = {
@@ -117,6 +132,7 @@ class StepTimeline:
     round_trips: pl.DataFrame = field(default_factory=lambda: _empty(ROUND_TRIPS_SCHEMA))
     compile_spans: pl.DataFrame = field(default_factory=lambda: _empty(COMPILE_SCHEMA))
     host: pl.DataFrame = field(default_factory=lambda: _empty(HOST_SCHEMA))
+    busy: pl.DataFrame = field(default_factory=lambda: _empty(BUSY_SCHEMA))
     merged: pl.DataFrame = field(default_factory=lambda: _empty(MERGED_SCHEMA))
     left_out: dict[str, int] = field(default_factory=dict)
 
@@ -181,7 +197,7 @@ def analyze(whole: Analyses, *, default_step: int | None = None) -> Timelines:
            for k, v in CAPS.items()})
 
     cpu, cpu_out, cpu_left = _capped(_relative_depth(_cpu(whole)), caps, "cpu", "dur")
-    cpu = _cpu_lanes(cpu).with_columns(pl.col("name").fill_null(""))
+    cpu = _fold_depths(_cpu_lanes(cpu).with_columns(pl.col("name").fill_null("")))
     gpu_all = _gpu(whole)
     gpu, gpu_out, gpu_left = _capped(gpu_all, caps, "gpu", "dur")
     gaps, gaps_out, _ = _capped(_gaps(whole, windows), caps, "gaps", "dur", kind="gap")
@@ -192,11 +208,13 @@ def analyze(whole: Analyses, *, default_step: int | None = None) -> Timelines:
                                     kind="merged_run")
     host, host_out, _ = _capped(_host(whole), caps, "host", "dur", kind="host_state")
     gpu = _short_names(gpu)
+    busy = _busy(gpu_all, windows)
 
     parts = {
         "cpu": _by_step(cpu, CPU_SCHEMA), "gpu": _by_step(gpu, GPU_SCHEMA), "gaps": _by_step(gaps, GAPS_SCHEMA),
         "links": _by_step(links, LINKS_SCHEMA), "round_trips": _by_step(trips, ROUND_TRIPS_SCHEMA),
         "compile_spans": _by_step(spans, COMPILE_SCHEMA), "merged": _by_step(merged, MERGED_SCHEMA),
+        "busy": _by_step(busy, BUSY_SCHEMA),
         "host": _by_step(host.sort("step", "layer", "ts", descending=[False, True, False]), HOST_SCHEMA),
     }
     left_out: dict[int, dict[str, int]] = {}
@@ -219,19 +237,26 @@ def _cpu(whole: Analyses) -> pl.DataFrame:
     """Ops and launch calls; ``dur`` ranks them for the cap: an op's own duration, a launch call's
     that of the op that made it (so a launch is kept with its op, before shorter ops)."""
     tree = whole.attribution.tree
-    ops = tree.ops.select("tid", "depth", "name", "ts", "end", kind=pl.lit("op"),
-                          correlation=pl.lit(None, pl.Int64), idx="idx", dur=pl.col("end") - pl.col("ts"))
+    # What a folded lane keeps (:func:`_fold_depths`): user annotations that launch GPU work, and
+    # the top ops (cpu_ops under no other cpu_op: the call in the user's code) that do.
+    parents = tree.ops.select(parent_idx="idx", _parent_cpu_op="direct_cpu_op_idx")
+    role = (pl.when(pl.col("launches_gpu") & (pl.col("cat") == "user_annotation")).then(pl.lit("annotation"))
+            .when(pl.col("launches_gpu") & (pl.col("cat") == "cpu_op") & pl.col("_parent_cpu_op").is_null())
+            .then(pl.lit("top_op")))
+    ops = tree.ops.join(parents, on="parent_idx", how="left", maintain_order="left").select(
+        "tid", "depth", "name", "ts", "end", kind=pl.lit("op"), correlation=pl.lit(None, pl.Int64), idx="idx",
+        dur=pl.col("end") - pl.col("ts"), role=role)
     op_dur = ops.select(op_idx="idx", op_dur="dur")
     launches = tree.launches.select(
         "tid", "depth", "name", "ts", "end", kind=pl.lit("launch"), correlation="correlation", idx="idx",
-        op_idx="op_idx").join(op_dur, on="op_idx", how="left", maintain_order="left").select(
+        op_idx="op_idx", role=pl.lit("launch")).join(op_dur, on="op_idx", how="left", maintain_order="left").select(
         pl.exclude("op_idx", "op_dur"), dur=pl.col("op_dur").fill_null(pl.col("end") - pl.col("ts")))
-    marks = pl.concat([ops, launches], how="vertical_relaxed")
+    marks = pl.concat([ops, launches], how="diagonal_relaxed")
     marks = steps_analysis.tag_steps(marks, whole.trace.steps).filter(pl.col("step").is_not_null())
     # ``lane`` is the bare thread id here; :func:`_cpu_lanes` names the lanes of the few marks kept.
     return marks.select(
         "step", lane="tid", depth=pl.col("depth").cast(pl.Int64), name="name", ts="ts", end="end", kind="kind",
-        correlation="correlation", idx="idx", dur="dur")
+        correlation="correlation", idx="idx", dur="dur", role="role")
 
 
 def _cpu_lanes(frame: pl.DataFrame, where: pl.Expr | bool = True) -> pl.DataFrame:
@@ -379,6 +404,67 @@ def _merged(cpu_left: pl.DataFrame, gpu_left: pl.DataFrame, windows: pl.DataFram
             .agg(pl.col(key).first(), ts=pl.col("ts").min(), end=pl.col("end").max(),
                  count=pl.col("count").sum(), busy_ns=pl.col("busy_ns").sum()))
     return _cpu_lanes(runs.drop("_run"), pl.col("group") == "cpu").with_columns(dur=pl.col("end") - pl.col("ts"))
+
+
+def _fold_depths(cpu: pl.DataFrame) -> pl.DataFrame:
+    """``fold_depth``: each kept CPU mark's row when its lane is folded to the launching depth, null
+    for a mark the folded lane hides.
+
+    A folded lane shows what says where GPU work came from and nothing else: the lane's outermost
+    marks (the step, or the thread's top-level span), the user annotations whose subtree launches
+    GPU work (:data:`FOLD_ANNOTATIONS` levels of them), the top ops that launch GPU work (the
+    outermost cpu_op: ``aten::linear`` rather than the ``aten::addmm`` inside it, whose name the
+    launch's link and hover still lead to) and the launch calls. The Python frames of a
+    ``with_stack`` trace (30 levels and more) and the nested ATen ops under a top op (14 levels in a
+    vLLM decode step) are hidden: the full lane shows them. A mark's row is the number of shown
+    marks that enclose it, so no two marks of one row overlap (marks of one thread nest) and a
+    folded lane has at most ``FOLD_ANNOTATIONS + 3`` rows.
+
+    One sweep per lane over the kept marks (at most the caps' 4,000 per unit)."""
+    shown = (pl.col("depth") == 0) | pl.col("role").is_not_null()
+    rows = (cpu.with_row_index("_row").filter(shown).sort(["step", "lane", "ts", "depth", "idx"])
+            .select("_row", "step", "lane", "depth", "ts", "end", "role").rows())
+    fold: dict[int, int] = {}
+    stack: list[tuple[int, str]] = []  # enclosing shown marks of the lane: (end, role)
+    key = None
+    for row, step, lane, depth, ts, end, role in rows:
+        if (step, lane) != key:
+            key, stack = (step, lane), []
+        while stack and stack[-1][0] <= ts and not (stack[-1][0] == ts == end):
+            stack.pop()
+        if depth != 0 and role == "annotation" and sum(r == "annotation" for _, r in stack) >= FOLD_ANNOTATIONS:
+            continue
+        fold[row] = len(stack)
+        if role != "launch":
+            stack.append((end, "outer" if depth == 0 else role))
+    found = pl.DataFrame({"_row": list(fold), "fold_depth": list(fold.values())},
+                         schema={"_row": pl.UInt32, "fold_depth": pl.UInt16})
+    return cpu.with_row_index("_row").join(found, on="_row", how="left", maintain_order="left").drop("_row")
+
+
+def _busy(gpu_all: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """The ``busy`` rows of every unit (module docstring), with ``step``."""
+    if gpu_all.height == 0:
+        return pl.DataFrame(schema={"step": pl.Int64, **BUSY_SCHEMA})
+    work = gpu_all.select("step", "ts", "end", device=pl.col("lane").str.split(":").list.get(1).cast(pl.Int64))
+    merged = intervals.merge(work, by=["step", "device"])
+    span = (pl.col("_wend") - pl.col("_start")).clip(1)
+
+    def edge(b: pl.Expr) -> pl.Expr:  # bin b's start: whole ns, so the bins tile the window exactly
+        return pl.col("_start") + b * span // BUSY_BINS
+
+    def bin_of(t: pl.Expr) -> pl.Expr:
+        return ((t - pl.col("_start")).clip(0) * BUSY_BINS // span).clip(0, BUSY_BINS - 1)
+
+    bins = (merged.join(windows.select("step", _start="start", _wend="end"), on="step", how="inner")
+            .with_columns(_bin=pl.int_ranges(bin_of(pl.col("ts")), bin_of(pl.col("end")) + 1))
+            .explode("_bin")
+            .with_columns(_lo=edge(pl.col("_bin")), _hi=edge(pl.col("_bin") + 1))
+            .with_columns(_part=pl.min_horizontal("end", "_hi") - pl.max_horizontal("ts", "_lo"))
+            .filter(pl.col("_part") > 0))
+    return (bins.group_by("step", "device", "_bin").agg(ts=pl.col("_lo").first(), end=pl.col("_hi").first(),
+                                                         busy_ns=pl.col("_part").sum())
+            .sort("step", "device", "_bin").select("step", *BUSY_SCHEMA))
 
 
 # ---- finishing -------------------------------------------------------------------------------------

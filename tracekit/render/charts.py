@@ -45,10 +45,11 @@ from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
 from tracekit.render.text import for_display
-from tracekit.render.timeline import CLASS_COLOURS, OTHER_COLOUR
+from tracekit.render.timeline import CLASS_COLOURS, OTHER_COLOUR, axis_unit
 
 if TYPE_CHECKING:
     from tracekit.results.diff import Diff
+    from tracekit.results.ranks import RankReport
     from tracekit.results.report import Report
 
 #: Bars drawn in :func:`gpu_time_by_class` (one per unit; the first ones).
@@ -188,6 +189,22 @@ def class_ab_rows(diff: Diff) -> tuple[list[dict[str, Any]], tuple[str, str]]:
     return rows, sides
 
 
+def rank_rows(ranks: RankReport) -> list[dict[str, Any]]:
+    """Step time per rank: rows ``{"rank": label, "order": i, "mean_us", "max_us", "slowest": bool,
+    "what"}`` for the rank traces with steps, in the result's order (rank, then file)."""
+    rows = []
+    for r in ranks.ranks.iter_rows(named=True):
+        if r["error"] or r["mean_step_ns"] is None:
+            continue
+        name = f"rank {r['rank']}" if r["rank"] is not None else label(r["file"], UNIT_LIMIT, keep_end=8)
+        slowest = r["file"] == ranks.slowest
+        rows.append({"rank": name + (" (slowest)" if slowest else ""), "order": len(rows),
+                     "mean_us": r["mean_step_ns"] / 1e3, "max_us": r["max_step_ns"] / 1e3, "slowest": slowest,
+                     "what": f"{name}: mean step {r['mean_step_ns'] / 1e3:,.1f} µs, longest {r['max_step_ns'] / 1e3:,.1f} µs"
+                             f" over {r['steps']} steps ({label(r['file'])})"})
+    return rows
+
+
 def class_colour(klass: str) -> str:
     """The colour of kernel class ``klass``: the timeline's (:data:`tracekit.render.timeline.CLASS_COLOURS`),
     so a class has one colour in every picture."""
@@ -215,8 +232,20 @@ def _title(text: str, subtitle: str | None = None) -> dict[str, Any]:
     return {"text": text, **({"subtitle": subtitle} if subtitle else {})}
 
 
+def _in_unit(rows: list[dict[str, Any]], field: str, largest_us: float) -> tuple[list[dict[str, Any]], str]:
+    """Copies of ``rows`` with ``field`` (µs) also as ``value`` in the unit an axis up to
+    ``largest_us`` is labelled in (:func:`tracekit.render.timeline.axis_unit`: a 200 ms axis in
+    ms), and the unit's symbol."""
+    size, name = axis_unit(largest_us * 1e3)
+    return [{**r, "value": r[field] * 1e3 / size} for r in rows], name
+
+
 def gpu_time_by_class_spec(rows: list[dict[str, Any]], left_out: int) -> dict[str, Any]:
     """The Vega-Lite specification of :func:`gpu_time_by_class`."""
+    totals: dict[int, float] = {}
+    for r in rows:
+        totals[r["order"]] = totals.get(r["order"], 0.0) + r["us"]
+    rows, unit = _in_unit(rows, "us", max(totals.values(), default=0.0))
     units = sorted({(r["order"], r["unit"]) for r in rows})
     classes = [k for _, k in sorted({(r["rank"], r["class"]) for r in rows})]
     note = f"{len(units)} steps shown, {left_out} more left out" if left_out else None
@@ -232,7 +261,7 @@ def gpu_time_by_class_spec(rows: list[dict[str, Any]], left_out: int) -> dict[st
         "encoding": {
             "x": {"field": "unit", "type": "nominal", "title": None, "sort": [u for _, u in units],
                   "axis": {"labelAngle": 0 if upright else -40, "labelAlign": "center" if upright else "right"}},
-            "y": {"field": "us", "type": "quantitative", "title": "GPU time (µs)", "stack": "zero"},
+            "y": {"field": "value", "type": "quantitative", "title": f"GPU time ({unit})", "stack": "zero"},
             "color": {"field": "class", "type": "nominal", "title": "kernel class", "scale": _class_scale(classes),
                       "sort": classes},
             "order": {"field": "rank", "type": "quantitative", "sort": "ascending"},
@@ -332,6 +361,7 @@ def memory_spec(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def class_ab_spec(rows: list[dict[str, Any]], sides: tuple[str, str]) -> dict[str, Any]:
     """The Vega-Lite specification of :func:`class_time_a_vs_b`."""
     classes = [k for _, k in sorted({(r["rank"], r["class"]) for r in rows})]
+    rows, unit = _in_unit(rows, "us", max((r["us"] for r in rows), default=0.0))
     return {
         "title": _title("GPU time per kernel class, A vs B", "median per step"),
         "data": {"values": rows}, "width": 480, "height": {"step": 14},
@@ -339,12 +369,36 @@ def class_ab_spec(rows: list[dict[str, Any]], sides: tuple[str, str]) -> dict[st
         "encoding": {
             "y": {"field": "class", "type": "nominal", "title": None, "sort": classes},
             "yOffset": {"field": "side", "type": "nominal", "sort": list(sides)},
-            "x": {"field": "us", "type": "quantitative", "title": "GPU time per step (µs)"},
+            "x": {"field": "value", "type": "quantitative", "title": f"GPU time per step ({unit})"},
             "color": {"field": "side", "type": "nominal", "title": None,
                       "scale": {"domain": list(sides), "range": list(SIDE_COLOURS)},
                       "legend": {"orient": "bottom"}},
             "description": {"field": "what"},
         },
+    }
+
+
+SLOWEST_COLOUR, RANK_COLOUR = "#c0392b", "#4e79a7"
+
+
+def rank_step_times_spec(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Vega-Lite specification of :func:`rank_step_times`."""
+    size, unit = axis_unit(1e3 * max((r["max_us"] for r in rows), default=0.0))
+    rows = [{**r, "mean": r["mean_us"] * 1e3 / size, "longest": r["max_us"] * 1e3 / size} for r in rows]
+    ranks = [r["rank"] for r in sorted(rows, key=lambda r: r["order"])]
+    y = {"field": "rank", "type": "nominal", "title": None, "sort": ranks}
+    return {
+        "title": _title("Step time per rank", "bar: mean step (CPU span) · tick: longest step · red: the slowest rank"),
+        "data": {"values": rows}, "width": 560, "height": {"step": 22},
+        "layer": [
+            {"mark": {"type": "bar"},
+             "encoding": {"y": y, "x": {"field": "mean", "type": "quantitative", "title": f"step time ({unit})"},
+                          "color": {"field": "slowest", "type": "nominal", "legend": None,
+                                    "scale": {"domain": [False, True], "range": [RANK_COLOUR, SLOWEST_COLOUR]}},
+                          "description": {"field": "what"}}},
+            {"mark": {"type": "tick", "thickness": 2, "color": "#1d232b"},
+             "encoding": {"y": y, "x": {"field": "longest", "type": "quantitative"}, "description": {"field": "what"}}},
+        ],
     }
 
 
@@ -418,6 +472,13 @@ def memory_timeline(report: Report) -> str | None:
     """Allocated and reserved memory over time per GPU device (module docstring)."""
     rows = memory_rows(report)
     return to_svg(memory_spec(rows)) if rows else None
+
+
+def rank_step_times(ranks: RankReport) -> str | None:
+    """Per rank, the mean step as a bar and the longest step as a tick on one time axis, the slowest
+    rank in red (``tracekit report DIR``); None when no rank trace has a step."""
+    rows = rank_rows(ranks)
+    return to_svg(rank_step_times_spec(rows)) if rows else None
 
 
 def class_time_a_vs_b(diff: Diff) -> str | None:

@@ -71,16 +71,26 @@ def _bullets(block: Bullets) -> str:
 
 
 def _drawing(drawing: StepDrawing) -> str:
-    """One step's drawing inlined, under its side label."""
+    """One step's drawing inlined, under its side label. Where folding its CPU lanes hides marks,
+    the folded drawing is shown in a ``div.tk-fold`` (``data-cpu-depth="launch"``) and the full one
+    waits in the ``template`` after it (``data-cpu-depth="full"``), which the page's CPU depth
+    control swaps in."""
     from tracekit.render import timeline
 
     out = f'<div class="tk-side">{esc(drawing.side)}</div>' if drawing.side else ""
-    return out + inline_svg(timeline.draw(drawing.step, width=drawing.width), drawing.prefix)
+    folded = inline_svg(timeline.draw(drawing.step, width=drawing.width), drawing.prefix)
+    if not timeline.foldable(drawing.step):
+        return out + folded
+    full = inline_svg(timeline.draw(drawing.step, width=drawing.width, full=True), f"{drawing.prefix}-full")
+    return (out + f'<div class="tk-fold" data-cpu-depth="launch">{folded}</div>'
+            f'<template class="tk-fold-other" data-cpu-depth="full">{full}</template>')
 
 
 def _timelines(block: Timelines) -> str:
     """A step selector and a view: the default choice drawn in the view, the others in
     ``<template>`` elements the script swaps in when chosen."""
+    from tracekit.render import timeline
+
     if not block.choices:
         return none(block.empty)
     ordered = sorted(block.choices, key=lambda c: c.key != block.default)  # the default first, then in order
@@ -91,6 +101,10 @@ def _timelines(block: Timelines) -> str:
                 '<button type="button" data-zoom="in" title="zoom in">+</button>'
                 '<button type="button" data-zoom="out" title="zoom out">−</button>'
                 '<button type="button" data-zoom="reset" title="whole step">reset</button>'
+                + ('<button type="button" class="tk-depth" aria-pressed="false" title="CPU lanes: only the ops '
+                   'that launch GPU work (their outermost op and annotations) or every nesting depth">'
+                   "CPU: all depths</button>" if any(timeline.foldable(d.step) for c in block.choices
+                                                       for d in c.drawings) else "") +
                 '<span class="tk-hint">ctrl/⌘ + wheel or pinch: zoom · drag or shift + wheel: pan · double-click: reset'
                 ' · hover a mark: details</span>'
                 "</div>")

@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 LABEL_WIDTH = 150
 RIGHT_MARGIN = 14
 ROW = 13          # one nesting level of a CPU lane
-GPU_LANE = 20     # one GPU stream
+GPU_LANE = 26     # one GPU stream
+BUSY_LANE = 28    # a GPU device's utilisation strip, above its streams
 COMPILE_LANE = 14
 ROUND_TRIP_BAND = 34  # under the GPU lanes, where round-trip arcs hang
 LANE_GAP = 6
@@ -67,8 +68,12 @@ MIN_TEXT_WIDTH = 36
 MAX_TEXTS = 400
 #: Longest line of hover text (a templated C++ kernel name runs to thousands of characters).
 HOVER_LIMIT = 300
-#: Round trips that get a byte label beside their arc (the largest ones).
-LABELLED_ROUND_TRIPS = 8
+#: A round trip's byte label: font size and the width of one character of it, over-estimated so
+#: that label boxes laid out from it never overlap in a browser (page.js uses the same figures).
+LABEL_FONT = 9
+LABEL_CHAR = 5.6
+LABEL_PAD = 4
+BUSY_COLOUR = "#35608f"
 
 #: Kernel class colours (the classes of :data:`tracekit.classify.rules.CLASSES`); an unknown class
 #: gets :data:`OTHER_COLOUR`.
@@ -142,14 +147,22 @@ def _tick_step(span_ns: float, room_px: float) -> float:
     return 10 * power
 
 
-def _tick_label(ns: float, step: float) -> str:
-    if step >= 1_000_000:
-        decimals = 0 if step % 1_000_000 == 0 else 1
-        return f"{ns / 1e6:,.{decimals}f} ms"
-    if step >= 1_000:
-        decimals = 0 if step % 1_000 == 0 else 1
-        return f"{ns / 1e3:,.{decimals}f} µs"
-    return f"{ns:,.0f} ns"
+#: Time units of an axis, largest first: an axis is labelled in the largest unit the span shown
+#: holds at least once (a 200 ms span in ms, a 2.4 s one in s, a 900 µs one in µs).
+UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
+
+
+def axis_unit(span_ns: float) -> tuple[float, str]:
+    """The unit (ns per unit, its symbol) an axis over ``span_ns`` is labelled in."""
+    return next(((size, name) for size, name in UNITS if span_ns >= size), UNITS[-1])
+
+
+def _tick_label(ns: float, step: float, span: float) -> str:
+    """A tick at ``ns`` on an axis of ticks ``step`` apart over ``span``: in the span's unit, with
+    as many decimals as the step needs (``0.5 ms``, ``120 ms``, ``1.2 s``)."""
+    size, name = axis_unit(span)
+    decimals = max(0, -math.floor(math.log10(step / size) + 1e-9))
+    return f"{ns / size:,.{decimals}f} {name}"
 
 
 def _lane_label(lane: str) -> str:
@@ -219,9 +232,17 @@ def _rect(cls: str, x: float, y: float, w: float, h: float, fill: str, hover: tu
 _Drawn = tuple[float, float, float, int, int, str]
 
 
-def draw(step: StepTimeline, *, width: int = 1200) -> str:
+def foldable(step: StepTimeline) -> bool:
+    """Whether folding ``step``'s CPU lanes to their launching depth hides or moves any mark (then a
+    page offers both drawings, the folded one first)."""
+    return any(fold is None or fold != depth for depth, fold in step.cpu.select("depth", "fold_depth").iter_rows())
+
+
+def draw(step: StepTimeline, *, width: int = 1200, full: bool = False) -> str:
     """The SVG document of ``step``'s timeline, ``width`` user units (CSS px) wide; see the module
-    docstring for its DOM.
+    docstring for its DOM. ``full``: every CPU mark at its nesting depth; else each CPU lane is
+    folded to its launching depth (the analysis' ``fold_depth``: the outermost marks, annotations
+    and top ops that launch GPU work, and the launch calls; the others are hidden).
 
     Laid out top to bottom: the title, the time axis' labels, the compile lane, the host-state lane
     (the step decomposition: blocked, data, dispatch, op-free over the CPU span), the CPU lanes, the
@@ -241,7 +262,7 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
     # Each frame read once into rows per lane (a frame operation per lane costs more than the marks).
     runs_by = _by_lane(step.merged.sort(["group", "lane", "depth", "ts"]).select(
         "lane", "depth", "ts", "end", "count", "busy_ns").rows())
-    cpu_lanes, launch_at, y = _cpu_lanes(c, step, runs_by, y)
+    cpu_lanes, launch_at, y = _cpu_lanes(c, step, runs_by, y, full)
     body += cpu_lanes
     gpu_lanes, gaps, kernel_at, gpu_bottom, y = _gpu_lanes(c, step, runs_by, y)
     body += gpu_lanes
@@ -252,7 +273,7 @@ def draw(step: StepTimeline, *, width: int = 1200) -> str:
     axis = _axis(c, axis_y, height - 4, step.end_ns - step.start_ns)
     svg_open = (f'<svg xmlns="http://www.w3.org/2000/svg" class="tk-timeline" data-step="{step.number}" '
                 f'data-start-ns="{step.start_ns}" data-end-ns="{step.end_ns}" data-x0="{_num(c.x0)}" '
-                f'data-x1="{_num(c.x1)}" width="{width}" '
+                f'data-x1="{_num(c.x1)}" data-cpu-depth="{"full" if full else "launch"}" width="{width}" '
                 f'height="{_num(height)}" viewBox="0 0 {width} {_num(height)}" {FONT} font-size="10" '
                 f'role="img" aria-label="{_xml(f"timeline of {step.name}")}">')
     return "".join([
@@ -294,15 +315,23 @@ def _host_lane(c: _Canvas, step: StepTimeline, y: float) -> tuple[list[str], flo
 
 
 def _cpu_lanes(c: _Canvas, step: StepTimeline, runs_by: dict[str, list[tuple]],
-               y: float) -> tuple[list[str], dict[tuple[str, int], float], float]:
-    """CPU lanes: one per thread, a row per nesting depth. Returns the lanes, where each launch call
-    was drawn (``(lane, launch ts)`` -> y of the launch row's bottom) and the y under them."""
+               y: float, full: bool) -> tuple[list[str], dict[tuple[str, int], float], float]:
+    """CPU lanes: one per thread, a row per nesting depth (``full``) or per folded depth (else: the
+    marks the analysis gives no ``fold_depth`` are not drawn, nor the merged runs below the
+    outermost row). Returns the lanes, where each launch call was drawn (``(lane, launch ts)`` ->
+    y of the launch row's bottom) and the y under them."""
     lanes = []
     launch_at: dict[tuple[str, int], float] = {}
     cpu = _by_lane(step.cpu.sort(["lane", "ts", "depth", "idx"]).select(
-        "lane", "depth", "name", "ts", "end", "kind", "correlation").rows())
+        "lane", "depth", "name", "ts", "end", "kind", "correlation", "fold_depth").rows())
     for lane in _cpu_lane_order(cpu, [k for k in runs_by if k.startswith("cpu:")], step.name):
-        rows, runs = cpu.get(lane, []), runs_by.get(lane, [])
+        every, runs = cpu.get(lane, []), runs_by.get(lane, [])
+        depth_all = max([r[0] for r in every] + [r[0] for r in runs] + [0])
+        if full:
+            rows = [r[:6] for r in every]
+        else:
+            rows = [(r[6], *r[1:6]) for r in every if r[6] is not None]
+            runs = [r for r in runs if r[0] == 0]
         depth_max = max([r[0] for r in rows] + [r[0] for r in runs] + [0])
         height = (depth_max + 1) * ROW
         marks = [_run(c, r, y + r[0] * ROW + 0.5, ROW - 1.5, "CPU marks") for r in runs]
@@ -319,7 +348,11 @@ def _cpu_lanes(c: _Canvas, step: StepTimeline, runs_by: dict[str, list[tuple]],
                                    (name, f"{duration(end - ts)} · depth {depth} · {_lane_label(lane)}"), ts,
                                    end - ts, f' data-depth="{depth}"'))
                 marks.append(c.label(name, x, w, top + ROW - 3.5))
-        lanes.append(_lane(lane, _lane_label(lane), y, height, marks, c.x1 + RIGHT_MARGIN))
+        note = None
+        if depth_max < depth_all:
+            note = f"{depth_max + 1} of {depth_all + 1} rows"
+        lanes.append(_lane(lane, _lane_label(lane), y, height, marks, c.x1 + RIGHT_MARGIN, note=note,
+                           extra=f' data-rows="{depth_max + 1}" data-rows-full="{depth_all + 1}"'))
         y += height + LANE_GAP
     return lanes, launch_at, y
 
@@ -332,13 +365,20 @@ def _gpu_lanes(c: _Canvas, step: StepTimeline, runs_by: dict[str, list[tuple]],
     gpu = _by_lane(step.gpu.sort(["lane", "ts", "id"]).select(
         "lane", "name", "short", "klass", "library", "kind", "ts", "end", "correlation", "id").rows())
     gpu_lanes = sorted(set(gpu) | {k for k in runs_by if not k.startswith("cpu:")}, key=_gpu_lane_key)
+    busy = _by_lane(step.busy.sort(["device", "ts"]).select("device", "ts", "end", "busy_ns").rows())
     gpu_top: dict[str, float] = {}
+    lanes = []
     y += 4
+    device = None
     for lane in gpu_lanes:
+        if _gpu_lane_key(lane)[0] != device:
+            device = _gpu_lane_key(lane)[0]
+            if device in busy:
+                lanes.append(_busy_lane(c, step, device, busy[device], y))
+                y += BUSY_LANE + 2
         gpu_top[lane] = y
         y += GPU_LANE + 2
     gaps = _gaps(c, step, gpu_top, y)
-    lanes = []
     kernel_at: dict[int, _Drawn] = {}
     for lane in gpu_lanes:
         top = gpu_top[lane]
@@ -360,6 +400,27 @@ def _gpu_lanes(c: _Canvas, step: StepTimeline, runs_by: dict[str, list[tuple]],
     if gpu_lanes:
         y += LANE_GAP
     return lanes, gaps, kernel_at, gpu_bottom, y
+
+
+def _busy_lane(c: _Canvas, step: StepTimeline, device: int, bins: list[tuple], y: float) -> str:
+    """GPU ``device``'s utilisation strip: one bar per bin of the window, as tall as the fraction
+    of the bin the device was busy (``rect.tk-busy``, ``data-busy-ns``), so a step that keeps the
+    GPU busy 12 % of the time reads as low bars, not as the solid block its kernels' marks make."""
+    window = max(1, step.end_ns - step.start_ns)
+    total = sum(b[2] for b in bins)
+    room = BUSY_LANE - 3
+    marks = []
+    for ts, end, busy_ns in bins:
+        x, w = c.span(ts, end)
+        frac = busy_ns / max(1, end - ts)
+        h = max(0.5, room * frac)
+        marks.append(_rect("tk-busy", x, y + BUSY_LANE - 1 - h, w, h, BUSY_COLOUR,
+                           (f"GPU {device} busy {frac:.0%} of {duration(end - ts)}",
+                            f"at {duration(ts - step.start_ns)} from the window's start"), ts, end - ts,
+                           f' data-busy-ns="{busy_ns}"'))
+    note = f"busy {total / window:.0%} of the window"
+    return _lane(f"busy:{device}", f"GPU {device} utilisation", y, BUSY_LANE, marks, c.x1 + RIGHT_MARGIN,
+                 note=note, extra=f' data-busy-ns="{total}" data-window-ns="{window}"')
 
 
 def _gaps(c: _Canvas, step: StepTimeline, gpu_top: dict[str, float], below: float) -> str:
@@ -406,15 +467,15 @@ def _links(c: _Canvas, step: StepTimeline, launch_at: dict[tuple[str, int], floa
 
 def _round_trips(step: StepTimeline, kernel_at: dict[int, _Drawn], gpu_bottom: float) -> str:
     """Round trips: arcs in a band under the GPU lanes, from the producer's end to the consumer's
-    start, the largest labelled with their bytes (empty without any)."""
+    start, and each one's byte label at its arc's apex; labels that would overlap a larger round
+    trip's are hidden and counted on it (:func:`place_labels`), empty without any."""
     if not step.round_trips.height:
         return ""
-    trips = []
+    trips, labels = [], []
     opacity = _num(min(0.85, max(0.25, 30 / max(1, step.round_trips.height))))
     ordered = step.round_trips.sort(["bytes", "producer_id", "consumer_id"], descending=[True, False, False])
     biggest = max(1, int(ordered["bytes"].max() or 1))
-    for n, (prod, cons, nbytes, label) in enumerate(ordered.select(
-            "producer_id", "consumer_id", "bytes", "label").iter_rows()):
+    for prod, cons, nbytes, label in ordered.select("producer_id", "consumer_id", "bytes", "label").iter_rows():
         a, b = kernel_at.get(prod), kernel_at.get(cons)
         if a is None or b is None:
             continue
@@ -428,10 +489,62 @@ def _round_trips(step: StepTimeline, kernel_at: dict[int, _Drawn], gpu_bottom: f
                      f'stroke-width="{_num(stroke)}" stroke-opacity="{opacity}" data-ts="{a[4]}" '
                      f'data-dur="0" data-bytes="{nbytes}" data-producer="{prod}" data-consumer="{cons}">'
                      f"<title>{_hover(*hover)}</title></path>")
-        if n < LABELLED_ROUND_TRIPS and x2 - x1 > 30:
-            trips.append(f'<text class="tk-roundtrip-label" x="{_num((x1 + x2) / 2)}" y="{_num(top_y + 2)}" '
-                         f'font-size="9" fill="{ROUND_TRIP_COLOUR}" text-anchor="middle">{_xml(size(nbytes))}</text>')
+        # The apex of the cubic arc is 3/4 of the way from the ends to the control points.
+        labels.append(((x1 + x2) / 2, gpu_bottom + 0.75 * (top_y - gpu_bottom) + 3.5, size(nbytes)))
+    shown = place_labels(labels)
+    for rank, ((x, y, text), more) in enumerate(zip(labels, shown)):
+        hidden = ' display="none"' if more is None else ""
+        trips.append(f'<text class="tk-roundtrip-label" x="{_num(x)}" y="{_num(y)}" font-size="{LABEL_FONT}" '
+                     f'fill="{ROUND_TRIP_COLOUR}" text-anchor="middle" pointer-events="none" data-rank="{rank}" '
+                     f'data-size="{_xml(text)}"{hidden}>{_xml(_with_more(text, more or 0))}</text>')
     return '<g class="tk-roundtrips">' + "".join(trips) + "</g>" if trips else ""
+
+
+def _with_more(text: str, more: int) -> str:
+    return f"{text} +{more:,} more" if more else text
+
+
+def _label_box(x: float, y: float, text: str) -> tuple[float, float, float, float]:
+    """The box a centred label of ``text`` with its baseline at ``y`` covers (over-estimated)."""
+    half = (len(text) * LABEL_CHAR + LABEL_PAD) / 2
+    return x - half, y - LABEL_FONT - 1, x + half, y + 4
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def place_labels(labels: list[tuple[float, float, str]]) -> list[int | None]:
+    """Which labels ``(x, y, text)`` (most important first) are shown so that no two overlap: for
+    each, None (hidden) or how many hidden labels it stands for (shown as ``+N more``).
+
+    Greedy in order: a label overlapping a shown one is hidden and counted on the first it
+    overlaps. Then each shown label is widened by its ``+N more``; one that now overlaps an earlier
+    shown label is hidden in turn, it and its count moving to that label, until nothing overlaps.
+    The page's script runs the same rule for the window it shows (page.js ``placeLabels``)."""
+    more: list[int | None] = [None] * len(labels)
+    shown: list[int] = []
+    for i, (x, y, text) in enumerate(labels):
+        box = _label_box(x, y, text)
+        hit = next((j for j in shown if _overlap(box, _label_box(*labels[j][:2], labels[j][2]))), None)
+        if hit is None:
+            shown.append(i)
+            more[i] = 0
+        else:
+            more[hit] = (more[hit] or 0) + 1
+    changed = True
+    while changed:
+        changed = False
+        boxes = {j: _label_box(labels[j][0], labels[j][1], _with_more(labels[j][2], more[j] or 0)) for j in shown}
+        for n, j in enumerate(shown):
+            hit = next((k for k in shown[:n] if _overlap(boxes[j], boxes[k])), None)
+            if hit is not None:
+                more[hit] = (more[hit] or 0) + 1 + (more[j] or 0)
+                more[j] = None
+                shown.remove(j)
+                changed = True
+                break
+    return more
 
 
 def _by_lane(rows: list[tuple]) -> dict[str, list[tuple]]:
@@ -466,12 +579,19 @@ def _run(c: _Canvas, run: tuple, y: float, h: float, what: str) -> str:
                  f' data-count="{count}"', ' fill-opacity="0.45"')
 
 
-def _lane(lane: str, label: str, y: float, height: float, marks: Iterable[str], width: float) -> str:
-    return (f'<g class="tk-lane" data-lane="{_xml(lane)}">'
+def _lane(lane: str, label: str, y: float, height: float, marks: Iterable[str], width: float, *,
+          note: str | None = None, extra: str = "") -> str:
+    """A lane: its background, its label (and ``note`` under it, in smaller type, where the lane
+    is two rows tall), its marks."""
+    under = ""
+    if note and height >= 2 * ROW:
+        under = (f'<text class="tk-lane-label" x="4" y="{_num(y + 2 * ROW - 3)}" font-size="9" '
+                 f'fill="#5b6675">{_xml(note, 40)}</text>')
+    return (f'<g class="tk-lane" data-lane="{_xml(lane)}"{extra}>'
             f'<rect class="tk-lane-bg" x="0" y="{_num(y)}" width="{_num(width)}" height="{_num(height)}" fill="#f6f7f9" '
             f'fill-opacity="0.6"/>'
             f'<text class="tk-lane-label" x="4" y="{_num(y + min(height, ROW) - 3)}" font-size="10" '
-            f'fill="#333333">{_xml(label, 40)}</text>'
+            f'fill="#333333">{_xml(label, 40)}</text>{under}'
             + "".join(marks) + "</g>")
 
 
@@ -485,7 +605,7 @@ def _axis(c: _Canvas, y: float, bottom: float, window: int) -> str:
         parts.append(f'<line x1="{_num(x)}" y1="{_num(y + 12)}" x2="{_num(x)}" y2="{_num(bottom)}" '
                      f'stroke="#dddddd" stroke-width="0.5"/>')
         parts.append(f'<text x="{_num(x)}" y="{_num(y + 9)}" font-size="9" fill="#555555" '
-                     f'text-anchor="middle">{_xml(_tick_label(t, step))}</text>')
+                     f'text-anchor="middle">{_xml(_tick_label(t, step, window))}</text>')
         t += step
     parts.append(f'<text x="4" y="{_num(y + 9)}" font-size="9" fill="#555555">time from step start</text></g>')
     return "".join(parts)

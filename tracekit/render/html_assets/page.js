@@ -66,8 +66,12 @@
     return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
   }
 
-  function tickLabel(ns, step) {
-    var unit = step >= 1e6 ? [1e6, "ms"] : step >= 1e3 ? [1e3, "µs"] : [1, "ns"];
+  // The axis is labelled in the largest unit the span shown holds at least once (timeline.py
+  // axis_unit): a 200 ms window in ms, a 900 µs one in µs.
+  var UNITS = [[1e9, "s"], [1e6, "ms"], [1e3, "µs"], [1, "ns"]];
+  function tickLabel(ns, step, span) {
+    var unit = UNITS[UNITS.length - 1];
+    for (var u = 0; u < UNITS.length; u++) if (span >= UNITS[u][0]) { unit = UNITS[u]; break; }
     var digits = Math.max(0, -Math.floor(Math.log10(step / unit[0]) + 1e-9));
     return (ns / unit[0]).toLocaleString("en-US", {minimumFractionDigits: digits, maximumFractionDigits: digits}) +
       " " + unit[1];
@@ -91,8 +95,59 @@
                                             stroke: "#dddddd", "stroke-width": 0.5}));
       var text = make("text", {x: x, y: label ? label.getAttribute("y") : 12, "font-size": 9, fill: "#555555",
                                "text-anchor": "middle"});
-      text.textContent = tickLabel(t, step);
+      text.textContent = tickLabel(t, step, t1 - t0);
       g.appendChild(text);
+    }
+  }
+
+  // Round-trip byte labels that never overlap (timeline.py place_labels, the same rule): in rank
+  // order, a label overlapping a shown one is hidden and counted on it ("+N more"); a shown label
+  // its count widens into an earlier one is hidden in turn. Boxes are in the units of the whole
+  // window's drawing, where text keeps its size at every zoom (it is counter-scaled).
+  var LABEL_FONT = 9, LABEL_CHAR = 5.6, LABEL_PAD = 4;
+  function labelBox(x, y, text) {
+    var half = (text.length * LABEL_CHAR + LABEL_PAD) / 2;
+    return [x - half, y - LABEL_FONT - 1, x + half, y + 4];
+  }
+  function overlaps(a, b) { return a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]; }
+  function withMore(text, more) { return more ? text + " +" + more.toLocaleString("en-US") + " more" : text; }
+
+  function placeLabels(svg, z, vx, w) {
+    var els = svg.querySelectorAll("text.tk-roundtrip-label"), items = [], k = z.vb[2] / w, i, j;
+    for (i = 0; i < els.length; i++) {
+      var x = z.vb[0] + (parseFloat(els[i].getAttribute("x")) - vx) * k;
+      if (z.plot && (x < z.x0 || x > z.x1)) { els[i].setAttribute("display", "none"); continue; }
+      items.push({el: els[i], x: x, y: parseFloat(els[i].getAttribute("y")),
+                  text: els[i].getAttribute("data-size") || "", more: null});
+    }
+    var shown = [];
+    for (i = 0; i < items.length; i++) {
+      var box = labelBox(items[i].x, items[i].y, items[i].text), hit = null;
+      for (j = 0; j < shown.length && hit === null; j++) {
+        if (overlaps(box, labelBox(shown[j].x, shown[j].y, shown[j].text))) hit = shown[j];
+      }
+      if (hit === null) { items[i].more = 0; shown.push(items[i]); } else hit.more += 1;
+    }
+    for (var changed = true; changed;) {
+      changed = false;
+      var boxes = shown.map(function (it) { return labelBox(it.x, it.y, withMore(it.text, it.more)); });
+      for (i = 0; i < shown.length && !changed; i++) {
+        for (j = 0; j < i; j++) {
+          if (overlaps(boxes[i], boxes[j])) {
+            shown[j].more += 1 + shown[i].more;
+            shown[i].more = null;
+            shown.splice(i, 1);
+            changed = true;
+            break;
+          }
+        }
+      }
+    }
+    for (i = 0; i < items.length; i++) {
+      var it = items[i];
+      if (it.more === null) { it.el.setAttribute("display", "none"); continue; }
+      it.el.removeAttribute("display");
+      it.el.textContent = withMore(it.text, it.more);
     }
   }
 
@@ -123,12 +178,31 @@
                        (base ? " " + base : ""));
       }
     }
+    placeLabels(svg, z, x, w);
+  }
+
+  // The CPU depth control: each step drawing whose CPU lanes fold has the folded drawing shown in
+  // div.tk-fold and the full one in the template after it; showing the other swaps their contents.
+  function applyDepth(view, full) {
+    var want = full ? "full" : "launch", folds = view.querySelectorAll("div.tk-fold");
+    for (var i = 0; i < folds.length; i++) {
+      var div = folds[i], other = div.nextElementSibling;
+      if (div.getAttribute("data-cpu-depth") === want || !other || other.tagName !== "TEMPLATE") continue;
+      var keep = document.createElement("template");
+      keep.className = "tk-fold-other";
+      keep.setAttribute("data-cpu-depth", div.getAttribute("data-cpu-depth"));
+      while (div.firstChild) keep.content.appendChild(div.firstChild);
+      div.appendChild(document.importNode(other.content, true));
+      div.setAttribute("data-cpu-depth", want);
+      other.parentNode.replaceChild(keep, other);
+    }
   }
 
   function initTimelines(box) {
     var view = box.querySelector(".tk-view");
     var select = box.querySelector("select.tk-step-select");
-    var state = {f0: 0, f1: 1};
+    var state = {f0: 0, f1: 1, full: false};
+    var depth = box.querySelector("button.tk-depth");
 
     function svgs() { return view.querySelectorAll("svg.tk-timeline"); }
     function render() {
@@ -160,8 +234,17 @@
       target.parentNode.removeChild(target);
       view.setAttribute("data-key", key);
       state.f0 = 0; state.f1 = 1;
+      applyDepth(view, state.full);
       render();
     }
+
+    if (depth) depth.addEventListener("click", function () {
+      state.full = !state.full;
+      depth.setAttribute("aria-pressed", state.full ? "true" : "false");
+      depth.textContent = state.full ? "CPU: launching ops only" : "CPU: all depths";
+      applyDepth(view, state.full);
+      render();
+    });
 
     if (select) select.addEventListener("change", function () { show(select.value); });
     var buttons = box.querySelectorAll("button[data-zoom]");

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tracekit.render.document import Document, Paragraph, Section, Title
+from tracekit.render.document import Chart, Charts, Document, Paragraph, Section, Title
 from tracekit.render.text import Rows, us
 from tracekit.render.views.blocks import table
 
@@ -20,6 +20,8 @@ def document(rank_report: RankReport) -> Document:
     if rank_report.slowest:
         blocks.append(Paragraph((f"Slowest rank: {rank_report.slowest}",), tone="strong",
                                 terse=f"slowest: {rank_report.slowest}"))
+    blocks.append(Charts((Chart("rank_step_times", rank_report, "rank_step_times", "step time per rank",
+                                "Mean and longest step time of each rank, the slowest in red"),)))
     return Document("ranks", Title(f"tracekit report: {title}", ("tracekit report: ", title), 1, in_text=False),
                     (Section("ranks", "Ranks", tuple(blocks)),), "page")
 
