@@ -149,6 +149,28 @@ class Ident(Matcher):
         return (self.pattern,)
 
 
+@lru_cache(maxsize=65536)
+def kernel_scope(name: str) -> str:
+    """The namespaces qualifying the kernel's own identifier, lower-cased: ``void dpsk::ep::internode::dispatch<…>``
+    -> ``dpsk::ep::internode`` (``""`` for a bare or unqualified name)."""
+    return aten.template_scope(name).lower()
+
+
+@dataclass(frozen=True)
+class Scope(Matcher):
+    """``re.search`` on :func:`kernel_scope` (write the pattern in lower case): where the kernel is declared, not
+    the namespaces of its template arguments or parameters (``cub::DispatchReduceByKey<…>`` inside a CUB
+    kernel's template is not a scope)."""
+
+    pattern: re.Pattern[str]
+
+    def __call__(self, ctx: Context) -> bool:
+        return self.pattern.search(kernel_scope(ctx.name)) is not None
+
+    def regexes(self) -> tuple[re.Pattern[str], ...]:
+        return (self.pattern,)
+
+
 @dataclass(frozen=True)
 class _Myelin(Matcher):
     """A TensorRT Myelin kernel (``__myl_…``) whose op words spell ``kernel_class`` (misc.myelin_class)."""
@@ -203,6 +225,10 @@ def _ri(pattern: str) -> Regex:
 
 def _id(pattern: str) -> Ident:
     return Ident(re.compile(pattern))
+
+
+def _scope(pattern: str) -> Scope:
+    return Scope(re.compile(pattern))
 
 
 def _w(*words: str) -> Words:
@@ -363,7 +389,12 @@ _LEADING_NAMESPACE = {
     "sgl_hip": "sglang",  # SGLang's HIP kernels (sgl_hip::activation::act_and_mul_kernel)
     "fused_moe": "trtllm",  # TensorRT-LLM's small-batch fused MoE (fused_moe::run_global<Fused_Moe_Kernel_sm80…>)
     "cusparse": "cusparse",
+    "mori": "mori",  # AMD MORI (its EP all-to-all: mori::moe::EpDispatchIntraNodeKernel)
 }
+
+# DeepSeek's own builds keep DeepEP and DeepGEMM under one `dpsk::` namespace (`dpsk::ep::internode::dispatch`,
+# `dpsk::gemm::fp8_gemm_kernel`): the second segment says which library's code it is.
+_DPSK_NAMESPACE = {"ep": "deep_ep", "gemm": "deep_gemm"}
 
 # Libraries whose kernels live in the global namespace but whose identifiers are their own, recognised by the
 # start of the name (after `void `): ATen's legacy THC pointwise kernels and its XPU (SYCL) functors, cuDNN's RNN
@@ -440,6 +471,10 @@ def library_from_namespace(name: str) -> str:
         lead = head[:cut].strip()
         if lead.isidentifier() and lead in _LEADING_NAMESPACE:
             return _LEADING_NAMESPACE[lead]
+        if lead == "dpsk":
+            second = head[cut + 2:cut + 2 + 8].split("::", 1)
+            if len(second) == 2 and second[0] in _DPSK_NAMESPACE:
+                return _DPSK_NAMESPACE[second[0]]
     lead = _LIBRARY_PREFIX.match(name)
     if lead is not None:
         return lead.lastgroup or "unknown"
@@ -548,6 +583,30 @@ RULES: tuple[Rule, ...] = (
          "NCCL/RCCL device kernels (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`, old `ncclKernel_...`, RCCL's "
          "`rcclGenericKernel` / `rccl_main_kernel`). Library `rccl` when the name says so or a HIP API launched "
          "it (RCCL keeps NCCL's kernel names on ROCm)."),
+    Rule("moe.dispatch_layout", _all(_w("dispatch_layout"), _id(r"^get_dispatch_layout$")), "other", _ns, None,
+         "DeepEP's layout kernel `get_dispatch_layout` (namespace `deep_ep::layout`, `deep_ep::internode` in early "
+         "releases, `dpsk::ep::cuda` in DeepSeek's own builds): counts, on the local GPU, the tokens each rank and "
+         "expert will receive from the top-k indices. It moves no data between GPUs, so it is not communication; "
+         "like the other MoE routing bookkeeping (vLLM's `moe_align_block_size_kernel`) it is class other. Before "
+         "collective.custom, which takes every other `deep_ep::internode::` kernel."),
+    Rule("collective.expert_parallel",
+         _any(_all(_w("dispatch", "combine", "notify", "barrier", "clean_low_latency"),
+                   _id(r"^(?:(?:notify|cached_notify)_?)?(?:dispatch|combine)(?:_[a-z0-9_]{1,48})?$|^cached_notify$|"
+                       r"^barrier$|^clean_low_latency_buffer$"),
+                   _scope(r"(?:^|::)(?:ep|deep_ep|intranode|internode|internode_ll)$")),
+              _all(_w("epdispatch", "epcombine", "ep_dispatch", "ep_combine"),
+                   _id(r"^ep_?(?:dispatch|combine)(?:_?(?:intra|inter)_?node|_?ll|_?low_?latency)"))),
+         "communication", _ns_or("deep_ep"), misc.decode_collective,
+         "Expert-parallel all-to-all (the MoE token dispatch to the experts' GPUs and the combine back) under any "
+         "namespace: DeepEP's kernels `dispatch`, `combine`, `notify_dispatch`, `cached_notify`, "
+         "`cached_notify_{dispatch,combine}`, the low-latency `dispatch`/`combine` (`_ll`, tuned `dispatch_opt…` "
+         "variants), `barrier` and `clean_low_latency_buffer`, read from the kernel's own identifier and declared in "
+         "an EP namespace (`…::ep`, `deep_ep`, `intranode`, `internode`, `internode_ll`): `deep_ep::internode::…`, "
+         "Primus-Turbo's `primus_turbo::deep_ep::intranode::…`, DeepSeek's own builds `dpsk::ep::internode::…` "
+         "(library deep_ep: the same code); and MORI's `mori::moe::EpDispatchIntraNodeKernel` / "
+         "`EpCombineInterNodeKernel`. A `dispatch`/`combine` word elsewhere (FlashAttention's "
+         "`flash_fwd_splitkv_combine_kernel`, CUB's `Dispatch…` policies in template arguments, a kernel called "
+         "`combine` outside an EP namespace) is not enough. Their time is communication, whoever built them."),
     Rule("collective.custom", _any(_w("multimem_all_reduce", "multimem_all_gather", "multimem_reduce_scatter",
                                  "multimem_one_shot", "one_shot_all_reduce", "two_shot_all_reduce",
                                  "oneshot_all_reduce", "twoshot_all_reduce", "oneshotallreduce", "twoshotallreduce",
@@ -563,8 +622,9 @@ RULES: tuple[Rule, ...] = (
          "Collectives outside NCCL: PyTorch SymmetricMemory's `multimem_all_reduce_kernel` (NVLS multicast) and "
          "one-/two-shot all-reduce, vLLM/SGLang/aiter custom all-reduce (`cross_device_reduce_1stage`, "
          "`sglang::all_reduce_pull_res_kernel`, `r4d_ar_oneshot_2rank_*`), TVM/MSCCL++ `allreduce_simple`, "
-         "TensorRT-LLM's Lamport all-reduce fusion, DeepEP (also Primus-Turbo's port; its low-latency "
-         "`deep_ep::internode_ll::dispatch/combine` over NVSHMEM too)/dlslime all-to-all, b12x's CuTe-DSL comm module "
+         "TensorRT-LLM's Lamport all-reduce fusion, any other kernel DeepEP declares in its communication "
+         "namespaces `deep_ep::{intranode,internode,internode_ll}::` (its dispatch/combine family is "
+         "collective.expert_parallel, above), dlslime all-to-all, b12x's CuTe-DSL comm module "
          "(`kernel_cutlass_kernel_b12xcommroce_…`: one-shot all-reduce and all-gather over RoCE), ROCm Iris (a "
          "symmetric-heap SHMEM library written in Triton/Gluon: every `iris_*` kernel it ships is a collective, "
          "`iris_stage_one_shot_allreduce_kernel`, `iris_reduce_symmetric_gluon_kernel`), FlashInfer's "
