@@ -62,3 +62,24 @@ def test_expert_parallel_layout_is_local_bookkeeping() -> None:
     # today's spelling, from DeepEP's csrc/kernels/api.cuh (namespace deep_ep::layout; parameters shortened)
     assert _got("void deep_ep::layout::get_dispatch_layout<256, 32, 8>(long const*, int*)") == \
         ("other", "deep_ep", "moe.dispatch_layout")
+
+
+def test_cublaslt_standalone_epilogue_in_both_spellings() -> None:
+    """Family: cuBLASLt's stand-alone epilogue (bias/activation pass after a GEMM that could not fuse it) is class
+    gemm, op=epilogue, library cublasLt, whether CUPTI writes it in the `cublasLt::` namespace (CUDA 12, real, from
+    the A100 kernel map the table cites) or in the CUDA <= 11 spelling `epilogue::impl::globalKernel<…,
+    cublasLtEpilogue_t, …>` (built: the same instantiation without the namespace, as cuBLASLt 11 declared it)."""
+    params = "(int, int, long, float*, cublasLtEpilogue_t, int, float*, long, void*, long, long, long, float*, long, int*)"
+    new = "void cublasLt::epilogue::impl::globalKernel<8, 32, float, float, float, true, true, 1>" + params
+    old = "void epilogue::impl::globalKernel<8, 32, float, float, float, true, true, 1>" + params
+    for name in (new, old):
+        info = classify_kernel(name)
+        assert (info.kernel_class, info.library, info.rule) == ("gemm", "cublasLt", "gemm.cublas_aux"), name
+        assert dict(info.decoded) == {"op": "epilogue"}
+    # Not the family: a `globalKernel` of another library's `epilogue::impl` without cuBLASLt's epilogue type
+    # (built), and a cuBLAS kernel that merely takes a cublasLtEpilogue_t stays cuBLAS's (library by namespace).
+    assert _got("void epilogue::impl::globalKernel<8, 32, float>(int, float*)")[0] == "other"
+    assert _got("void cublas::gemvx::kernel<int, int, float, float, float, float, false, true, true, false, 7, false, "
+                "cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, "
+                "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float> >("
+                "cublasLtEpilogue_t)")[:2] == ("gemm", "cublas")

@@ -513,8 +513,16 @@ def _triton_or_ns(ctx: Context) -> str:
 
 
 def _gemm_library(ctx: Context) -> str:
-    # By the kernel's own namespace: cuBLAS kernels take `cublasLtEpilogue_t` arguments too.
-    return "cublasLt" if ctx.name.startswith(("void cublasLt::", "cublasLt::")) else "cublas"
+    # By the kernel's own namespace: cuBLAS kernels take `cublasLtEpilogue_t` arguments too. cuBLASLt's stand-alone
+    # epilogue is cuBLASLt's in both spellings (`cublasLt::epilogue::impl::…`, CUDA <= 11 `epilogue::impl::…`).
+    if ctx.name.startswith(("void cublasLt::", "cublasLt::")) or _CUBLASLT_EPILOGUE(ctx):
+        return "cublasLt"
+    return "cublas"
+
+
+# cuBLASLt's stand-alone epilogue kernel (bias/activation after a GEMM that could not fuse them), in its CUDA <= 11
+# spelling outside the `cublasLt::` namespace: declared in `epilogue::impl`, and taking a `cublasLtEpilogue_t`.
+_CUBLASLT_EPILOGUE = _all(_w("cublasltepilogue_t"), _id(r"^globalkernel$"), _scope(r"(?:^|::)epilogue::impl$"))
 
 
 def _comm_library(ctx: Context) -> str:
@@ -810,11 +818,14 @@ RULES: tuple[Rule, ...] = (
                                         "gemmSN_TN_kernel", "gemmSN_NT_kernel", "gemmSN_TT_kernel", "gemmk1_kernel",
                                         "gemmSN_kernel", "gemvx::kernel", "dot_kernel<", "splitKreduce_kernel",
                                         "cublasLt::", "cublas::", "scal_kernel", "axpy_kernel"), fold=False),
+                                 _CUBLASLT_EPILOGUE,
                                  _all(_w("reduce_1block_kernel", "asum_kernel", "nrm2_kernel"), _w("cublas"))),
          "gemm", _gemm_library, gemm.decode_cublas_aux,
          "cuBLAS helper kernels: GEMV (`gemv2T_kernel_val`), small-N GEMM (`gemmSN_TN_kernel`), dot and its "
          "second-stage `reduce_1Block_kernel`, the split-K reduction `cublasLt::splitKreduce_kernel` and cuBLASLt's "
-         "stand-alone epilogue `cublasLt::epilogue::impl::globalKernel`. Judgement call: split-K's reduction and the "
+         "stand-alone epilogue `cublasLt::epilogue::impl::globalKernel` (CUDA <= 11 spells it `epilogue::impl::globalKernel<…>` "
+         "outside the `cublasLt::` namespace; its `cublasLtEpilogue_t` parameter and `epilogue::impl` scope say whose "
+         "it is: library cublasLt in both spellings). Judgement call: split-K's reduction and the "
          "epilogue are class gemm (decoded op=split_k_reduce / epilogue) — they are the tail of one GEMM call, and "
          "a GEMM-time total that left them out would flatter the algorithms that need them."),
     Rule("gemm.magma", _all(_w("magma"), _w("gemm", "gemv")), "gemm", "magma", gemm.decode_generic,
