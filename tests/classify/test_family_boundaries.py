@@ -83,3 +83,24 @@ def test_cublaslt_standalone_epilogue_in_both_spellings() -> None:
                 "cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, "
                 "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float> >("
                 "cublasLtEpilogue_t)")[:2] == ("gemm", "cublas")
+
+
+def test_sageattention_triton_forward_is_attention() -> None:
+    """Family: SageAttention — its Triton forward `sage_fwd` and variants (aiter's ports) are attention, not
+    triton_custom; library triton with Triton's launcher, sageattention without launch evidence; its quantisation
+    kernels stay outside the family."""
+    for row in _family("SageAttention (quantised attention: CUDA qk_int*_sv_* kernels, Triton sage_fwd variants, "
+                       "SageAttention's _attn_fwd)"):
+        got = _got(row["name"], launch_api=row["launch_api"])
+        assert got[:2] == (row["kernel_class"], row["library"]), row["name"]
+    # the other variants aiter ships (function names of its fav3_sage_attention modules), launched on ROCm
+    for name in ("sage_fwd_v3", "sage_fwd_vfa", "sage_fwd_mxfp4_mixed"):
+        assert _got(name, launch_api="hipModuleLaunchKernel") == ("attention", "triton", "attention.sage"), name
+    # the CUDA kernels of SageAttention 2 (built from its qk_int_sv_f8 kernel template name), and a listing that
+    # gives no launch API: library sageattention
+    assert _got("void qk_int_sv_f8_attn_kernel<128u, 64u, 16u, 32u, 128u>(signed char*, signed char*)")[:2] == \
+        ("attention", "sageattention")
+    assert _got("sage_fwd")[:2] == ("attention", "sageattention")
+    # not the family: aiter's quantisation kernel for it, and a name that only contains `sage_fwd` (built)
+    assert _got("sage_quant_kernel", launch_api="hipModuleLaunchKernel")[0] == "triton_custom"
+    assert _got("message_fwd_kernel", launch_api="cuLaunchKernel")[0] == "triton_custom"

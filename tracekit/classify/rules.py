@@ -681,10 +681,17 @@ RULES: tuple[Rule, ...] = (
          "and GQA ratio, also JIT-compiled and shipped by FlashInfer) exports its kernel as `extern \"C\" kernel_mha`, "
          "so the whole family shows one bare identifier. Other `kernel_mha_*` kernels (`kernel_mha_bwd`, custom "
          "code) are left to attention.by_name, which reads `mha` as a token and the library from evidence."),
-    Rule("attention.sage", _w("qk_int8_sv_f8", "qk_int_sv_f8", "qk_int8_sv_f16", "qk_int_sv_f16", "sageattn",
-                              "sage_attn", "sageattention"),
-         "attention", "sageattention", misc.decode_attention,
-         "SageAttention's quantised attention kernels (`qk_int8_sv_f8_attn_kernel`, Triton `sageattn` variants)."),
+    Rule("attention.sage", _any(_w("qk_int8_sv_f8", "qk_int_sv_f8", "qk_int8_sv_f16", "qk_int_sv_f16", "sageattn",
+                                   "sage_attn", "sageattention"),
+                                _all(_w("sage"), _id(r"^_?sage_?(?:attn_?)?(?:fwd|bwd)(?![a-z])"))),
+         "attention", lambda ctx: "triton" if _triton_or_ns(ctx) == "triton" else "sageattention", misc.decode_attention,
+         "SageAttention's quantised attention kernels, by name: the CUDA `qk_int8_sv_f8_attn_kernel` family, `sageattn` "
+         "variants, and the Triton forward `sage_fwd` with its variants (`sage_fwd_mxfp4`, `sage_fwd_v3`, `sage_fwd_vfa`, "
+         "`sage_fwd_mxfp4_mixed`: aiter's SageAttention ports) and a `sage_bwd` — the kernel's own identifier must "
+         "start with `sage_fwd`/`sage_bwd`. Class attention, before the triton_custom rules (as attention.other: "
+         "the class says what the time buys); library triton with Triton evidence (launch API, a Python op), else "
+         "sageattention. SageAttention's own Triton kernel is called `_attn_fwd` (attention.other). Its quantisation "
+         "kernels (`sage_quant_kernel`, `quant_per_block_int8_kernel`) are not attention."),
     Rule("attention.other", _any(_w("fmha", "paged_attention", "unified_attention", "merge_attn_states",
                                     "mergestates", "merge_states",
                                     "mha_fwd", "mha_bwd", "attn_fwd", "attn_bwd", "flash_decoding",
