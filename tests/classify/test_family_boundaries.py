@@ -104,3 +104,21 @@ def test_sageattention_triton_forward_is_attention() -> None:
     # not the family: aiter's quantisation kernel for it, and a name that only contains `sage_fwd` (built)
     assert _got("sage_quant_kernel", launch_api="hipModuleLaunchKernel")[0] == "triton_custom"
     assert _got("message_fwd_kernel", launch_api="cuLaunchKernel")[0] == "triton_custom"
+
+
+def test_cudnn_weight_gradient_helpers_are_the_convolution() -> None:
+    """Family: the helpers one cuDNN convolution call launches are class gemm, op=conv, as the convolution —
+    `cudnn::cnn::reduce_wgrad_*` (the weight gradient's split-K sum and cast) with the split-K offset kernels."""
+    for row in _family("cuDNN convolution helpers (weight/data-gradient kernels a convolution call launches)"):
+        info = classify_kernel(row["name"])
+        assert (info.kernel_class, info.library, info.rule) == ("gemm", "cudnn", "gemm.cudnn_conv"), row["name"]
+        assert info.decoded["op"] == "conv"
+    # the whole name as cuDNN declares the helper (parameters shortened) and its channels-last sibling (built)
+    for name in ("void cudnn::cnn::reduce_wgrad_nchw_helper<float, __half>(int, int, int, float const*, __half*)",
+                 "void cudnn::cnn::reduce_wgrad_nhwc_helper<float, __nv_bfloat16>(int, int, float const*)"):
+        assert _got(name) == ("gemm", "cudnn", "gemm.cudnn_conv"), name
+    # not the family: cuDNN's batch norm (real, same table) and a `wgrad` word outside cuDNN (a Triton split-K sum
+    # of a custom convolution's weight gradient, built) — the helper must be cuDNN's own
+    assert _got("void cudnn::bn_fw_tr_1C11_singleread<__half, 512, true, 1, 2, 0>(cudnnTensorStruct, __half const*)"
+                )[0] == "normalization"
+    assert _got("void reduce_wgrad<float>(float const*, float*, int)")[0] != "gemm"

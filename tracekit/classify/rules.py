@@ -769,14 +769,17 @@ RULES: tuple[Rule, ...] = (
                                     "fermipluscgemm", "pointwise_mult_and_sum_complex", "scalepackedtensor",
                                     "scaletensor_kernel", "2d_grouped_direct_kernel", "conv2d_grouped_direct",
                                     "im2col4d", "gcgemm", "strided_dgrad"),
-                                 _all(_w("cudnn"), _w("conv", "gemm", "splitk"))),
+                                 _all(_w("cudnn"), _w("conv", "gemm", "splitk")),
+                                 _all(_w("cudnn"), _w("wgrad", "dgrad"), _id(r"wgrad|dgrad"))),
          "gemm", _ns_or("cudnn"), gemm.decode_conv,
          "cuDNN convolutions in every spelling: `*_scudnn_*` (also `cudnn_infer_`/`_5x_cudnn_` prefixed), "
          "`cutlass_cudnn{,_infer,_train}::Kernel<…{fprop,dgrad,wgrad}…>`, `implicit_convolve_sgemm`, "
          "`{dgrad,wgrad_alg0,wgrad_alg1}_engine`, `strided_dgrad_*` (strided data-gradient), Winograd/FFT "
          "kernels — and the helpers one convolution call "
          "launches (`cask_cudnn::computeOffsetsKernel`, `computeWgradSplitKOffsetsKernel`, "
-         "`cudnn::ops::scalePackedTensor_kernel`, split-K reduces). Convolutions are (implicit) GEMMs, so class "
+         "`cudnn::ops::scalePackedTensor_kernel`, split-K reduces, and any cuDNN kernel whose own identifier says it "
+         "computes a weight or data gradient: `cudnn::cnn::reduce_wgrad_nchw_helper` sums the split partial weight "
+         "gradients and casts them to the weights' type). Convolutions are (implicit) GEMMs, so class "
          "gemm, op=conv; judgement call: the helpers are class gemm too, as the tail of cuBLAS split-K is — a "
          "convolution total that left them out would flatter the algorithms that need them. Layout transposes "
          "(`nchwToNhwcKernel`) are copies (rule copy) and batch norms are normalization."),
