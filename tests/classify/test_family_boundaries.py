@@ -122,3 +122,31 @@ def test_cudnn_weight_gradient_helpers_are_the_convolution() -> None:
     assert _got("void cudnn::bn_fw_tr_1C11_singleread<__half, 512, true, 1, 2, 0>(cudnnTensorStruct, __half const*)"
                 )[0] == "normalization"
     assert _got("void reduce_wgrad<float>(float const*, float*, int)")[0] != "gemm"
+
+
+def test_moe_permute_and_combine_kernels() -> None:
+    """Family: MoE token permutation (copy) and combine (reduction) in every spelling — DeepSeek's `cuda::` kernels,
+    TensorRT-LLM's `expandInputRowsKernel`/`finalizeMoeRoutingKernel`; the routing bookkeeping between them is
+    other."""
+    for row in _family("MoE token permutation and combine (DeepSeek cuda:: kernels, TensorRT-LLM, vLLM)"):
+        assert _got(row["name"])[:2] == (row["kernel_class"], row["library"]), row["name"][:70]
+    # the real TensorRT-LLM permutation rows of the table keep their class, now by the family's rule
+    trt = [r for r in _TABLE if "expandInputRowsKernel" in r["name"]]
+    assert trt and all(_got(r["name"]) == ("copy", "trtllm", "moe.permute") for r in trt)
+    # not the family: the mapping and counting kernels around it (real, same walkthrough), and an Inductor kernel
+    # that fuses a reduction (real, from the nano-vllm trace)
+    assert _got("cuda::clean_and_count_expert<512>")[0] == "other"
+    assert _got("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0")[0] == "triton_fused"
+
+
+def test_fp8_quantisation_in_generic_cuda_namespaces() -> None:
+    """Family: fp8 (de)quantisation kernels declared in a generic `cuda::` namespace (DeepSeek's own builds) are
+    elementwise like vLLM's and SGLang's quantisation kernels; the namespace names no library."""
+    for row in _family("fp8 (de)quantisation in generic cuda:: namespaces"):
+        assert _got(row["name"])[:2] == ("elementwise", "unknown"), row["name"][:70]
+    # the serving engines' spellings of the same family (real kernel names of the table's sources and vLLM's
+    # dynamic_scaled_fp8_quant_kernel as its source instantiates it)
+    assert _got("void per_token_group_quant_8bit_kernel<__nv_bfloat16, c10::Float8_e4m3fn, false>(__nv_bfloat16 "
+                "const*, void*, float*, int, int, int, float, float, float, int, int)")[:2] == ("elementwise", "unknown")
+    assert _got("void vllm::dynamic_scaled_fp8_quant_kernel<c10::BFloat16, __nv_fp8_e4m3>(__nv_fp8_e4m3*, "
+                "c10::BFloat16 const*, float*, long)")[:2] == ("elementwise", "vllm")

@@ -962,6 +962,22 @@ RULES: tuple[Rule, ...] = (
          "elementwise", _ns, aten.decode_aten,
          "Rotary position embedding kernels (vLLM `rotary_embedding_kernel`, fused QK-norm+RoPE+cache-insert ops): "
          "elementwise arithmetic on Q/K."),
+    # ---- MoE token permutation and combine ------------------------------------------------------------
+    Rule("moe.permute", _all(_w("expand", "permute"),
+                             _id(r"^(?:moe_)?expand_?(?:to_?fused|input_?rows)|^moe_?permute(?!_?(?:idx|index))")),
+         "copy", _ns, aten.decode_aten,
+         "MoE token permutation, read from the kernel's own identifier: rows gathered (and replicated per chosen "
+         "expert) into expert-contiguous order before the grouped expert GEMM — DeepSeek's `cuda::expand_to_fused` / "
+         "`expand_to_fused_with_scales_impl` (scales travel with the fp8 rows), TensorRT-LLM's `expandInputRowsKernel` "
+         "(also vLLM's copy of it), `moe_permute`. Class copy: pure data movement, as a gather into a new layout."),
+    Rule("moe.combine", _all(_w("reduce_fused", "sum_gate"),
+                             _id(r"^(?:moe_)?reduce_?fused|^top\d+_sum_gate")),
+         "reduction", _ns, aten.decode_aten,
+         "MoE combine and gating in DeepSeek's kernels, by the kernel's own identifier: `cuda::reduce_fused_impl` "
+         "sums each token's expert outputs weighted by its gate scores (as TensorRT-LLM's `finalizeMoeRoutingKernel` "
+         "and vLLM's `moe_sum`, both class reduction), `cuda::top2_sum_gate` picks each token's experts by a top-k "
+         "over summed group scores (top-k is a reduction, as `customMoeRoutingKernel`). The routing bookkeeping "
+         "between them (`get_fused_mapping`, `clean_and_count_expert`, vLLM's `moe_align_block_size`) stays other."),
     # ---- FBGEMM table-batched embeddings -------------------------------------------------------------
     Rule("fbgemm.tbe_forward_nobag", _all(_w("embedding_codegen_forward", "embedding_forward"), _w("nobag")),
          "elementwise", "fbgemm", aten.decode_aten,
@@ -1079,12 +1095,12 @@ RULES: tuple[Rule, ...] = (
          "`EmbeddingBag_updateOutputKernel_*` (each output sums or maxes its bag), as FBGEMM's pooled forward."),
     Rule("copy", _w("copy_kernel", "_copy_", "catarraybatchedcopy", "copy_device_to_device", "batched_copy",
                     "direct_copy", "transpose_kernel", "transpose_readwrite", "permute_kernel", "permute_2d", "permute",
-                    "chunk_cat", "expandinputrows",
+                    "chunk_cat",
                     "contiguous_kernel", "nchwtonhwc", "nhwctonchw", "copyblocks", "transpose"),
          "copy", _ns, aten.decode_aten,
          "Copies and dtype casts done by kernels (`direct_copy_kernel_cuda`, `bfloat16_copy_kernel_cuda`, "
-         "`CatArrayBatchedCopy`, `chunk_cat_cuda_kernel` = torch._chunk_cat, FSDP2's packing), MoE token "
-         "permutation (TensorRT-LLM's `expandInputRowsKernel`: rows gathered into expert order), transposes/permutes "
+         "`CatArrayBatchedCopy`, `chunk_cat_cuda_kernel` = torch._chunk_cat, FSDP2's packing; MoE token "
+         "permutation has its own rule, moe.permute), transposes/permutes "
          "(cuBLAS `transpose_readWrite_alignment_kernel`, FBGEMM "
          "`permute_2D_data_kernel`, cuDNN `nchwToNhwcKernel` and `cubeTransposeDeviceGeneric_kernel`, any kernel that "
          "says `transpose` and reached this rule) — memory-bound data movement, distinct from copy-engine memcpy."),
