@@ -150,3 +150,33 @@ def test_fp8_quantisation_in_generic_cuda_namespaces() -> None:
                 "const*, void*, float*, int, int, int, float, float, float, int, int)")[:2] == ("elementwise", "unknown")
     assert _got("void vllm::dynamic_scaled_fp8_quant_kernel<c10::BFloat16, __nv_fp8_e4m3>(__nv_fp8_e4m3*, "
                 "c10::BFloat16 const*, float*, long)")[:2] == ("elementwise", "vllm")
+
+
+def test_torchscript_nnc_fusion_groups_are_not_triton() -> None:
+    """Family: TorchScript's NNC (TensorExpr) fusion groups. NNC names each CUDA kernel `fused` + `_<aten op>` per
+    node, cut to 40 characters with `_<decimal hash>` appended, plus `_<n>` when the name is taken
+    (subgraph_utils.cpp generateNameForGraph/truncateStrWithHash, cuda_codegen GetUniqueFuncName), compiles it with
+    NVRTC and launches it with cuLaunchKernel — Triton's launch API. Names built by those rules (no public trace
+    of an NNC GPU kernel was found to copy from)."""
+    short = _got("fused_mul_add", launch_api="cuLaunchKernel")
+    assert short == ("elementwise", "nnc", "nnc.fused")
+    info = classify_kernel("fused__to_copy_mul_add_1", launch_api="cuLaunchKernel")
+    assert dict(info.decoded) == {"fuser": "nnc", "fused_ops": ["_to_copy", "mul", "add"]}
+    # 42 characters before the cut: `fused_tanh_mul_div_mul_tanh_tanh_tanh_tanh` becomes its first 19 characters
+    # (ending in `_`) + `_` + a 20-digit hash
+    cut = "fused_tanh_mul_div__" + "12345678901234567890"
+    info = classify_kernel(cut, launch_api="cuLaunchKernel")
+    assert (info.kernel_class, info.library) == ("elementwise", "nnc")
+    assert dict(info.decoded) == {"fuser": "nnc", "fused_ops": ["tanh", "mul", "div"], "hash": "12345678901234567890"}
+    # a CUDA-graph replay or a listing gives no launch API: the name alone decides; a runtime-API launch is
+    # not NVRTC's
+    assert _got("fused_mul_add")[:2] == ("elementwise", "nnc")
+    assert _got("fused_mul_add", launch_api="cudaLaunchKernel")[0] == "other"
+    # not the family: hand-written Triton that chose a `fused_` name (real, from the table and the GB10 trace),
+    # and a C++ kernel called fused_mul_add (built: CUPTI writes its signature)
+    for row in _TABLE:
+        if row["name"].startswith("fused_") and row["kernel_class"] == "triton_custom":
+            assert _got(row["name"], launch_api=row["launch_api"])[0] == "triton_custom", row["name"]
+    assert _got("fused_recurrent_gated_delta_rule_packed_decode_kernel", launch_api="cuLaunchKernel")[0] == \
+        "triton_custom"
+    assert _got("void fused_mul_add<float>(float*, float const*, float const*, int)")[1] != "nnc"

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
-from tracekit.classify import aten, gemm, inductor, misc
+from tracekit.classify import aten, gemm, inductor, misc, nnc
 from tracekit.classify.names import rule_text
 
 CLASSES: tuple[str, ...] = (
@@ -552,6 +552,17 @@ _KV_CACHE = _w("reshape_and_cache", "concat_and_cache", "gather_and_maybe_dequan
 _ROTARY = _any(_w("rotary", "mrope"), _all(_w("rope"), _r(r"(?<![A-Za-z])[Rr]ope(?![a-z])|[a-z0-9]Rope(?![a-z])")))
 
 
+class _NncFusion(Matcher):
+    """A TorchScript NNC fusion group's kernel name (tracekit.classify.nnc) not launched by the runtime API."""
+
+    def __call__(self, ctx: Context) -> bool:
+        return (ctx.name.startswith("fused_") and not _launched_by_runtime(ctx)
+                and nnc.nnc_fused_ops(ctx.name) is not None)
+
+
+_NNC_FUSION = _NncFusion()
+
+
 # Padding, read from the kernel's own identifier: `pad` as a token (`replication_pad_forward_kernel1d`,
 # `remove_pad`, `unpad_input`, `pad2d`), or a padding mode glued to it.
 _PADDING = _all(_w("pad"), _id(r"(?:reflection|replication|constant|circular|reflect|replicate)_?pad|"
@@ -920,7 +931,16 @@ RULES: tuple[Rule, ...] = (
          aten.decode_jiterator,
          "ATen jiterator kernels (`gcd_vectorized4_kernel`): NVRTC-compiled at run time and launched with "
          "cuLaunchKernel like Triton, but ATen elementwise ops."),
-    # ---- Inductor-generated Triton ----------------------------------------------------------------
+    # ---- TorchScript's NNC fuser: NVRTC-compiled, launched with the driver API like Triton ------------
+    Rule("nnc.fused", _NNC_FUSION, "elementwise", "nnc", nnc.decode_nnc,
+         "TorchScript's NNC (TensorExpr) fusion groups: `fused_<op>_<op>…` with an optional decimal hash (NNC cuts "
+         "names at 40 characters and appends one) and counter (`fused_mul_add`, `fused__to_copy_mul_add_1`, "
+         "`fused_tanh_mul_div_mul_tanh_t_<hash>`). NNC compiles each group with NVRTC and launches it with "
+         "cuLaunchKernel — the driver call Triton uses — so this rule precedes the Triton launch-API rule, and a "
+         "runtime-API launch (`cudaLaunchKernel`) rules it out. Every op word must be an ATen op NNC fuses "
+         "(tracekit.classify.nnc.NNC_OPS), which keeps hand-written Triton such as "
+         "`fused_recurrent_gated_delta_rule_fwd_kernel` out. Class elementwise (NNC fuses element-wise ops, casts "
+         "and views on the GPU), library nnc; the ops are decoded."),
     # ---- hand-written Triton, with evidence ---------------------------------------------------------
     Rule("triton_custom.launch_api", Always(), "triton_custom", "triton", misc.decode_triton_custom,
          "Hand-written Triton (e.g. Liger's `_geglu_tanh_forward_kernel`): a bare identifier (no `void `, no `::`, "
