@@ -180,3 +180,22 @@ def test_torchscript_nnc_fusion_groups_are_not_triton() -> None:
     assert _got("fused_recurrent_gated_delta_rule_packed_decode_kernel", launch_api="cuLaunchKernel")[0] == \
         "triton_custom"
     assert _got("void fused_mul_add<float>(float*, float const*, float const*, int)")[1] != "nnc"
+
+
+def test_aten_native_mha_qkv_transform_is_attention() -> None:
+    """Family: ATen's native multi-head attention (`aten::_native_multi_head_attention`,
+    `aten::_transform_bias_rescale_qkv`) launches `transform_bias_rescale_qkv_kernel` and, for nested (padded)
+    inputs, `transform_bias_rescale_qkv_add_padding_kernel`: attention, library aten, not other and not padding.
+    Names built from the kernels' declarations in aten/src/ATen/native/transformers/cuda/attention.cu
+    (anonymous namespace of at::native, templates <scalar_t, accscalar_t, assume_aligned>), as CUPTI writes them."""
+    acc = "at::GenericPackedTensorAccessor<{t}, {d}ul, at::RestrictPtrTraits, long>"
+    plain = ("void at::native::(anonymous namespace)::transform_bias_rescale_qkv_kernel<float, float, true>("
+             f"{acc.format(t='float', d=3)}, {acc.format(t='float', d=1)}, {acc.format(t='float', d=5)}, float)")
+    padded = ("void at::native::(anonymous namespace)::transform_bias_rescale_qkv_add_padding_kernel<c10::Half, float, "
+              f"true>({acc.format(t='c10::Half', d=1)}, {acc.format(t='c10::Half', d=1)}, int const*, int const*, "
+              f"{acc.format(t='c10::Half', d=5)}, float)")
+    for name in (plain, padded):
+        assert _got(name) == ("attention", "aten", "attention.other"), name[:80]
+    # not the family: ATen's own padding kernels stay copies (real, heldout2's family rows)
+    assert _got("void at::native::(anonymous namespace)::reflection_pad2d_out_kernel<float>(float const*, float*, "
+                "long, long, long, long, long, long)")[0] == "copy"

@@ -707,14 +707,18 @@ RULES: tuple[Rule, ...] = (
                                     "mergestates", "merge_states",
                                     "mha_fwd", "mha_bwd", "attn_fwd", "attn_bwd", "flash_decoding",
                                     "decode_attention", "prefill_attention", "context_attention",
-                                    "attention_fwd", "attention_bwd", "attention_forward", "attention_backward"),
+                                    "attention_fwd", "attention_bwd", "attention_forward", "attention_backward",
+                                    "transform_bias_rescale_qkv"),
                                  _all(_w("attn_", "attention_"),
                                       _ri(r"(?:attn|attention)_(?:[a-z0-9]{1,16}_){0,3}(?:fwd|bwd|forward|backward)")),
                                  _r(r"^(?:void )?aiter::(?:pa|mla|fmha|mha)_")),
          "attention", _triton_or_ns, misc.decode_attention,
          "Other attention kernels: vLLM paged / unified (Triton `kernel_unified_attention_2d`) attention and "
          "`merge_attn_states` (the combine step of split-KV attention), Triton `_attn_fwd` (tutorial) / AMD "
-         "`attn_fwd`, CK-tile FMHA, custom `*_attention_*_fwd_kernel`s. Judgement call: an attention-named "
+         "`attn_fwd`, CK-tile FMHA, custom `*_attention_*_fwd_kernel`s, ATen's native multi-head attention "
+         "`transform_bias_rescale_qkv_kernel` (and its `_add_padding_` variant for nested inputs: splits the packed QKV "
+         "projection into heads, adds the bias and scales q — a step of torch's native MHA, so attention, before the "
+         "padding rule its name would reach). Judgement call: an attention-named "
          "*Triton* kernel is class `attention`, library `triton` — the class says what the time buys "
          "(attention FLOPs, comparable with FlashAttention), the library says who wrote it. This rule precedes "
          "the triton_custom rules on purpose. aiter's assembly kernels are named in its namespace by family: "
