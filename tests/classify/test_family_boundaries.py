@@ -199,3 +199,20 @@ def test_aten_native_mha_qkv_transform_is_attention() -> None:
     # not the family: ATen's own padding kernels stay copies (real, heldout2's family rows)
     assert _got("void at::native::(anonymous namespace)::reflection_pad2d_out_kernel<float>(float const*, float*, "
                 "long, long, long, long, long, long)")[0] == "copy"
+
+
+def test_nccl_named_kernels_on_amd_traces_are_rccl() -> None:
+    """Family: NCCL-named collectives on ROCm (RCCL keeps NCCL's kernel names). The trace's vendor decides, so a
+    kernel launched before profiling began (no launch API) and its hipExtLaunchKernel twin get one library."""
+    name = "ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)"  # the name test_classify's ROCm row uses
+    assert _got(name, vendor="amd")[:2] == ("communication", "rccl")
+    assert _got(name, launch_api="hipExtLaunchKernel", vendor="amd")[:2] == ("communication", "rccl")
+    assert _got(name, launch_api="hipExtLaunchKernel")[:2] == ("communication", "rccl")  # vendor unknown: the API
+    assert _got(name, vendor="nvidia")[:2] == ("communication", "nccl")
+    assert _got(name)[:2] == ("communication", "nccl")
+    # the vendor changes no class and no other library (real names of the table)
+    for row in _TABLE[:200]:
+        plain = classify_kernel(row["name"], kind=row["kind"], launch_api=row["launch_api"])
+        amd = classify_kernel(row["name"], kind=row["kind"], launch_api=row["launch_api"], vendor="amd")
+        assert plain.kernel_class == amd.kernel_class, row["name"][:60]
+        assert plain.library == amd.library or (plain.library, amd.library) == ("nccl", "rccl"), row["name"][:60]

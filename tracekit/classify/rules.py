@@ -83,6 +83,7 @@ class Context(NamedTuple):
     kind: str
     launch_api: str | None
     cpu_op: str | None
+    vendor: str | None = None  # the trace's device vendor (TraceMeta.vendor: "nvidia", "amd", …) when known
 
 
 # ---- matchers: all linear in the name -----------------------------------------------------------
@@ -526,7 +527,10 @@ _CUBLASLT_EPILOGUE = _all(_w("cublasltepilogue_t"), _id(r"^globalkernel$"), _sco
 
 
 def _comm_library(ctx: Context) -> str:
-    if "rccl" in ctx.low or (ctx.launch_api or "").startswith(_HIP_PREFIX):
+    # RCCL keeps NCCL's kernel names on ROCm. The trace's vendor decides for every kernel alike: a kernel launched
+    # before profiling began has no launch call in the trace, and must not be called NCCL's when its twin launched
+    # by hipExtLaunchKernel a moment later is RCCL's. The launch API and the name decide when the vendor is unknown.
+    if ctx.vendor == "amd" or "rccl" in ctx.low or (ctx.launch_api or "").startswith(_HIP_PREFIX):
         return "rccl"
     return "nccl"
 
@@ -600,8 +604,9 @@ RULES: tuple[Rule, ...] = (
     # ---- communication ---------------------------------------------------------------------------
     Rule("nccl", _w("nccl", "rccl"), "communication", _comm_library, misc.decode_nccl,
          "NCCL/RCCL device kernels (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`, old `ncclKernel_...`, RCCL's "
-         "`rcclGenericKernel` / `rccl_main_kernel`). Library `rccl` when the name says so or a HIP API launched "
-         "it (RCCL keeps NCCL's kernel names on ROCm)."),
+         "`rcclGenericKernel` / `rccl_main_kernel`). RCCL keeps NCCL's kernel names on ROCm, so library `rccl` when "
+         "the trace is an AMD one (its vendor), whatever launched the kernel — one launched before the trace began "
+         "has no launch call to read — else when the name says so or a HIP API launched it."),
     Rule("moe.dispatch_layout", _all(_w("dispatch_layout"), _id(r"^get_dispatch_layout$")), "other", _ns, None,
          "DeepEP's layout kernel `get_dispatch_layout` (namespace `deep_ep::layout`, `deep_ep::internode` in early "
          "releases, `dpsk::ep::cuda` in DeepSeek's own builds): counts, on the local GPU, the tokens each rank and "
@@ -1196,7 +1201,8 @@ def _normal_kind(kind: str | None) -> str:
 
 
 def classify_kernel(
-    name: str, *, kind: str = "kernel", launch_api: str | None = None, cpu_op: str | None = None
+    name: str, *, kind: str = "kernel", launch_api: str | None = None, cpu_op: str | None = None,
+    vendor: str | None = None,
 ) -> KernelInfo:
     """Classify one GPU activity. Total and pure: never raises; result class is in :data:`CLASSES`.
 
@@ -1204,25 +1210,29 @@ def classify_kernel(
     ``gpu_memset`` spellings are accepted too; any other kind, such as the gpu frame's ``annotation`` and
     ``sync``, is class ``other`` by rule ``not_a_kernel``, whatever its name). ``launch_api`` is the runtime/driver call that launched
     it (``cuLaunchKernelEx``...), ``cpu_op`` the innermost CPU op around that call; both are optional
-    evidence used to tell hand-written Triton apart (and RCCL from NCCL).
+    evidence used to tell hand-written Triton apart (and RCCL from NCCL). ``vendor`` is the trace's device vendor
+    (:attr:`tracekit.trace.TraceMeta.vendor`); optional, it decides the library of kernels whose name several
+    vendors' libraries share (``ncclDevKernel_*`` is RCCL's on ``"amd"``), whatever launched them.
     """
     return _classify(
         name if isinstance(name, str) else str(name),
         _normal_kind(kind),
         launch_api if isinstance(launch_api, str) and launch_api else None,
         cpu_op if isinstance(cpu_op, str) and cpu_op else None,
+        vendor if isinstance(vendor, str) and vendor else None,
     )
 
 
 @lru_cache(maxsize=65536)
-def _classify(name: str, kind: str, launch_api: str | None, cpu_op: str | None) -> KernelInfo:
+def _classify(name: str, kind: str, launch_api: str | None, cpu_op: str | None,
+              vendor: str | None = None) -> KernelInfo:
     # Kineto sometimes pads names, rocprof appends `.kd`, XLA/CK traces keep mangled symbols:
     # classification reads the normalised text; the caller keeps the original name as identity.
     # Rules and decoders read at most RULE_WINDOW characters: what decides a family is in a name's head
     # (namespace, template, first arguments), and the bound keeps a crafted 300,000-character name to a few
     # milliseconds. Identity is never cut: callers key on the full original name.
     text = (rule_text(name) if kind == "kernel" else name.strip())[:RULE_WINDOW]
-    ctx = Context(text, text.lower(), kind, launch_api, cpu_op)
+    ctx = Context(text, text.lower(), kind, launch_api, cpu_op, vendor)
     for rule in RULES:
         if kind not in rule.kinds:
             continue
