@@ -700,9 +700,11 @@ RULES: tuple[Rule, ...] = (
     Rule("attention.sage", _any(_w("qk_int8_sv_f8", "qk_int_sv_f8", "qk_int8_sv_f16", "qk_int_sv_f16", "sageattn",
                                    "sage_attn", "sageattention"),
                                 _all(_w("sage"), _id(r"^_?sage_?(?:attn_?)?(?:fwd|bwd)(?![a-z])"))),
-         "attention", lambda ctx: "triton" if _triton_or_ns(ctx) == "triton" else "sageattention", misc.decode_attention,
-         "SageAttention's quantised attention kernels, by name: the CUDA `qk_int8_sv_f8_attn_kernel` family, `sageattn` "
-         "variants, and the Triton forward `sage_fwd` with its variants (`sage_fwd_mxfp4`, `sage_fwd_v3`, `sage_fwd_vfa`, "
+         "attention", lambda ctx: "triton" if _triton_or_ns(ctx) == "triton" else "sageattention",
+         misc.decode_attention,
+         "SageAttention's quantised attention kernels, by name: the CUDA `qk_int8_sv_f8_attn_kernel` family, "
+         "`sageattn` variants, and the Triton forward `sage_fwd` with its variants (`sage_fwd_mxfp4`, `sage_fwd_v3`, "
+         "`sage_fwd_vfa`, "
          "`sage_fwd_mxfp4_mixed`: aiter's SageAttention ports) and a `sage_bwd` — the kernel's own identifier must "
          "start with `sage_fwd`/`sage_bwd`. Class attention, before the triton_custom rules (as attention.other: "
          "the class says what the time buys); library triton with Triton evidence (launch API, a Python op), else "
@@ -721,8 +723,9 @@ RULES: tuple[Rule, ...] = (
          "Other attention kernels: vLLM paged / unified (Triton `kernel_unified_attention_2d`) attention and "
          "`merge_attn_states` (the combine step of split-KV attention), Triton `_attn_fwd` (tutorial) / AMD "
          "`attn_fwd`, CK-tile FMHA, custom `*_attention_*_fwd_kernel`s, ATen's native multi-head attention "
-         "`transform_bias_rescale_qkv_kernel` (and its `_add_padding_` variant for nested inputs: splits the packed QKV "
-         "projection into heads, adds the bias and scales q — a step of torch's native MHA, so attention, before the "
+         "`transform_bias_rescale_qkv_kernel` (and its `_add_padding_` variant for nested inputs: splits the packed "
+         "QKV projection into heads, adds the bias and scales q — a step of torch's native MHA, so attention, "
+         "before the "
          "padding rule its name would reach). Judgement call: an attention-named "
          "*Triton* kernel is class `attention`, library `triton` — the class says what the time buys "
          "(attention FLOPs, comparable with FlashAttention), the library says who wrote it. This rule precedes "
@@ -853,8 +856,9 @@ RULES: tuple[Rule, ...] = (
          "gemm", _gemm_library, gemm.decode_cublas_aux,
          "cuBLAS helper kernels: GEMV (`gemv2T_kernel_val`), small-N GEMM (`gemmSN_TN_kernel`), dot and its "
          "second-stage `reduce_1Block_kernel`, the split-K reduction `cublasLt::splitKreduce_kernel` and cuBLASLt's "
-         "stand-alone epilogue `cublasLt::epilogue::impl::globalKernel` (CUDA <= 11 spells it `epilogue::impl::globalKernel<…>` "
-         "outside the `cublasLt::` namespace; its `cublasLtEpilogue_t` parameter and `epilogue::impl` scope say whose "
+         "stand-alone epilogue `cublasLt::epilogue::impl::globalKernel` (CUDA <= 11 spells it "
+         "`epilogue::impl::globalKernel<…>` outside the `cublasLt::` namespace; its `cublasLtEpilogue_t` "
+         "parameter and `epilogue::impl` scope say whose "
          "it is: library cublasLt in both spellings). Judgement call: split-K's reduction and the "
          "epilogue are class gemm (decoded op=split_k_reduce / epilogue) — they are the tail of one GEMM call, and "
          "a GEMM-time total that left them out would flatter the algorithms that need them."),
