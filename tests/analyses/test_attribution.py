@@ -328,3 +328,37 @@ def test_class_and_stream_shares_of_busy_time_and_overlap(tmp_path):
     overlap = found.overlap.filter(pl.col("scope") == "trace").row(0, named=True)
     assert (overlap["overlapped_ns"], overlap["overlap_frac"]) == (10_000, pytest.approx(1 / 3))
     assert found.shares.filter(pl.col("scope") == "unit")["unit"].unique().to_list() == [1]
+
+
+def test_rocm_collective_kernels_are_rccl_whether_or_not_their_launch_is_in_the_trace(tmp_path):
+    """Family: NCCL-named kernels on ROCm. RCCL keeps NCCL's kernel names; a ROCm trace (roctracer metadata, an
+    MI300X in deviceProperties, HIP launch calls) often opens with a collective launched before profiling began
+    (no launch call, no correlation match) and then the same kernel launched by hipExtLaunchKernel. Both are
+    RCCL's: the library table must not split one library in two."""
+    import json
+
+    rccl = "ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)"
+    events = [
+        make_kernel(rccl, 1, 20, 3, stream=0),                      # launched before the trace: no launch call
+        make_step(1, 30, 100),
+        make_op("record_param_comms", 31, 10), make_launch("hipExtLaunchKernel", 32, 2, 7),
+        make_kernel(rccl, 40, 30, 7, stream=0),
+        make_op("aten::mm", 50, 5), make_launch("hipExtModuleLaunchKernel", 51, 2, 8),
+        make_kernel("Cijk_Alik_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0_GRVW8", 60, 15, 8, stream=1),
+    ]
+    top = {"schemaVersion": 1, "baseTimeNanoseconds": 1_700_000_000_000_000_000, "roctracer_version": 4.1,
+           "deviceProperties": [{"id": 0, "name": "AMD Instinct MI300X", "computeMajor": 9, "computeMinor": 4,
+                                 "numSms": 304, "totalGlobalMem": 205_822_885_888}],
+           "traceEvents": events}
+    path = tmp_path / "rocm.json"
+    path.write_text(json.dumps(top))
+    trace = load(path)
+    assert trace.meta.vendor == "amd"
+    gpu = attribution.analyze(trace).gpu
+    comm = gpu.filter(pl.col("kernel_class") == "communication")
+    # one kernel without a launch call, one launched by hipExtLaunchKernel — one library
+    assert comm.select("launch_api", "library").rows() == [(None, "rccl"), ("hipExtLaunchKernel", "rccl")]
+    found = report_mod.build(pipeline.run(trace)).breakdown
+    libraries = dict(found.shares.filter((pl.col("scope") == "trace") & (pl.col("group") == "library"))
+                     .select("key", "gpu_ns").rows())
+    assert libraries == {"rccl": 50_000, "rocblas": 15_000}

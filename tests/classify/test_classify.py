@@ -968,7 +968,7 @@ def test_families_of_the_third_heldout_set_generalise() -> None:
             ("other", "cufft", "other"),
         # DeepEP low-latency combine, the dispatch's partner
         "void deep_ep::internode_ll::combine<(bool)0, (int)6144, (int)11, (int)4>(void *, void *, int *, void *, con...":
-            ("communication", "deep_ep", "collective.custom"),
+            ("communication", "deep_ep", "collective.expert_parallel"),
         # TensorRT-LLM's low-latency grouped-GEMM set-up
         "void tensorrt_llm::kernels::cutlass_kernels::computeStridesTmaWarpSpecializedLowLatencyKernel<__nv_bfloat16, "
         "__nv_bfloat16, __nv_bfloat16, __nv_bfloat16>": ("gemm", "trtllm", "gemm.grouped_setup"),

@@ -61,7 +61,7 @@ def analyze(trace: Trace) -> Attribution:
     launches = _annotate_launches(tree.launches, work)
     gpu = _link(trace, work, launches)
     gpu = _assign_steps(gpu, trace.steps)
-    gpu = classify_frame(gpu)
+    gpu = classify_frame(gpu, vendor=trace.meta.vendor)
     return Attribution(tree=tree, gpu=_by_ts_idx(gpu), launches=launches)
 
 

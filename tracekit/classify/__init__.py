@@ -2,11 +2,11 @@
 
 Contract
 --------
-``classify_kernel(name, *, kind="kernel", launch_api=None, cpu_op=None) -> KernelInfo`` is total: it never
-raises, for any text, and ``KernelInfo.kernel_class`` is always one of :data:`CLASSES`. It is pure and
+``classify_kernel(name, *, kind="kernel", launch_api=None, cpu_op=None, vendor=None) -> KernelInfo`` is total:
+it never raises, for any text, and ``KernelInfo.kernel_class`` is always one of :data:`CLASSES`. It is pure and
 memoised (``functools.lru_cache``), so calling it again for a name already seen costs a dict look-up.
 
-``classify_frame(gpu)`` takes a Polars frame with at least ``name`` (str) and ``kind`` (str) and
+``classify_frame(gpu, *, vendor=None)`` takes a Polars frame with at least ``name`` (str) and ``kind`` (str) and
 optionally ``launch_api`` (str) and ``cpu_op`` (str), and returns the same frame, rows in the same order,
 with four columns appended (replacing any of the same name):
 
@@ -42,11 +42,12 @@ _KEYS = ("name", "kind", "launch_api", "cpu_op")
 _OUT = ("kernel_class", "library", "decoded", "rule")
 
 
-def classify_frame(gpu: "pl.DataFrame") -> "pl.DataFrame":
+def classify_frame(gpu: "pl.DataFrame", *, vendor: str | None = None) -> "pl.DataFrame":
     """Return ``gpu`` with ``kernel_class``, ``library``, ``decoded`` (JSON text) and ``rule`` appended.
 
     Each distinct ``(name, kind, launch_api, cpu_op)`` combination is classified exactly once; missing
-    optional columns count as null. Row order and all existing columns are kept.
+    optional columns count as null. Row order and all existing columns are kept. ``vendor`` is the trace's
+    device vendor (``TraceMeta.vendor``), passed to every :func:`classify_kernel` call: one trace, one vendor.
     """
     import msgspec
     import polars as pl
@@ -70,6 +71,7 @@ def classify_frame(gpu: "pl.DataFrame") -> "pl.DataFrame":
             kind=kind if kind is not None else "kernel",
             launch_api=launch_api,
             cpu_op=cpu_op,
+            vendor=vendor,
         )
         decoded = msgspec.json.encode(dict(info.decoded), order="sorted").decode()
         rows.append((info.kernel_class, info.library, decoded, info.rule))

@@ -70,6 +70,22 @@ def template_name(name: str) -> str | None:
 _IDENT = re.compile(r"\w+")
 
 
+def template_scope(name: str) -> str:
+    """The namespaces (and enclosing classes) that qualify the kernel's own identifier, joined by ``::``:
+    ``void dpsk::ep::internode::dispatch<false, 4>(...)`` -> ``dpsk::ep::internode``; ``""`` for a bare or
+    unqualified name. Anonymous namespaces are dropped, as :func:`template_name` drops them. Linear."""
+    body = (name[5:] if name.startswith("void ") else name).lstrip()
+    body = body.replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
+    end = len(body)
+    for stop in ("<", "(", " "):
+        pos = body.find(stop)
+        if pos >= 0:
+            end = min(end, pos)
+    head = body[:end]
+    cut = head.rfind("::")
+    return head[:cut] if cut > 0 else ""
+
+
 def _functor(name: str, template: str | None) -> str | None:
     # Candidates are qualified names inside at::native (possibly in an anonymous namespace), in order
     # of appearance; a lambda's enclosing function (`GeluCUDAKernelImpl(...)::{lambda...}`) counts.

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
-from tracekit.classify import aten, gemm, inductor, misc
+from tracekit.classify import aten, gemm, inductor, misc, nnc
 from tracekit.classify.names import rule_text
 
 CLASSES: tuple[str, ...] = (
@@ -83,6 +83,7 @@ class Context(NamedTuple):
     kind: str
     launch_api: str | None
     cpu_op: str | None
+    vendor: str | None = None  # the trace's device vendor (TraceMeta.vendor: "nvidia", "amd", …) when known
 
 
 # ---- matchers: all linear in the name -----------------------------------------------------------
@@ -149,6 +150,28 @@ class Ident(Matcher):
         return (self.pattern,)
 
 
+@lru_cache(maxsize=65536)
+def kernel_scope(name: str) -> str:
+    """The namespaces qualifying the kernel's own identifier, lower-cased: ``void dpsk::ep::internode::dispatch<…>``
+    -> ``dpsk::ep::internode`` (``""`` for a bare or unqualified name)."""
+    return aten.template_scope(name).lower()
+
+
+@dataclass(frozen=True)
+class Scope(Matcher):
+    """``re.search`` on :func:`kernel_scope` (write the pattern in lower case): where the kernel is declared, not
+    the namespaces of its template arguments or parameters (``cub::DispatchReduceByKey<…>`` inside a CUB
+    kernel's template is not a scope)."""
+
+    pattern: re.Pattern[str]
+
+    def __call__(self, ctx: Context) -> bool:
+        return self.pattern.search(kernel_scope(ctx.name)) is not None
+
+    def regexes(self) -> tuple[re.Pattern[str], ...]:
+        return (self.pattern,)
+
+
 @dataclass(frozen=True)
 class _Myelin(Matcher):
     """A TensorRT Myelin kernel (``__myl_…``) whose op words spell ``kernel_class`` (misc.myelin_class)."""
@@ -203,6 +226,10 @@ def _ri(pattern: str) -> Regex:
 
 def _id(pattern: str) -> Ident:
     return Ident(re.compile(pattern))
+
+
+def _scope(pattern: str) -> Scope:
+    return Scope(re.compile(pattern))
 
 
 def _w(*words: str) -> Words:
@@ -363,7 +390,12 @@ _LEADING_NAMESPACE = {
     "sgl_hip": "sglang",  # SGLang's HIP kernels (sgl_hip::activation::act_and_mul_kernel)
     "fused_moe": "trtllm",  # TensorRT-LLM's small-batch fused MoE (fused_moe::run_global<Fused_Moe_Kernel_sm80…>)
     "cusparse": "cusparse",
+    "mori": "mori",  # AMD MORI (its EP all-to-all: mori::moe::EpDispatchIntraNodeKernel)
 }
+
+# DeepSeek's own builds keep DeepEP and DeepGEMM under one `dpsk::` namespace (`dpsk::ep::internode::dispatch`,
+# `dpsk::gemm::fp8_gemm_kernel`): the second segment says which library's code it is.
+_DPSK_NAMESPACE = {"ep": "deep_ep", "gemm": "deep_gemm"}
 
 # Libraries whose kernels live in the global namespace but whose identifiers are their own, recognised by the
 # start of the name (after `void `): ATen's legacy THC pointwise kernels and its XPU (SYCL) functors, cuDNN's RNN
@@ -440,6 +472,10 @@ def library_from_namespace(name: str) -> str:
         lead = head[:cut].strip()
         if lead.isidentifier() and lead in _LEADING_NAMESPACE:
             return _LEADING_NAMESPACE[lead]
+        if lead == "dpsk":
+            second = head[cut + 2:cut + 2 + 8].split("::", 1)
+            if len(second) == 2 and second[0] in _DPSK_NAMESPACE:
+                return _DPSK_NAMESPACE[second[0]]
     lead = _LIBRARY_PREFIX.match(name)
     if lead is not None:
         return lead.lastgroup or "unknown"
@@ -478,12 +514,23 @@ def _triton_or_ns(ctx: Context) -> str:
 
 
 def _gemm_library(ctx: Context) -> str:
-    # By the kernel's own namespace: cuBLAS kernels take `cublasLtEpilogue_t` arguments too.
-    return "cublasLt" if ctx.name.startswith(("void cublasLt::", "cublasLt::")) else "cublas"
+    # By the kernel's own namespace: cuBLAS kernels take `cublasLtEpilogue_t` arguments too. cuBLASLt's stand-alone
+    # epilogue is cuBLASLt's in both spellings (`cublasLt::epilogue::impl::…`, CUDA <= 11 `epilogue::impl::…`).
+    if ctx.name.startswith(("void cublasLt::", "cublasLt::")) or _CUBLASLT_EPILOGUE(ctx):
+        return "cublasLt"
+    return "cublas"
+
+
+# cuBLASLt's stand-alone epilogue kernel (bias/activation after a GEMM that could not fuse them), in its CUDA <= 11
+# spelling outside the `cublasLt::` namespace: declared in `epilogue::impl`, and taking a `cublasLtEpilogue_t`.
+_CUBLASLT_EPILOGUE = _all(_w("cublasltepilogue_t"), _id(r"^globalkernel$"), _scope(r"(?:^|::)epilogue::impl$"))
 
 
 def _comm_library(ctx: Context) -> str:
-    if "rccl" in ctx.low or (ctx.launch_api or "").startswith(_HIP_PREFIX):
+    # RCCL keeps NCCL's kernel names on ROCm. The trace's vendor decides for every kernel alike: a kernel launched
+    # before profiling began has no launch call in the trace, and must not be called NCCL's when its twin launched
+    # by hipExtLaunchKernel a moment later is RCCL's. The launch API and the name decide when the vendor is unknown.
+    if ctx.vendor == "amd" or "rccl" in ctx.low or (ctx.launch_api or "").startswith(_HIP_PREFIX):
         return "rccl"
     return "nccl"
 
@@ -507,6 +554,17 @@ _KV_CACHE = _w("reshape_and_cache", "concat_and_cache", "gather_and_maybe_dequan
                "update_kv_cache", "kvcacheupdate", "write_to_kv_cache", "gather_kv_cache", "gatherkvcache",
                "gather_k_cache", "dequant_gather", "dequantgather")
 _ROTARY = _any(_w("rotary", "mrope"), _all(_w("rope"), _r(r"(?<![A-Za-z])[Rr]ope(?![a-z])|[a-z0-9]Rope(?![a-z])")))
+
+
+class _NncFusion(Matcher):
+    """A TorchScript NNC fusion group's kernel name (tracekit.classify.nnc) not launched by the runtime API."""
+
+    def __call__(self, ctx: Context) -> bool:
+        return (ctx.name.startswith("fused_") and not _launched_by_runtime(ctx)
+                and nnc.nnc_fused_ops(ctx.name) is not None)
+
+
+_NNC_FUSION = _NncFusion()
 
 
 # Padding, read from the kernel's own identifier: `pad` as a token (`replication_pad_forward_kernel1d`,
@@ -546,8 +604,33 @@ RULES: tuple[Rule, ...] = (
     # ---- communication ---------------------------------------------------------------------------
     Rule("nccl", _w("nccl", "rccl"), "communication", _comm_library, misc.decode_nccl,
          "NCCL/RCCL device kernels (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`, old `ncclKernel_...`, RCCL's "
-         "`rcclGenericKernel` / `rccl_main_kernel`). Library `rccl` when the name says so or a HIP API launched "
-         "it (RCCL keeps NCCL's kernel names on ROCm)."),
+         "`rcclGenericKernel` / `rccl_main_kernel`). RCCL keeps NCCL's kernel names on ROCm, so library `rccl` when "
+         "the trace is an AMD one (its vendor), whatever launched the kernel — one launched before the trace began "
+         "has no launch call to read — else when the name says so or a HIP API launched it."),
+    Rule("moe.dispatch_layout", _all(_w("dispatch_layout"), _id(r"^get_dispatch_layout$")), "other", _ns, None,
+         "DeepEP's layout kernel `get_dispatch_layout` (namespace `deep_ep::layout`, `deep_ep::internode` in early "
+         "releases, `dpsk::ep::cuda` in DeepSeek's own builds): counts, on the local GPU, the tokens each rank and "
+         "expert will receive from the top-k indices. It moves no data between GPUs, so it is not communication; "
+         "like the other MoE routing bookkeeping (vLLM's `moe_align_block_size_kernel`) it is class other. Before "
+         "collective.custom, which takes every other `deep_ep::internode::` kernel."),
+    Rule("collective.expert_parallel",
+         _any(_all(_w("dispatch", "combine", "notify", "barrier", "clean_low_latency"),
+                   _id(r"^(?:(?:notify|cached_notify)_?)?(?:dispatch|combine)(?:_[a-z0-9_]{1,48})?$|^cached_notify$|"
+                       r"^barrier$|^clean_low_latency_buffer$"),
+                   _scope(r"(?:^|::)(?:ep|deep_ep|intranode|internode|internode_ll)$")),
+              _all(_w("epdispatch", "epcombine", "ep_dispatch", "ep_combine"),
+                   _id(r"^ep_?(?:dispatch|combine)(?:_?(?:intra|inter)_?node|_?ll|_?low_?latency)"))),
+         "communication", _ns_or("deep_ep"), misc.decode_collective,
+         "Expert-parallel all-to-all (the MoE token dispatch to the experts' GPUs and the combine back) under any "
+         "namespace: DeepEP's kernels `dispatch`, `combine`, `notify_dispatch`, `cached_notify`, "
+         "`cached_notify_{dispatch,combine}`, the low-latency `dispatch`/`combine` (`_ll`, tuned `dispatch_opt…` "
+         "variants), `barrier` and `clean_low_latency_buffer`, read from the kernel's own identifier and declared in "
+         "an EP namespace (`…::ep`, `deep_ep`, `intranode`, `internode`, `internode_ll`): `deep_ep::internode::…`, "
+         "Primus-Turbo's `primus_turbo::deep_ep::intranode::…`, DeepSeek's own builds `dpsk::ep::internode::…` "
+         "(library deep_ep: the same code); and MORI's `mori::moe::EpDispatchIntraNodeKernel` / "
+         "`EpCombineInterNodeKernel`. A `dispatch`/`combine` word elsewhere (FlashAttention's "
+         "`flash_fwd_splitkv_combine_kernel`, CUB's `Dispatch…` policies in template arguments, a kernel called "
+         "`combine` outside an EP namespace) is not enough. Their time is communication, whoever built them."),
     Rule("collective.custom", _any(_w("multimem_all_reduce", "multimem_all_gather", "multimem_reduce_scatter",
                                  "multimem_one_shot", "one_shot_all_reduce", "two_shot_all_reduce",
                                  "oneshot_all_reduce", "twoshot_all_reduce", "oneshotallreduce", "twoshotallreduce",
@@ -563,8 +646,9 @@ RULES: tuple[Rule, ...] = (
          "Collectives outside NCCL: PyTorch SymmetricMemory's `multimem_all_reduce_kernel` (NVLS multicast) and "
          "one-/two-shot all-reduce, vLLM/SGLang/aiter custom all-reduce (`cross_device_reduce_1stage`, "
          "`sglang::all_reduce_pull_res_kernel`, `r4d_ar_oneshot_2rank_*`), TVM/MSCCL++ `allreduce_simple`, "
-         "TensorRT-LLM's Lamport all-reduce fusion, DeepEP (also Primus-Turbo's port; its low-latency "
-         "`deep_ep::internode_ll::dispatch/combine` over NVSHMEM too)/dlslime all-to-all, b12x's CuTe-DSL comm module "
+         "TensorRT-LLM's Lamport all-reduce fusion, any other kernel DeepEP declares in its communication "
+         "namespaces `deep_ep::{intranode,internode,internode_ll}::` (its dispatch/combine family is "
+         "collective.expert_parallel, above), dlslime all-to-all, b12x's CuTe-DSL comm module "
          "(`kernel_cutlass_kernel_b12xcommroce_…`: one-shot all-reduce and all-gather over RoCE), ROCm Iris (a "
          "symmetric-heap SHMEM library written in Triton/Gluon: every `iris_*` kernel it ships is a collective, "
          "`iris_stage_one_shot_allreduce_kernel`, `iris_reduce_symmetric_gluon_kernel`), FlashInfer's "
@@ -613,22 +697,36 @@ RULES: tuple[Rule, ...] = (
          "and GQA ratio, also JIT-compiled and shipped by FlashInfer) exports its kernel as `extern \"C\" kernel_mha`, "
          "so the whole family shows one bare identifier. Other `kernel_mha_*` kernels (`kernel_mha_bwd`, custom "
          "code) are left to attention.by_name, which reads `mha` as a token and the library from evidence."),
-    Rule("attention.sage", _w("qk_int8_sv_f8", "qk_int_sv_f8", "qk_int8_sv_f16", "qk_int_sv_f16", "sageattn",
-                              "sage_attn", "sageattention"),
-         "attention", "sageattention", misc.decode_attention,
-         "SageAttention's quantised attention kernels (`qk_int8_sv_f8_attn_kernel`, Triton `sageattn` variants)."),
+    Rule("attention.sage", _any(_w("qk_int8_sv_f8", "qk_int_sv_f8", "qk_int8_sv_f16", "qk_int_sv_f16", "sageattn",
+                                   "sage_attn", "sageattention"),
+                                _all(_w("sage"), _id(r"^_?sage_?(?:attn_?)?(?:fwd|bwd)(?![a-z])"))),
+         "attention", lambda ctx: "triton" if _triton_or_ns(ctx) == "triton" else "sageattention",
+         misc.decode_attention,
+         "SageAttention's quantised attention kernels, by name: the CUDA `qk_int8_sv_f8_attn_kernel` family, "
+         "`sageattn` variants, and the Triton forward `sage_fwd` with its variants (`sage_fwd_mxfp4`, `sage_fwd_v3`, "
+         "`sage_fwd_vfa`, "
+         "`sage_fwd_mxfp4_mixed`: aiter's SageAttention ports) and a `sage_bwd` — the kernel's own identifier must "
+         "start with `sage_fwd`/`sage_bwd`. Class attention, before the triton_custom rules (as attention.other: "
+         "the class says what the time buys); library triton with Triton evidence (launch API, a Python op), else "
+         "sageattention. SageAttention's own Triton kernel is called `_attn_fwd` (attention.other). Its quantisation "
+         "kernels (`sage_quant_kernel`, `quant_per_block_int8_kernel`) are not attention."),
     Rule("attention.other", _any(_w("fmha", "paged_attention", "unified_attention", "merge_attn_states",
                                     "mergestates", "merge_states",
                                     "mha_fwd", "mha_bwd", "attn_fwd", "attn_bwd", "flash_decoding",
                                     "decode_attention", "prefill_attention", "context_attention",
-                                    "attention_fwd", "attention_bwd", "attention_forward", "attention_backward"),
+                                    "attention_fwd", "attention_bwd", "attention_forward", "attention_backward",
+                                    "transform_bias_rescale_qkv"),
                                  _all(_w("attn_", "attention_"),
                                       _ri(r"(?:attn|attention)_(?:[a-z0-9]{1,16}_){0,3}(?:fwd|bwd|forward|backward)")),
                                  _r(r"^(?:void )?aiter::(?:pa|mla|fmha|mha)_")),
          "attention", _triton_or_ns, misc.decode_attention,
          "Other attention kernels: vLLM paged / unified (Triton `kernel_unified_attention_2d`) attention and "
          "`merge_attn_states` (the combine step of split-KV attention), Triton `_attn_fwd` (tutorial) / AMD "
-         "`attn_fwd`, CK-tile FMHA, custom `*_attention_*_fwd_kernel`s. Judgement call: an attention-named "
+         "`attn_fwd`, CK-tile FMHA, custom `*_attention_*_fwd_kernel`s, ATen's native multi-head attention "
+         "`transform_bias_rescale_qkv_kernel` (and its `_add_padding_` variant for nested inputs: splits the packed "
+         "QKV projection into heads, adds the bias and scales q — a step of torch's native MHA, so attention, "
+         "before the "
+         "padding rule its name would reach). Judgement call: an attention-named "
          "*Triton* kernel is class `attention`, library `triton` — the class says what the time buys "
          "(attention FLOPs, comparable with FlashAttention), the library says who wrote it. This rule precedes "
          "the triton_custom rules on purpose. aiter's assembly kernels are named in its namespace by family: "
@@ -694,14 +792,17 @@ RULES: tuple[Rule, ...] = (
                                     "fermipluscgemm", "pointwise_mult_and_sum_complex", "scalepackedtensor",
                                     "scaletensor_kernel", "2d_grouped_direct_kernel", "conv2d_grouped_direct",
                                     "im2col4d", "gcgemm", "strided_dgrad"),
-                                 _all(_w("cudnn"), _w("conv", "gemm", "splitk"))),
+                                 _all(_w("cudnn"), _w("conv", "gemm", "splitk")),
+                                 _all(_w("cudnn"), _w("wgrad", "dgrad"), _id(r"wgrad|dgrad"))),
          "gemm", _ns_or("cudnn"), gemm.decode_conv,
          "cuDNN convolutions in every spelling: `*_scudnn_*` (also `cudnn_infer_`/`_5x_cudnn_` prefixed), "
          "`cutlass_cudnn{,_infer,_train}::Kernel<…{fprop,dgrad,wgrad}…>`, `implicit_convolve_sgemm`, "
          "`{dgrad,wgrad_alg0,wgrad_alg1}_engine`, `strided_dgrad_*` (strided data-gradient), Winograd/FFT "
          "kernels — and the helpers one convolution call "
          "launches (`cask_cudnn::computeOffsetsKernel`, `computeWgradSplitKOffsetsKernel`, "
-         "`cudnn::ops::scalePackedTensor_kernel`, split-K reduces). Convolutions are (implicit) GEMMs, so class "
+         "`cudnn::ops::scalePackedTensor_kernel`, split-K reduces, and any cuDNN kernel whose own identifier says it "
+         "computes a weight or data gradient: `cudnn::cnn::reduce_wgrad_nchw_helper` sums the split partial weight "
+         "gradients and casts them to the weights' type). Convolutions are (implicit) GEMMs, so class "
          "gemm, op=conv; judgement call: the helpers are class gemm too, as the tail of cuBLAS split-K is — a "
          "convolution total that left them out would flatter the algorithms that need them. Layout transposes "
          "(`nchwToNhwcKernel`) are copies (rule copy) and batch norms are normalization."),
@@ -750,11 +851,15 @@ RULES: tuple[Rule, ...] = (
                                         "gemmSN_TN_kernel", "gemmSN_NT_kernel", "gemmSN_TT_kernel", "gemmk1_kernel",
                                         "gemmSN_kernel", "gemvx::kernel", "dot_kernel<", "splitKreduce_kernel",
                                         "cublasLt::", "cublas::", "scal_kernel", "axpy_kernel"), fold=False),
+                                 _CUBLASLT_EPILOGUE,
                                  _all(_w("reduce_1block_kernel", "asum_kernel", "nrm2_kernel"), _w("cublas"))),
          "gemm", _gemm_library, gemm.decode_cublas_aux,
          "cuBLAS helper kernels: GEMV (`gemv2T_kernel_val`), small-N GEMM (`gemmSN_TN_kernel`), dot and its "
          "second-stage `reduce_1Block_kernel`, the split-K reduction `cublasLt::splitKreduce_kernel` and cuBLASLt's "
-         "stand-alone epilogue `cublasLt::epilogue::impl::globalKernel`. Judgement call: split-K's reduction and the "
+         "stand-alone epilogue `cublasLt::epilogue::impl::globalKernel` (CUDA <= 11 spells it "
+         "`epilogue::impl::globalKernel<…>` outside the `cublasLt::` namespace; its `cublasLtEpilogue_t` "
+         "parameter and `epilogue::impl` scope say whose "
+         "it is: library cublasLt in both spellings). Judgement call: split-K's reduction and the "
          "epilogue are class gemm (decoded op=split_k_reduce / epilogue) — they are the tail of one GEMM call, and "
          "a GEMM-time total that left them out would flatter the algorithms that need them."),
     Rule("gemm.magma", _all(_w("magma"), _w("gemm", "gemv")), "gemm", "magma", gemm.decode_generic,
@@ -839,7 +944,16 @@ RULES: tuple[Rule, ...] = (
          aten.decode_jiterator,
          "ATen jiterator kernels (`gcd_vectorized4_kernel`): NVRTC-compiled at run time and launched with "
          "cuLaunchKernel like Triton, but ATen elementwise ops."),
-    # ---- Inductor-generated Triton ----------------------------------------------------------------
+    # ---- TorchScript's NNC fuser: NVRTC-compiled, launched with the driver API like Triton ------------
+    Rule("nnc.fused", _NNC_FUSION, "elementwise", "nnc", nnc.decode_nnc,
+         "TorchScript's NNC (TensorExpr) fusion groups: `fused_<op>_<op>…` with an optional decimal hash (NNC cuts "
+         "names at 40 characters and appends one) and counter (`fused_mul_add`, `fused__to_copy_mul_add_1`, "
+         "`fused_tanh_mul_div_mul_tanh_t_<hash>`). NNC compiles each group with NVRTC and launches it with "
+         "cuLaunchKernel — the driver call Triton uses — so this rule precedes the Triton launch-API rule, and a "
+         "runtime-API launch (`cudaLaunchKernel`) rules it out. Every op word must be an ATen op NNC fuses "
+         "(tracekit.classify.nnc.NNC_OPS), which keeps hand-written Triton such as "
+         "`fused_recurrent_gated_delta_rule_fwd_kernel` out. Class elementwise (NNC fuses element-wise ops, casts "
+         "and views on the GPU), library nnc; the ops are decoded."),
     # ---- hand-written Triton, with evidence ---------------------------------------------------------
     Rule("triton_custom.launch_api", Always(), "triton_custom", "triton", misc.decode_triton_custom,
          "Hand-written Triton (e.g. Liger's `_geglu_tanh_forward_kernel`): a bare identifier (no `void `, no `::`, "
@@ -881,6 +995,22 @@ RULES: tuple[Rule, ...] = (
          "elementwise", _ns, aten.decode_aten,
          "Rotary position embedding kernels (vLLM `rotary_embedding_kernel`, fused QK-norm+RoPE+cache-insert ops): "
          "elementwise arithmetic on Q/K."),
+    # ---- MoE token permutation and combine ------------------------------------------------------------
+    Rule("moe.permute", _all(_w("expand", "permute"),
+                             _id(r"^(?:moe_)?expand_?(?:to_?fused|input_?rows)|^moe_?permute(?!_?(?:idx|index))")),
+         "copy", _ns, aten.decode_aten,
+         "MoE token permutation, read from the kernel's own identifier: rows gathered (and replicated per chosen "
+         "expert) into expert-contiguous order before the grouped expert GEMM — DeepSeek's `cuda::expand_to_fused` / "
+         "`expand_to_fused_with_scales_impl` (scales travel with the fp8 rows), TensorRT-LLM's `expandInputRowsKernel` "
+         "(also vLLM's copy of it), `moe_permute`. Class copy: pure data movement, as a gather into a new layout."),
+    Rule("moe.combine", _all(_w("reduce_fused", "sum_gate"),
+                             _id(r"^(?:moe_)?reduce_?fused|^top\d+_sum_gate")),
+         "reduction", _ns, aten.decode_aten,
+         "MoE combine and gating in DeepSeek's kernels, by the kernel's own identifier: `cuda::reduce_fused_impl` "
+         "sums each token's expert outputs weighted by its gate scores (as TensorRT-LLM's `finalizeMoeRoutingKernel` "
+         "and vLLM's `moe_sum`, both class reduction), `cuda::top2_sum_gate` picks each token's experts by a top-k "
+         "over summed group scores (top-k is a reduction, as `customMoeRoutingKernel`). The routing bookkeeping "
+         "between them (`get_fused_mapping`, `clean_and_count_expert`, vLLM's `moe_align_block_size`) stays other."),
     # ---- FBGEMM table-batched embeddings -------------------------------------------------------------
     Rule("fbgemm.tbe_forward_nobag", _all(_w("embedding_codegen_forward", "embedding_forward"), _w("nobag")),
          "elementwise", "fbgemm", aten.decode_aten,
@@ -998,12 +1128,12 @@ RULES: tuple[Rule, ...] = (
          "`EmbeddingBag_updateOutputKernel_*` (each output sums or maxes its bag), as FBGEMM's pooled forward."),
     Rule("copy", _w("copy_kernel", "_copy_", "catarraybatchedcopy", "copy_device_to_device", "batched_copy",
                     "direct_copy", "transpose_kernel", "transpose_readwrite", "permute_kernel", "permute_2d", "permute",
-                    "chunk_cat", "expandinputrows",
+                    "chunk_cat",
                     "contiguous_kernel", "nchwtonhwc", "nhwctonchw", "copyblocks", "transpose"),
          "copy", _ns, aten.decode_aten,
          "Copies and dtype casts done by kernels (`direct_copy_kernel_cuda`, `bfloat16_copy_kernel_cuda`, "
-         "`CatArrayBatchedCopy`, `chunk_cat_cuda_kernel` = torch._chunk_cat, FSDP2's packing), MoE token "
-         "permutation (TensorRT-LLM's `expandInputRowsKernel`: rows gathered into expert order), transposes/permutes "
+         "`CatArrayBatchedCopy`, `chunk_cat_cuda_kernel` = torch._chunk_cat, FSDP2's packing; MoE token "
+         "permutation has its own rule, moe.permute), transposes/permutes "
          "(cuBLAS `transpose_readWrite_alignment_kernel`, FBGEMM "
          "`permute_2D_data_kernel`, cuDNN `nchwToNhwcKernel` and `cubeTransposeDeviceGeneric_kernel`, any kernel that "
          "says `transpose` and reached this rule) — memory-bound data movement, distinct from copy-engine memcpy."),
@@ -1075,7 +1205,8 @@ def _normal_kind(kind: str | None) -> str:
 
 
 def classify_kernel(
-    name: str, *, kind: str = "kernel", launch_api: str | None = None, cpu_op: str | None = None
+    name: str, *, kind: str = "kernel", launch_api: str | None = None, cpu_op: str | None = None,
+    vendor: str | None = None,
 ) -> KernelInfo:
     """Classify one GPU activity. Total and pure: never raises; result class is in :data:`CLASSES`.
 
@@ -1083,25 +1214,29 @@ def classify_kernel(
     ``gpu_memset`` spellings are accepted too; any other kind, such as the gpu frame's ``annotation`` and
     ``sync``, is class ``other`` by rule ``not_a_kernel``, whatever its name). ``launch_api`` is the runtime/driver call that launched
     it (``cuLaunchKernelEx``...), ``cpu_op`` the innermost CPU op around that call; both are optional
-    evidence used to tell hand-written Triton apart (and RCCL from NCCL).
+    evidence used to tell hand-written Triton apart (and RCCL from NCCL). ``vendor`` is the trace's device vendor
+    (:attr:`tracekit.trace.TraceMeta.vendor`); optional, it decides the library of kernels whose name several
+    vendors' libraries share (``ncclDevKernel_*`` is RCCL's on ``"amd"``), whatever launched them.
     """
     return _classify(
         name if isinstance(name, str) else str(name),
         _normal_kind(kind),
         launch_api if isinstance(launch_api, str) and launch_api else None,
         cpu_op if isinstance(cpu_op, str) and cpu_op else None,
+        vendor if isinstance(vendor, str) and vendor else None,
     )
 
 
 @lru_cache(maxsize=65536)
-def _classify(name: str, kind: str, launch_api: str | None, cpu_op: str | None) -> KernelInfo:
+def _classify(name: str, kind: str, launch_api: str | None, cpu_op: str | None,
+              vendor: str | None = None) -> KernelInfo:
     # Kineto sometimes pads names, rocprof appends `.kd`, XLA/CK traces keep mangled symbols:
     # classification reads the normalised text; the caller keeps the original name as identity.
     # Rules and decoders read at most RULE_WINDOW characters: what decides a family is in a name's head
     # (namespace, template, first arguments), and the bound keeps a crafted 300,000-character name to a few
     # milliseconds. Identity is never cut: callers key on the full original name.
     text = (rule_text(name) if kind == "kernel" else name.strip())[:RULE_WINDOW]
-    ctx = Context(text, text.lower(), kind, launch_api, cpu_op)
+    ctx = Context(text, text.lower(), kind, launch_api, cpu_op, vendor)
     for rule in RULES:
         if kind not in rule.kinds:
             continue
