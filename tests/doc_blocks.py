@@ -277,4 +277,4 @@ PAGES: dict[str, str] = {
     "ANNOTATE": "docs/commands/annotate.md",
 }
 #: Blocks of code the tests run (tests/commands/test_api.py, tests/docs/test_collect_snippet.py).
-CODE_BLOCKS = frozenset({"README-API", "API", "COLLECT"})
+CODE_BLOCKS = frozenset({"README-API", "API", "COLLECT", "TIMELINES"})

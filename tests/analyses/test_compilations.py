@@ -499,7 +499,7 @@ def test_the_docs_show_a_real_compare_run(request, tmp_path):
     with pytest.raises(SystemExit) as done:
         main(["compare", *[str(SWEEP / f"mlp_{m}-sweep.json.gz") for m in MODES], "--format", "md", "-o", str(out)])
     assert done.value.code == 0
-    assert "mlp\\_compile-dynamic-sweep, 216.7 µs of GPU time per call" in out.read_text(encoding="utf-8")
+    assert "Lowest steady GPU time per call: mlp\\_compile-dynamic-sweep, 216.7 µs." in out.read_text(encoding="utf-8")
     assert out.read_text(encoding="utf-8").strip().splitlines()[-1] in compare_example()
     check_block(request, "COMPARE")
 

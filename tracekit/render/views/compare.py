@@ -79,7 +79,7 @@ def finding_sentence(f: Verdict) -> str:
     if f.kind == "none":
         return f"{shapes}{who} shows no compilation or JIT in the trace{_payoff(q)}{_versus(q)}."
     if f.kind == "fastest":
-        return f"Fastest steady state: {who}, {us(q['gpu_ns'])} of GPU time per call."
+        return f"Lowest steady GPU time per call: {who}, {us(q['gpu_ns'])}."
     if f.kind == "cpu_bound":
         many = len(q.get("traces", ())) > 1
         return (f"Steady CPU dispatch per call exceeds GPU time per call in {who}: "
