@@ -15,6 +15,11 @@ fusion's evidence). Kinds, in verdict order — *when* it is found: *subjects*; 
   driver, CUPTI, ROCm, NCCL): one subject per version key (role ``version``, ``changes``
   ``[(key, a, b)]``). ``different_world_size`` — distributed runs of other sizes: ``a``, ``b``.
   These come first (:data:`SETUP_KINDS`): they say how far the rest can be trusted.
+* ``per_shape`` — shapes vary within a trace and some are common (:attr:`~tracekit.results.diff.Diff.shapes`):
+  units were paired by shape and the figures are per sweep: ``shapes`` (common), ``only_a``,
+  ``only_b`` (shapes one side alone ran, left out), ``basis`` (``annotation`` | ``input dims``).
+  ``no_common_shape`` — shapes vary and A and B share none: ``shapes_a``, ``shapes_b``; nothing
+  structural is compared (no kernel, op or round-trip tensor clause), only totals per sweep.
 * ``fusion`` — every fusion (:mod:`~tracekit.diff.align`): before…, after, op… (the fused op
   words), launched_by (the after kernel's CPU op, if any); ``kernels`` (before), ``evidence``.
 * ``split`` — every split: before, after…; ``kernels`` (after), ``evidence``.
@@ -48,12 +53,14 @@ fusion's evidence). Kinds, in verdict order — *when* it is found: *subjects*; 
   vanished or changed in number outside the noise: ``a, b`` (per step).
 * ``launches`` — launch calls changed outside the noise: ``a, b``.
 
-Quantities are per step (medians over steps, see :mod:`~tracekit.results.diff`).
+Quantities are per step (medians over steps, see :mod:`~tracekit.results.diff`); when shapes vary
+they are per sweep (one step of each shape) and each figure clause carries ``per`` = ``sweep``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from tracekit.diff.align import is_main_gemm
 from tracekit.analyses.profile import KernelRef
@@ -92,7 +99,20 @@ def _kernels(role: str, ks: Iterable[KernelRef]) -> tuple[Subject, ...]:
 
 def judge(diff: Diff) -> tuple[Verdict, ...]:
     """The verdict on ``diff``, clause by clause in verdict order (see module docstring)."""
-    return tuple(_setup(diff)) + tuple(_structure(diff)) + tuple(_figures(diff))
+    return (tuple(_setup(diff)) + tuple(_shapes(diff)) + (tuple(_structure(diff)) if diff.structural else ())
+            + tuple(_figures(diff)))
+
+
+def _shapes(diff: Diff) -> list[Verdict]:
+    """How units were paired when shapes vary within a trace (see module docstring)."""
+    if not diff.structural:
+        return [Verdict("no_common_shape", quantities={"shapes_a": len(diff.shapes_only_a),
+                                                       "shapes_b": len(diff.shapes_only_b),
+                                                       "basis": diff.a.shape_basis})]
+    if diff.shapes:
+        return [Verdict("per_shape", quantities={"shapes": len(diff.shapes), "only_a": len(diff.shapes_only_a),
+                                                 "only_b": len(diff.shapes_only_b), "basis": diff.a.shape_basis})]
+    return []
 
 
 def _setup(diff: Diff) -> list[Verdict]:
@@ -152,6 +172,12 @@ def _outside_noise(diff: Diff, key: str) -> bool:
 
 def _figures(diff: Diff) -> list[Verdict]:
     """What changed in the per-step figures, each only when it counts (see module docstring)."""
+    out = [replace(f, quantities={**f.quantities, "per": "sweep"}) if diff.per == "sweep" else f
+           for f in _figure_clauses(diff)]
+    return out
+
+
+def _figure_clauses(diff: Diff) -> list[Verdict]:
     out: list[Verdict] = []
     q = diff.quantities.get("gpu_time")
     if q is not None and (q.delta != 0 or diff.structural_change):

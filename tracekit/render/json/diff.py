@@ -39,6 +39,14 @@ present):
 * ``round_trip_tensors`` — ``{a: [{producer_op, consumer_op, shape, dtype, bytes}], b: […],
   fused_away: [… + fused_into]}`` for each trace's last step (empty when not measured)
 * ``unavailable`` — ``{metric: reason}``; ``noise_rule``; ``notes``
+* (added in /1) ``per`` — ``step``, or ``sweep`` when shapes vary within a trace: every per-step
+  quantity is then the sum over the common shapes of each shape's median (its ``spread_*`` the sum
+  of the per-shape spreads), see :mod:`tracekit.results.diff`; ``shapes`` — ``[{shape, units_a:
+  [labels], units_b: [labels], <per-step keys above>: quantity | null}]``, each shape both traces
+  ran, with its medians (empty when shapes do not vary); ``shapes_only_a``, ``shapes_only_b`` —
+  shapes one trace alone ran (left out); ``structural`` — false when A and B share no shape (no
+  kernel, op or tensor compared); ``aligned_pair`` — ``[a_label, b_label]`` of the step pair whose
+  kernel changes are listed, or null
 * ``gates`` — ``[{expr, metric, op, value, relative, observed, exceeded, within_noise, failed}]``
 """
 
@@ -128,6 +136,15 @@ def data(diff: Diff, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:
                        for h in diff.host_syncs],
         "alignment": {"anchors": al.anchors, "moved": al.moved, "notes": list(al.notes)},
         "unavailable": diff.unavailable,
+        "per": diff.per,
+        "shapes": [{"shape": s.key, "units_a": [diff.a.unit_labels[u] for u in s.units_a],
+                    "units_b": [diff.b.unit_labels[u] for u in s.units_b],
+                    **{name: (_q(s.quantities[key]) if key in s.quantities else None)
+                       for key, name in _PER_STEP_KEYS.items()}} for s in diff.shapes],
+        "shapes_only_a": list(diff.shapes_only_a), "shapes_only_b": list(diff.shapes_only_b),
+        "structural": diff.structural,
+        "aligned_pair": ([diff.a.unit_labels[diff.aligned_pair[0]], diff.b.unit_labels[diff.aligned_pair[1]]]
+                         if diff.aligned_pair else None),
         "noise_rule": NOISE_RULE,
         "notes": list(diff.notes),
         "gates": [{"expr": r.gate.text, "metric": r.gate.metric, "op": r.gate.op, "value": r.gate.value,
