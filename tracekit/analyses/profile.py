@@ -87,6 +87,9 @@ class KernelRef:
     cpu_op: str | None
     top_op: str | None
     decoded: dict[str, Any]
+    #: The launching CPU op's ``Input Dims`` as recorded (None: not recorded): two kernels are
+    #: launched alike when their ops' names and, where both recorded them, dims agree.
+    cpu_op_dims: str | None = None
 
 
 @dataclass(frozen=True)
@@ -178,7 +181,13 @@ def build(bundle: Analyses) -> Profile:
     gpu = gpu.rename({"step": "unit"}).filter(pl.col("unit").is_not_null())
     ops = bundle.ops.rename({"step": "unit"}).filter(pl.col("unit").is_not_null())
 
+    dims = ops.select(pl.col("idx").alias("op_idx"), pl.col("input_dims").alias("cpu_op_dims")) \
+        if "input_dims" in ops.columns else None
     kernels = gpu.filter(pl.col("kind") == "kernel").sort([pl.coalesce("launch_ts", "ts"), "ts", "idx"])
+    if dims is not None:
+        kernels = kernels.join(dims, on="op_idx", how="left", maintain_order="left")
+    else:
+        kernels = kernels.with_columns(cpu_op_dims=pl.lit(None, pl.String))
     kernels, sequences = _sequences(kernels, numbers)
 
     kernel_ns = (kernels.group_by("unit", "identity")
@@ -294,7 +303,7 @@ def _unsteady(summary: pl.DataFrame, numbers: list[int]) -> dict[int, str]:
             for row in flagged.iter_rows(named=True)}
 
 
-_REF_KEY = ("name", "kernel_class", "cpu_op", "top_op", "decoded")
+_REF_KEY = ("name", "kernel_class", "cpu_op", "top_op", "decoded", "cpu_op_dims")
 
 
 def _sequences(kernels: pl.DataFrame, numbers: list[int]) -> tuple[pl.DataFrame, dict[int, tuple[KernelRef, ...]]]:
@@ -306,10 +315,10 @@ def _sequences(kernels: pl.DataFrame, numbers: list[int]) -> tuple[pl.DataFrame,
     """
     distinct = kernels.select(_REF_KEY).unique(maintain_order=True)
     refs = []
-    for name, kernel_class, cpu_op, top_op, decoded_text in distinct.iter_rows():
+    for name, kernel_class, cpu_op, top_op, decoded_text, dims in distinct.iter_rows():
         decoded = decoded_fields(decoded_text)
         refs.append(KernelRef(kernel_identity(name, kernel_class, decoded), name, kernel_class,
-                              cpu_op, top_op, decoded))
+                              cpu_op, top_op, decoded, dims or None))
     distinct = distinct.with_columns(
         _ref=pl.int_range(0, distinct.height, dtype=pl.UInt32),
         identity=pl.Series([r.identity for r in refs], dtype=pl.String))

@@ -27,12 +27,20 @@ fusion's evidence). Kinds, in verdict order — *when* it is found: *subjects*; 
   :data:`MAX_VARIANTS_NAMED` changes, each after with its first :data:`MAX_FIELDS_NAMED` changed
   fields; ``kernels`` (all changed).
 * ``replaced`` — each of the first :data:`MAX_REPLACED_NAMED` replacements: before, after.
-  ``more_replaced`` — the rest: ``kernels``.
+  ``more_replaced`` — the rest: ``kernels``. When A and B ran on devices of other names, a
+  replacement (its kernels launched alike, :func:`~tracekit.diff.align.launched_alike`) is the
+  device's library choosing another kernel for the same op, not a change of the program:
+  ``device_choice`` instead (so is a variant change launched alike) — before, after and
+  launched_by (their op) of the first :data:`MAX_REPLACED_NAMED` distinct pairs; ``kernels`` (all of them).
+* ``count_change`` — a launching op runs another number of kernels per step, with nothing showing
+  a fusion or split (:class:`~tracekit.results.alignment.CountChange`): launched_by (the op), before
+  and after (one kernel of it on each side); ``a``, ``b`` (its kernels per step).
 * ``removed``, ``added`` — kernels removed / added: each kernel when at most
   :data:`MAX_KERNELS_NAMED`, else none; ``kernels``.
 * ``gemms_unchanged`` — a structural change while GEMMs stayed: the kernel when exactly one;
-  ``kernels`` (launches of main GEMMs, :func:`~tracekit.diff.align.is_main_gemm`: split-K reduces
-  and cuBLAS helpers are not counted). Else ``same_kernels`` — a structural change (CPU ops, pre-ops)
+  ``kernels`` (launches of main GEMMs, :func:`~tracekit.diff.align.is_main_gemm`: split-K reduces,
+  GEMV and other cuBLAS helpers are not counted, unchanged only when launched alike in A and B);
+  ``changed`` (A's main GEMM launches that are not unchanged, present only when some are). Else ``same_kernels`` — a structural change (CPU ops, pre-ops)
   over the very same kernels.
 * ``gpu_time`` — GPU time changed, or anything structural did: ``a, b, delta, delta_pct, noise,
   within_noise`` (ns; ``delta_pct`` None when ``a`` is 0).
@@ -62,7 +70,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from tracekit.diff.align import is_main_gemm
+from tracekit.diff.align import is_main_gemm, launched_alike
 from tracekit.analyses.profile import KernelRef
 from tracekit.results.diff import Diff
 from tracekit.results.verdict import Subject, Value, Verdict
@@ -148,21 +156,41 @@ def _structure(diff: Diff) -> list[Verdict]:
                  for c in al.changed[:MAX_VARIANTS_NAMED]]
         out.append(Verdict("variant_change", tuple(s for pair in named for s in pair),
                            {"kernels": len(al.changed)}))
-    for x, y in al.replaced[:MAX_REPLACED_NAMED]:
+    chosen, replaced = al.device_choices, al.replaced
+    if chosen:
+        distinct = list({(x.identity, y.identity, x.cpu_op): (x, y) for x, y in chosen}.values())
+        named = [s for x, y in distinct[:MAX_REPLACED_NAMED]
+                 for s in (_kernel("before", x), _kernel("after", y), Subject("launched_by", x.cpu_op))]
+        out.append(Verdict("device_choice", tuple(named), {"kernels": len(chosen)}))
+    for x, y in replaced[:MAX_REPLACED_NAMED]:
         out.append(Verdict("replaced", (_kernel("before", x), _kernel("after", y))))
-    if len(al.replaced) > MAX_REPLACED_NAMED:
-        out.append(Verdict("more_replaced", quantities={"kernels": len(al.replaced) - MAX_REPLACED_NAMED}))
+    if len(replaced) > MAX_REPLACED_NAMED:
+        out.append(Verdict("more_replaced", quantities={"kernels": len(replaced) - MAX_REPLACED_NAMED}))
+    for c in al.count_changes:
+        out.append(Verdict("count_change", (Subject("launched_by", c.cpu_op), _kernel("before", c.before[0]),
+                                            _kernel("after", c.after[0])), {"a": c.a, "b": c.b}))
     for kernels, kind in ((al.removed, "removed"), (al.added, "added")):
         if kernels:
             named = _kernels("kernel", kernels) if len(kernels) <= MAX_KERNELS_NAMED else ()
             out.append(Verdict(kind, named, {"kernels": len(kernels)}))
-    gemms = [ka for ka, _ in al.unchanged if is_main_gemm(ka)]
+    # Unchanged means launched alike too: the same kernel from another op is not "the same GEMM".
+    gemms = [ka for ka, kb in al.unchanged if is_main_gemm(ka) and launched_alike(ka, kb)]
+    changed = _main_gemms_in_a(diff) - len(gemms)
     if diff.structural_change and gemms:
         named = _kernels("kernel", gemms) if len(gemms) == 1 else ()
-        out.append(Verdict("gemms_unchanged", named, {"kernels": len(gemms)}))
+        out.append(Verdict("gemms_unchanged", named, {"kernels": len(gemms), **({"changed": changed} if changed > 0 else {})}))
     elif diff.structural_change and al.is_identical:
         out.append(Verdict("same_kernels"))
     return out
+
+
+def _main_gemms_in_a(diff: Diff) -> int:
+    """Main GEMM launches of A's unit in the alignment (which accounts for each of its kernels once)."""
+    al = diff.alignment
+    kernels = ([x for x, _ in al.unchanged] + [x for f in al.fusions for x in f.before] + [s.before for s in al.splits]
+               + [c.before for c in al.changed] + [x for x, _ in al.replaced] + list(al.removed)
+               + [x for c in al.count_changes for x in c.before] + [x for x, _ in al.device_choices])
+    return sum(1 for k in kernels if is_main_gemm(k))
 
 
 def _outside_noise(diff: Diff, key: str) -> bool:

@@ -171,6 +171,15 @@ def diff(a: Profile, b: Profile) -> Diff:
         alignment, agreeing, aligned_pair = alignments[best], counts[signatures[best]], pairs[best]
     else:
         alignment, agreeing = align_mod.align((), ()), 0
+    if a.setup.devices and b.setup.devices and a.setup.devices != b.setup.devices:
+        # Another device's library picks other kernels for the same op: not a replacement.
+        # Another device's library picks other kernels (and variants) for the same op: not a
+        # replacement, nor a variant change of the program.
+        pairs_changed = [(c.before, c.after) for c in alignment.changed]
+        chosen = tuple((x, y) for x, y in [*pairs_changed, *alignment.replaced] if align_mod.launched_alike(x, y))
+        alignment = replace(alignment, device_choices=chosen,
+                            changed=tuple(c for c in alignment.changed if (c.before, c.after) not in chosen),
+                            replaced=tuple(p for p in alignment.replaced if p not in chosen))
     # The shape the alignment was found in: its unchanged kernels' times and its round trips are
     # medians over that shape's units (all units when shapes do not vary).
     group_a = next((g for g in plan.groups_a if aligned_pair and aligned_pair[0] in g), list(a.units))

@@ -13,7 +13,10 @@ present):
   ``position`` | ``GEMM epilogue``; ``splits`` — the reverse, ``[{before: name, after: [names], …}]``
 * ``kernels`` — ``{added: [{name, class}], removed: [{name, class}], changed: [{before, after,
   class, fields: {field: [a, b]}}], replaced: [{before, after, before_class, after_class}],
-  unchanged: [{a, b, class, count}]}`` for one step (``count``: launches of it in the step) (kernels in a fusion
+  unchanged: [{a, b, class, count}], count_changes: [{cpu_op, a, b, names_a, names_b}] (added in
+  /1: an op launching another number of kernels, no fusion or split shown), device_choices:
+  [{before, after, cpu_op}] (added in /1: on devices of other names, another kernel for the same
+  op)}`` for one step (``count``: launches of it in the step) (kernels in a fusion
   or split appear only there); ``unit_pairs_agreeing`` — in how many step pairs it was the same
 * per-step quantities, each ``{a, b, delta, delta_pct, within_noise, noise, spread_a, spread_b,
   values_a, values_b}`` (``a``/``b`` medians over steps; ``delta_pct`` null when ``a`` is 0) or null
@@ -116,6 +119,10 @@ def data(diff: Diff, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:
                           "after_class": y.kernel_class} for x, y in al.replaced],
             "unchanged": [{"a": ka.name, "b": kb.name, "class": ka.kernel_class, "count": n}
                           for ka, kb, n in al.unchanged_once()],
+            "count_changes": [{"cpu_op": c.cpu_op, "a": c.a, "b": c.b,
+                               "names_a": list(dict.fromkeys(k.name for k in c.before)),
+                               "names_b": list(dict.fromkeys(k.name for k in c.after))} for c in al.count_changes],
+            "device_choices": [{"before": x.name, "after": y.name, "cpu_op": x.cpu_op} for x, y in al.device_choices],
         },
         "unit_pairs_agreeing": diff.pairs_agreeing,
         "unit_pairs": [list(p) for p in diff.unit_pairs],

@@ -173,6 +173,12 @@ def changes_table(diff: Diff) -> Rows:
                      ", ".join(f"{k}: {va} → {vb}" for k, va, vb in c.fields) or "name only"])
     for x, y in al.replaced:
         rows.append(["replaced", kname(x), kname(y), f"{x.kernel_class} → {y.kernel_class}"])
+    for x, y in al.device_choices:
+        rows.append(["device's kernel choice", kname(x), kname(y), f"both launched by {x.cpu_op}"])
+    for c in al.count_changes:
+        rows.append([f"count {c.a} → {c.b}", Code(", ".join(dict.fromkeys(short_kernel_name(k.name, k.decoded) for k in c.before))),
+                     Code(", ".join(dict.fromkeys(short_kernel_name(k.name, k.decoded) for k in c.after))),
+                     f"kernels of {c.cpu_op}"])
     for k in al.removed:
         rows.append(["removed", kname(k), "", k.kernel_class])
     for k in al.added:

@@ -108,9 +108,30 @@ def _named_or_counted(f: Verdict) -> list[str]:
 
 
 def _gemms_unchanged(f: Verdict) -> list[str]:
+    n, changed = int(_n(f, "kernels")), int(f.quantities.get("changed") or 0)
+    if changed:
+        return [f"{n:,} of {n + changed:,} GEMM{'s' if n + changed > 1 else ''} unchanged ({changed:,} changed)"]
     if f.subjects:
         return ["the same GEMM kernel ", kname(f.subjects[0])]
-    return [f"the {_count_word(int(_n(f, 'kernels')))} GEMMs unchanged"]
+    return [f"the {_count_word(n)} GEMMs unchanged"]
+
+
+def _count_change(f: Verdict) -> list[str]:
+    (op,), (x,), (y,) = f.of("launched_by"), f.of("before"), f.of("after")
+    a, b = int(_n(f, "a")), int(_n(f, "b"))
+    same = short_kernel_name(x.name, dict(x.decoded)) == short_kernel_name(y.name, dict(y.decoded))
+    names = [kname(y)] if same else [kname(x), " / ", kname(y)]
+    return [*names, f": {a} → {b} per step (kernels of ", Code(op.name), ")"]
+
+
+def _device_choice(f: Verdict) -> list[str]:
+    before, after, ops = f.of("before"), f.of("after"), f.of("launched_by")
+    seg: list[str] = []
+    for n, (x, y, op) in enumerate(zip(before, after, ops)):
+        seg += ([", "] if n else []) + [Code(op.name), " runs ", kname(y), " instead of ", kname(x)]
+    n = int(_n(f, "kernels"))
+    return [*seg, f"{f' ({n} kernels in all)' if n > len(before) else ''} — the device's library choosing its "
+            "kernels, not a change of the program"]
 
 
 def _per(f: Verdict) -> str:
@@ -279,7 +300,8 @@ CLAUSES: dict[str, Callable[[Verdict], list[str]]] = {
     "quiet_ops_gone": _quiet_ops_gone, "memsets": _hidden("memset"), "memcpys": _hidden("memcpy"),
     "launches": _launches, "different_devices": _different_devices, "different_versions": _different_versions,
     "different_world_size": _different_world_size, "host_sync": _host_sync, "graph_launches": _graph_launches,
-    "per_shape": _per_shape, "no_common_shape": _no_common_shape,
+    "per_shape": _per_shape, "no_common_shape": _no_common_shape, "count_change": _count_change,
+    "device_choice": _device_choice,
 }
 NO_CHANGE = "No change: the same kernels run in every step and every quantity is within the step-to-step noise."
 #: After findings about the traces' setup alone (:data:`tracekit.diff.diff_verdict.SETUP_KINDS`).
