@@ -88,10 +88,16 @@ def test_hand_written_kernel_fusion_named_by_its_launching_cpu_op():
 
 
 def test_positional_fusion_when_names_say_nothing():
+    # Position is evidence only where the launching op agrees: MyFunction's two kernels now one.
     opaque = k("my_kernel", "triton_custom", "MyFunction")
-    al = align.align((G1, GELU, MUL, G2), (G1, opaque, G2))
+    first, second = k("my_first_kernel", "triton_custom", "MyFunction"), k("my_second_kernel", "triton_custom", "MyFunction")
+    al = align.align((G1, first, second, G2), (G1, opaque, G2))
     assert al.fusions[0].evidence == "position"
-    assert [x.name for x in al.fusions[0].before] == ["gelu_kernel", "mul_kernel"]
+    assert [x.name for x in al.fusions[0].before] == ["my_first_kernel", "my_second_kernel"]
+    # A kernel of another op in the place of aten::gelu's and aten::mul's is no fusion of them.
+    al = align.align((G1, GELU, MUL, G2), (G1, opaque, G2))
+    assert not al.fusions and [x.name for x in al.removed] == ["gelu_kernel", "mul_kernel"]
+    assert [x.name for x in al.added] == ["my_kernel"]
 
 
 def test_a_single_replacement_is_not_a_fusion():
@@ -240,7 +246,8 @@ def test_json_contract(diff):
     assert data["schema"] == "tracekit.diff/1"
     assert data["fusions"][0]["after"] == "triton_poi_fused__unsafe_view_gelu_mul_0"
     assert len(data["fusions"][0]["before"]) == 2
-    assert set(data["kernels"]) == {"added", "removed", "changed", "replaced", "unchanged"}
+    assert set(data["kernels"]) == {"added", "removed", "changed", "replaced", "unchanged", "count_changes",
+                                    "device_choices"}
     assert set(data["gpu_ns_per_step"]) >= {"a", "b", "delta_pct", "within_noise"}
     assert data["gpu_ns_per_step"]["within_noise"] is False
     rt = data["round_trip_bytes_per_step"]
@@ -434,7 +441,8 @@ def test_eager_to_compile_findings_name_the_fusion_and_the_gpu_time(diff, sample
 
 def test_findings_name_a_few_and_count_the_rest(diff):
     ADD = k("add_kernel", cpu_op="aten::add", functor="CUDAFunctor_add")
-    sums = [k(f"sum{i}_kernel", "reduction", f"aten::sum{i}") for i in range(3)]
+    # A replacement needs the same launching op: each sum kernel launched by the op it replaces.
+    sums = [k(f"sum{i}_kernel", "reduction", op) for i, op in enumerate(("aten::gelu", "aten::mul", "aten::add"))]
     base = diff("mlp_eager", "mlp_eager")
     replaced = align.align((G1, GELU, G1, MUL, G1, ADD, G2), (G1, sums[0], G1, sums[1], G1, sums[2], G2))
     kinds = [(f.kind, [s.name for s in f.subjects], dict(f.quantities))
@@ -515,9 +523,11 @@ seqs = st.lists(st.sampled_from(range(len(POOL))), max_size=9).map(lambda ix: tu
 def test_alignment_accounts_for_every_kernel_exactly_once(a, b):
     al = align.align(a, b)
     used_a = [x for x, _ in al.unchanged] + [x for f in al.fusions for x in f.before] + \
-        [s.before for s in al.splits] + [c.before for c in al.changed] + [x for x, _ in al.replaced] + list(al.removed)
+        [s.before for s in al.splits] + [c.before for c in al.changed] + [x for x, _ in al.replaced] + list(al.removed) + \
+        [x for c in al.count_changes for x in c.before]
     used_b = [y for _, y in al.unchanged] + [f.after for f in al.fusions] + \
-        [y for s in al.splits for y in s.after] + [c.after for c in al.changed] + [y for _, y in al.replaced] + list(al.added)
+        [y for s in al.splits for y in s.after] + [c.after for c in al.changed] + [y for _, y in al.replaced] + list(al.added) + \
+        [y for c in al.count_changes for y in c.after]
     assert sorted(map(id, used_a)) == sorted(map(id, a))  # as multisets: nothing lost or counted twice
     assert sorted(map(id, used_b)) == sorted(map(id, b))
     assert align.align(a, a).is_identical

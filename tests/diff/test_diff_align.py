@@ -89,18 +89,20 @@ def test_a_gemm_is_no_fusion_target_by_position():
     other_gemm = k("cutlass_gemm_kernel", "gemm", "MyGemmOp", op="gemm")
     al = align.align((G1, GELU, MUL, G2), (G1, other_gemm, G2))
     assert not al.fusions and {x.name for x in al.removed} == {"gelu_kernel", "mul_kernel"}
-    al = align.align((G1, GELU, MUL, G2), (G1, OPAQUE, G2))  # a non-GEMM still is
+    mine = (k("my_first_kernel", "triton_custom", "MyFunction"), k("my_second_kernel", "triton_custom", "MyFunction"))
+    al = align.align((G1, *mine, G2), (G1, OPAQUE, G2))  # a non-GEMM of the same launching op still is
     assert [f.evidence for f in al.fusions] == ["position"]
 
 
 def test_few_gemm_anchors_cut_long_stretches_at_other_kernels_and_say_so():
     body = [k(f"e{i}_kernel") for i in range(300)]
-    a = (G1, *body[:150], GELU, MUL, *body[150:], G2)
+    mine = (k("my_first_kernel", "triton_custom", "MyFunction"), k("my_second_kernel", "triton_custom", "MyFunction"))
+    a = (G1, *body[:150], *mine, *body[150:], G2)
     b = (G1, *body[:150], OPAQUE, *body[150:], G2)
     al = align.align(a, b)
-    # Cut at the unchanged kernels around it, my_kernel still stands for gelu + mul by position.
+    # Cut at the unchanged kernels around it, my_kernel still stands for MyFunction's two by position.
     assert [(f.evidence, [x.name for x in f.before]) for f in al.fusions] == [
-        ("position", ["gelu_kernel", "mul_kernel"])]
+        ("position", ["my_first_kernel", "my_second_kernel"])]
     (note,) = al.notes
     assert note.startswith("few unchanged GEMMs anchor the kernel alignment (2 in the unit): 1 stretch of "
                            "more than 256 kernels without one (the longest 302) was cut")
@@ -120,9 +122,11 @@ def test_alignment_beyond_its_work_bound_is_called_coarse(monkeypatch):
 
 def _accounts_for_every_kernel(al, a, b):
     used_a = [x for x, _ in al.unchanged] + [x for f in al.fusions for x in f.before] + \
-        [s.before for s in al.splits] + [c.before for c in al.changed] + [x for x, _ in al.replaced] + list(al.removed)
+        [s.before for s in al.splits] + [c.before for c in al.changed] + [x for x, _ in al.replaced] + list(al.removed) + \
+        [x for c in al.count_changes for x in c.before]
     used_b = [y for _, y in al.unchanged] + [f.after for f in al.fusions] + \
-        [y for s in al.splits for y in s.after] + [c.after for c in al.changed] + [y for _, y in al.replaced] + list(al.added)
+        [y for s in al.splits for y in s.after] + [c.after for c in al.changed] + [y for _, y in al.replaced] + list(al.added) + \
+        [y for c in al.count_changes for y in c.after]
     assert sorted(map(id, used_a)) == sorted(map(id, a))
     assert sorted(map(id, used_b)) == sorted(map(id, b))
 

@@ -97,8 +97,9 @@ def test_a_diff_repr_is_one_line_of_what_changed(diff):
 def test_a_diff_holds_its_per_step_table_as_a_frame(diff):
     frame = diff.per_step
     assert frame.columns == ["key", "label", "unit", "a", "b", "delta", "delta_pct", "noise", "within_noise",
-                             "direction"]
-    assert frame.height == len(diff.quantities) + len(diff.classes)
+                             "direction", "shape"]
+    assert frame.height == len(diff.quantities) + len(diff.classes)  # one shape: no per-shape rows
+    assert frame["shape"].null_count() == frame.height
     gpu = frame.row(0, named=True)
     assert (gpu["key"], gpu["a"], gpu["b"], gpu["delta"], gpu["delta_pct"], gpu["direction"]) == (
         "gpu_time", 231104.0, 205440.0, -25664.0, -11.1, "down")

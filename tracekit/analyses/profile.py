@@ -36,6 +36,13 @@ round trip.
 (:mod:`tracekit.analyses.syncs`); ``per_unit`` has their sum ``host_sync_ns`` and the graph launch
 calls ``graph_launches``.
 
+``shapes`` is each unit's *shape* — what the diff pairs units by when it varies within a trace (a
+shape sweep runs several input shapes, and a [32, 160] call compared with a [24, 96] one says
+nothing): the text after the number of a numbered annotation (``mlp_fwd#3 64x128`` → ``64x128``)
+when those texts differ between units, else the unit's shape key (:mod:`tracekit.analyses.compilations`:
+the key op's ``Input Dims``, written after the op's name so that keys of different ops never
+match). ``shape_basis`` says which of the two it is.
+
 ``setup`` (:class:`Setup`) is what the trace ran on — devices, software versions, world size —
 so that the diff can say first when A's and B's times are not comparable.
 """
@@ -43,6 +50,7 @@ so that the diff can say first when A's and B's times are not comparable.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +87,9 @@ class KernelRef:
     cpu_op: str | None
     top_op: str | None
     decoded: dict[str, Any]
+    #: The launching CPU op's ``Input Dims`` as recorded (None: not recorded): two kernels are
+    #: launched alike when their ops' names and, where both recorded them, dims agree.
+    cpu_op_dims: str | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +156,11 @@ class Profile:
     syncs: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SYNC_SCHEMA))
     findings: tuple[Finding, ...] = ()
     timelines: Timelines | None = None
+    #: ``{unit: shape}`` of every unit (None: not known), see the module docstring.
+    shapes: dict[int, str | None] = field(default_factory=dict)
+    #: What ``shapes`` are: ``annotation`` (the text after a numbered annotation's number),
+    #: ``input dims`` (shape keys) or ``none``.
+    shape_basis: str = "none"
 
 
 def kernel_identity(name: str, kernel_class: str, decoded: dict[str, Any]) -> str:
@@ -165,7 +181,13 @@ def build(bundle: Analyses) -> Profile:
     gpu = gpu.rename({"step": "unit"}).filter(pl.col("unit").is_not_null())
     ops = bundle.ops.rename({"step": "unit"}).filter(pl.col("unit").is_not_null())
 
+    dims = ops.select(pl.col("idx").alias("op_idx"), pl.col("input_dims").alias("cpu_op_dims")) \
+        if "input_dims" in ops.columns else None
     kernels = gpu.filter(pl.col("kind") == "kernel").sort([pl.coalesce("launch_ts", "ts"), "ts", "idx"])
+    if dims is not None:
+        kernels = kernels.join(dims, on="op_idx", how="left", maintain_order="left")
+    else:
+        kernels = kernels.with_columns(cpu_op_dims=pl.lit(None, pl.String))
     kernels, sequences = _sequences(kernels, numbers)
 
     kernel_ns = (kernels.group_by("unit", "identity")
@@ -224,8 +246,26 @@ def build(bundle: Analyses) -> Profile:
         per_unit=only(per_unit).sort("unit"), kernel_ns=only(kernel_ns), class_ns=only(class_ns),
         cpu_ops=only(cpu_ops), hidden=only(hidden), preops=only(preops), tensors=_tensors(bundle, kept),
         excluded=excluded, setup=setup_of(bundle.trace.meta, gpu), syncs=only(syncs),
-        findings=bundle.findings,
+        findings=bundle.findings, **_shapes(labels, numbers, bundle),
     )
+
+
+#: A numbered annotation's label: the text after its number (``mlp_fwd#3 64x128`` → ``64x128``).
+_LABEL_TEXT = re.compile(r"(?s)^.+?#\d+\s+(\S.*)$")
+
+
+def _shapes(labels: dict[int, str], numbers: list[int], bundle: Analyses) -> dict[str, Any]:
+    """``shapes`` and ``shape_basis`` of the profile (module docstring): the annotation's text after
+    its number where the labels carry texts that differ, else the shape keys."""
+    texts = {n: (m.group(1).strip() if (m := _LABEL_TEXT.match(labels.get(n) or "")) else None) for n in numbers}
+    if all(texts.values()) and len(set(texts.values())) > 1:
+        return {"shapes": texts, "shape_basis": "annotation"}
+    key_op = bundle.compilation.key_op
+    if key_op is None or "shape" not in bundle.steps.columns:
+        return {"shapes": {n: None for n in numbers}, "shape_basis": "none"}
+    keys = dict(zip(bundle.steps["step"].to_list(), bundle.steps["shape"].to_list()))
+    return {"shapes": {n: (f"{key_op} {keys[n]}" if keys.get(n) else None) for n in numbers},
+            "shape_basis": "input dims"}
 
 
 def setup_of(meta: TraceMeta, gpu: pl.DataFrame) -> Setup:
@@ -263,7 +303,7 @@ def _unsteady(summary: pl.DataFrame, numbers: list[int]) -> dict[int, str]:
             for row in flagged.iter_rows(named=True)}
 
 
-_REF_KEY = ("name", "kernel_class", "cpu_op", "top_op", "decoded")
+_REF_KEY = ("name", "kernel_class", "cpu_op", "top_op", "decoded", "cpu_op_dims")
 
 
 def _sequences(kernels: pl.DataFrame, numbers: list[int]) -> tuple[pl.DataFrame, dict[int, tuple[KernelRef, ...]]]:
@@ -275,10 +315,10 @@ def _sequences(kernels: pl.DataFrame, numbers: list[int]) -> tuple[pl.DataFrame,
     """
     distinct = kernels.select(_REF_KEY).unique(maintain_order=True)
     refs = []
-    for name, kernel_class, cpu_op, top_op, decoded_text in distinct.iter_rows():
+    for name, kernel_class, cpu_op, top_op, decoded_text, dims in distinct.iter_rows():
         decoded = decoded_fields(decoded_text)
         refs.append(KernelRef(kernel_identity(name, kernel_class, decoded), name, kernel_class,
-                              cpu_op, top_op, decoded))
+                              cpu_op, top_op, decoded, dims or None))
     distinct = distinct.with_columns(
         _ref=pl.int_range(0, distinct.height, dtype=pl.UInt32),
         identity=pl.Series([r.identity for r in refs], dtype=pl.String))

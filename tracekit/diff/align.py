@@ -46,6 +46,17 @@ hold 10,000+ kernels), because every costly step is bounded: by :data:`MAX_SEGME
    fusion with evidence ``GEMM epilogue``. A lone unmatched kernel facing a lone one of another class
    in the same segment is ``replaced``; everything left is added or removed. The reverse of a fusion
    (one A kernel now run as n ≥ 2 B kernels, found by the same rules) is a ``split``.
+5. **The ops must agree** (:func:`ops_agree`) — a fusion, split or replacement is claimed only
+   when the launching CPU ops of the kernels involved agree between A and B: Inductor's fused-op
+   list and a custom launching op's name (a Liger ``…Function``) are records of which ops the one
+   kernel computes, so they agree by construction; otherwise (words of the kernel's own name, or
+   position) every kernel involved must be *launched alike* (:func:`launched_alike`: the same op
+   name, and the same ``Input Dims`` where both traces recorded them). A variant change needs the
+   same launching op name too, but for GEMMs (``aten::mm`` → ``aten::addmm`` is a GEMM that took
+   on its bias). Kernels without such agreement stay removed and added, and where one launching
+   op launches a different number of kernels in A and B they are a **count change** of that op
+   (``aten::cat``: 16 → 17 kernels), never a split: a different device's or library's kernel
+   choice is not a change of the program.
 """
 
 from __future__ import annotations
@@ -57,7 +68,8 @@ from dataclasses import dataclass, field
 
 from tracekit.analyses.profile import KernelRef
 from tracekit.diff.matching import Budget, match
-from tracekit.results.alignment import Alignment, Change, Fusion, Split
+from tracekit.shapes import parse_dims
+from tracekit.results.alignment import Alignment, Change, CountChange, Fusion, Split
 
 _FUNCTOR_SUFFIX = re.compile(r"(CUDAKernelImpl|KernelImpl|Functor|_kernel|Kernel)$")
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|\b|_)|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -67,7 +79,10 @@ VARIANT_FIELDS = ("tile", "layout", "dtype", "epilogue", "stages", "cluster", "c
 #: Decoded ``op`` of GEMM-class kernels that are helpers, not a main GEMM: they do not anchor.
 #: cuBLAS picks split-K (and so its reduce), a separate epilogue pass or a dot/scal helper from the
 #: shapes, so they come and go between traces whose GEMMs are the same (classify/gemm.py names them).
-HELPER_GEMM_OPS = frozenset({"split_k_reduce", "epilogue", "dot", "blas"})
+HELPER_GEMM_OPS = frozenset({"split_k_reduce", "epilogue", "dot", "dot_reduce", "blas", "gemv"})
+#: Decoded ``variant`` of cuBLAS helper GEMMs (``gemmSN_TN_kernel``: small-N, ``k1``): chosen by
+#: the shapes like the helpers above (classify's ``gemm.cublas_aux`` rule names them together).
+HELPER_GEMM_VARIANTS = frozenset({"small_n", "k1"})
 
 #: A segment between unchanged GEMMs holding more kernels than this (on either side) is cut at its
 #: own unchanged kernels: position means nothing over hundreds of kernels.
@@ -78,8 +93,33 @@ WINDOW = 256
 
 
 def is_main_gemm(k: KernelRef) -> bool:
-    """A GEMM that anchors the alignment: class ``gemm`` and not a helper (:data:`HELPER_GEMM_OPS`)."""
-    return k.kernel_class == "gemm" and k.decoded.get("op") not in HELPER_GEMM_OPS
+    """A GEMM that anchors the alignment: class ``gemm`` and not a helper (:data:`HELPER_GEMM_OPS`,
+    :data:`HELPER_GEMM_VARIANTS`: GEMV, small-N, split-K reduce, epilogue, dot)."""
+    return (k.kernel_class == "gemm" and k.decoded.get("op") not in HELPER_GEMM_OPS
+            and k.decoded.get("variant") not in HELPER_GEMM_VARIANTS)
+
+
+def launched_alike(x: KernelRef, y: KernelRef) -> bool:
+    """Both kernels launched by the same CPU op: its name, and its ``Input Dims`` where both traces
+    recorded them — the inputs both list agree (a compiled graph calls ``aten::mm`` with its ``out``
+    tensor as one more input); a kernel whose launching op is unknown is launched alike with none."""
+    if x.cpu_op is None or x.cpu_op != y.cpu_op:
+        return False
+    if not (x.cpu_op_dims and y.cpu_op_dims) or x.cpu_op_dims == y.cpu_op_dims:
+        return True
+    dims_x, dims_y = parse_dims(x.cpu_op_dims), parse_dims(y.cpu_op_dims)
+    n = min(len(dims_x), len(dims_y))
+    return dims_x[:n] == dims_y[:n]
+
+
+def ops_agree(one: KernelRef, many: Sequence[KernelRef], evidence: str) -> bool:
+    """Whether the launching ops of ``one`` kernel and the ``many`` it replaces agree (step 5 of the
+    module docstring), for a replacement found on ``evidence``."""
+    if evidence == "inductor fused_ops":
+        return True  # the compiler's record of the ops the kernel computes
+    if evidence == "launching CPU op" and one.cpu_op and not one.cpu_op.startswith("aten::"):
+        return True  # a custom op named for the ops it fuses (LigerGELUMulFunction)
+    return all(launched_alike(one, k) for k in many)
 
 
 def kernel_ops(k: KernelRef) -> set[str]:
@@ -215,21 +255,32 @@ def align(a: Sequence[KernelRef], b: Sequence[KernelRef]) -> Alignment:
     used_a: set[int] = set()
     used_b: set[int] = set()
     changed = _variant_changes(a, b, rest_a, rest_b, seg, used_a, used_b)
-    replaced = _replacements(rest_a, rest_b, seg, used_a, used_b)
+    replaced = _replacements(a, b, rest_a, rest_b, seg, used_a, used_b)
     removed = [i for i in rest_a if i not in used_a]  # ascending
     absorbed = _absorbed_by_epilogues(a, changed, removed, seg, ops_of)
     fusions += [fusion for _, fusion, _ in absorbed]
     into_epilogue = {n for n, _, _ in absorbed}
     gone = {i for _, _, members in absorbed for i in members}
     removed = [i for i in removed if i not in gone]
+    added = [j for j in rest_b if j not in used_b]
+    variants = [c for n, (_, c) in enumerate(changed) if n not in into_epilogue]
+    pairs = [(a[i], b[j]) for i, j in replaced]
+    counted = _count_changes(a, b, [a[i] for i in removed] + [c.before for c in variants] + [x for x, _ in pairs],
+                             [b[j] for j in added] + [c.after for c in variants] + [y for _, y in pairs])
+    ops = {c.cpu_op for c in counted}
+    # A variant or replacement with a side in a count change comes apart: that side is counted
+    # there, the other is removed or added.
+    apart = [(c.before, c.after) for c in variants if {c.before.cpu_op, c.after.cpu_op} & ops]
+    apart += [(x, y) for x, y in pairs if {x.cpu_op, y.cpu_op} & ops]
     return Alignment(
         unchanged=tuple((a[i], b[j]) for i, j in sorted(unchanged)),
         fusions=tuple(fusions),
         splits=tuple(splits),
-        changed=tuple(c for n, (_, c) in enumerate(changed) if n not in into_epilogue),
-        replaced=tuple((a[i], b[j]) for i, j in replaced),
-        removed=tuple(a[i] for i in removed),
-        added=tuple(b[j] for j in rest_b if j not in used_b),
+        changed=tuple(c for c in variants if not {c.before.cpu_op, c.after.cpu_op} & ops),
+        replaced=tuple((x, y) for x, y in pairs if not {x.cpu_op, y.cpu_op} & ops),
+        removed=tuple([a[i] for i in removed if a[i].cpu_op not in ops] + [x for x, _ in apart if x.cpu_op not in ops]),
+        added=tuple([b[j] for j in added if b[j].cpu_op not in ops] + [y for _, y in apart if y.cpu_op not in ops]),
+        count_changes=counted,
         anchors=len(anchors), moved=len(moved),
         notes=_notes(len(anchors), seg.stretches_cut, seg.longest, budget),
     )
@@ -305,16 +356,19 @@ def _variant_changes(a: list[KernelRef], b: list[KernelRef], rest_a: list[int], 
         by_class.setdefault((seg.of_a[i], a[i].kernel_class), []).append(i)
     for j in rest_b:
         same = by_class.get((seg.of_b[j], b[j].kernel_class))
-        if same:
-            i = same.pop()
+        # The same launching op (step 5 of the module docstring); a GEMM may have changed op.
+        at = next((n for n in range(len(same or ()) - 1, -1, -1)
+                   if b[j].kernel_class == "gemm" or (a[same[n]].cpu_op and a[same[n]].cpu_op == b[j].cpu_op)), None)
+        if at is not None:
+            i = same.pop(at)
             used_a.add(i)
             used_b.add(j)
             changed.append((i, Change(a[i], b[j], _field_changes(a[i], b[j]))))
     return changed
 
 
-def _replacements(rest_a: list[int], rest_b: list[int], seg: _Segments, used_a: set[int],
-                  used_b: set[int]) -> list[tuple[int, int]]:
+def _replacements(a: list[KernelRef], b: list[KernelRef], rest_a: list[int], rest_b: list[int], seg: _Segments,
+                  used_a: set[int], used_b: set[int]) -> list[tuple[int, int]]:
     """Lone unmatched kernels facing each other in a segment: a replacement by another class (index
     pairs; both marked used)."""
     replaced: list[tuple[int, int]] = []
@@ -327,13 +381,25 @@ def _replacements(rest_a: list[int], rest_b: list[int], seg: _Segments, used_a: 
         if j in used_b:
             continue
         s = seg.of_b[j]
-        if len(seg_a.get(s, ())) == 1 and seg_b.get(s) == 1:
+        if len(seg_a.get(s, ())) == 1 and seg_b.get(s) == 1 and _replaces(a[seg_a[s][0]], b[j]):
             i = seg_a.pop(s)[0]
             seg_b[s] = 0
             used_a.add(i)
             used_b.add(j)
             replaced.append((i, j))
     return replaced
+
+
+def _replaces(x: KernelRef, y: KernelRef) -> bool:
+    """Whether ``y`` may be called ``x``'s replacement (step 5 of the module docstring): launched
+    alike, or one is an Inductor kernel whose fused-op list names the other's op."""
+    if launched_alike(x, y):
+        return True
+    for one, other in ((y, x), (x, y)):
+        fused = one.decoded.get("fused_ops") if one.kernel_class == "triton_fused" else None
+        if fused and kernel_ops(other) & {str(op).strip("_").lower() for op in fused}:
+            return True
+    return False
 
 
 def _absorbed_by_epilogues(a: list[KernelRef], changed: list[tuple[int, Change]], removed: list[int],
@@ -356,6 +422,25 @@ def _absorbed_by_epilogues(a: list[KernelRef], changed: list[tuple[int, Change]]
                                   tuple(sorted(ops & set().union(*(ops_of[id(a[i])] for i in members)))),
                                   "GEMM epilogue"), members))
     return out
+
+
+def _count_changes(a: list[KernelRef], b: list[KernelRef], left_a: list[KernelRef],
+                   left_b: list[KernelRef]) -> tuple[CountChange, ...]:
+    """Launching ops with kernels left unexplained on both sides (``left_a``, ``left_b``: removed,
+    added, or paired only as a variant or a replacement) whose kernel count differs between the
+    units (step 5 of the module docstring), in A's order. An op whose kernels were only added (a
+    split-K reduce joining a GEMM) or only removed is said as it is."""
+    new = {k.cpu_op for k in left_b}
+    out = []
+    for op in dict.fromkeys(k.cpu_op for k in left_a):
+        if op is None or op not in new:
+            continue
+        in_a = [k for k in a if k.cpu_op == op]
+        in_b = [k for k in b if k.cpu_op == op]
+        if len(in_a) != len(in_b):
+            out.append(CountChange(op, tuple(k for k in left_a if k.cpu_op == op),
+                                   tuple(k for k in left_b if k.cpu_op == op), len(in_a), len(in_b)))
+    return tuple(out)
 
 
 def _notes(anchors: int, cut: int, longest: int, budget: Budget) -> tuple[str, ...]:
@@ -411,7 +496,7 @@ def _fusion_for(k: KernelRef, seg: int, other_range: dict[int, tuple[int, int]],
     in_seg = sorted(i for i in covered if other.seg_of[i] == seg)
     members = (in_seg if len(in_seg) >= 2 and seg not in cut_segments
                else _nearest_per_op(covered, vocabulary, lo + WINDOW, hi - WINDOW, other, ops_of))
-    if len(members) >= 2:
+    if len(members) >= 2 and ops_agree(k, [other.seq[i] for i in members], evidence):
         ops = tuple(sorted({op for i in members for op in ops_of[id(other.seq[i])] & vocabulary}))
         if len(ops) >= 2 or evidence == "inductor fused_ops":
             return members, ops, evidence
@@ -419,7 +504,7 @@ def _fusion_for(k: KernelRef, seg: int, other_range: dict[int, tuple[int, int]],
     if k.kernel_class == "gemm" or lone.get(seg) != 1:
         return None
     positional = [i for i in other.by_seg.get(seg, ()) if other.free(i)]
-    if len(positional) >= 2:
+    if len(positional) >= 2 and ops_agree(k, [other.seq[i] for i in positional], "position"):
         ops = tuple(sorted({op for i in positional for op in ops_of[id(other.seq[i])]}))
         return positional, ops, "position"
     return None

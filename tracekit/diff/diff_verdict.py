@@ -15,6 +15,11 @@ fusion's evidence). Kinds, in verdict order — *when* it is found: *subjects*; 
   driver, CUPTI, ROCm, NCCL): one subject per version key (role ``version``, ``changes``
   ``[(key, a, b)]``). ``different_world_size`` — distributed runs of other sizes: ``a``, ``b``.
   These come first (:data:`SETUP_KINDS`): they say how far the rest can be trusted.
+* ``per_shape`` — shapes vary within a trace and some are common (:attr:`~tracekit.results.diff.Diff.shapes`):
+  units were paired by shape and the figures are per sweep: ``shapes`` (common), ``only_a``,
+  ``only_b`` (shapes one side alone ran, left out), ``basis`` (``annotation`` | ``input dims``).
+  ``no_common_shape`` — shapes vary and A and B share none: ``shapes_a``, ``shapes_b``; nothing
+  structural is compared (no kernel, op or round-trip tensor clause), only totals per sweep.
 * ``fusion`` — every fusion (:mod:`~tracekit.diff.align`): before…, after, op… (the fused op
   words), launched_by (the after kernel's CPU op, if any); ``kernels`` (before), ``evidence``.
 * ``split`` — every split: before, after…; ``kernels`` (after), ``evidence``.
@@ -22,12 +27,20 @@ fusion's evidence). Kinds, in verdict order — *when* it is found: *subjects*; 
   :data:`MAX_VARIANTS_NAMED` changes, each after with its first :data:`MAX_FIELDS_NAMED` changed
   fields; ``kernels`` (all changed).
 * ``replaced`` — each of the first :data:`MAX_REPLACED_NAMED` replacements: before, after.
-  ``more_replaced`` — the rest: ``kernels``.
+  ``more_replaced`` — the rest: ``kernels``. When A and B ran on devices of other names, a
+  replacement (its kernels launched alike, :func:`~tracekit.diff.align.launched_alike`) is the
+  device's library choosing another kernel for the same op, not a change of the program:
+  ``device_choice`` instead (so is a variant change launched alike) — before, after and
+  launched_by (their op) of the first :data:`MAX_REPLACED_NAMED` distinct pairs; ``kernels`` (all of them).
+* ``count_change`` — a launching op runs another number of kernels per step, with nothing showing
+  a fusion or split (:class:`~tracekit.results.alignment.CountChange`): launched_by (the op), before
+  and after (one kernel of it on each side); ``a``, ``b`` (its kernels per step).
 * ``removed``, ``added`` — kernels removed / added: each kernel when at most
   :data:`MAX_KERNELS_NAMED`, else none; ``kernels``.
 * ``gemms_unchanged`` — a structural change while GEMMs stayed: the kernel when exactly one;
-  ``kernels`` (launches of main GEMMs, :func:`~tracekit.diff.align.is_main_gemm`: split-K reduces
-  and cuBLAS helpers are not counted). Else ``same_kernels`` — a structural change (CPU ops, pre-ops)
+  ``kernels`` (launches of main GEMMs, :func:`~tracekit.diff.align.is_main_gemm`: split-K reduces,
+  GEMV and other cuBLAS helpers are not counted, unchanged only when launched alike in A and B);
+  ``changed`` (A's main GEMM launches that are not unchanged, present only when some are). Else ``same_kernels`` — a structural change (CPU ops, pre-ops)
   over the very same kernels.
 * ``gpu_time`` — GPU time changed, or anything structural did: ``a, b, delta, delta_pct, noise,
   within_noise`` (ns; ``delta_pct`` None when ``a`` is 0).
@@ -48,14 +61,16 @@ fusion's evidence). Kinds, in verdict order — *when* it is found: *subjects*; 
   vanished or changed in number outside the noise: ``a, b`` (per step).
 * ``launches`` — launch calls changed outside the noise: ``a, b``.
 
-Quantities are per step (medians over steps, see :mod:`~tracekit.results.diff`).
+Quantities are per step (medians over steps, see :mod:`~tracekit.results.diff`); when shapes vary
+they are per sweep (one step of each shape) and each figure clause carries ``per`` = ``sweep``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
-from tracekit.diff.align import is_main_gemm
+from tracekit.diff.align import is_main_gemm, launched_alike
 from tracekit.analyses.profile import KernelRef
 from tracekit.results.diff import Diff
 from tracekit.results.verdict import Subject, Value, Verdict
@@ -92,7 +107,20 @@ def _kernels(role: str, ks: Iterable[KernelRef]) -> tuple[Subject, ...]:
 
 def judge(diff: Diff) -> tuple[Verdict, ...]:
     """The verdict on ``diff``, clause by clause in verdict order (see module docstring)."""
-    return tuple(_setup(diff)) + tuple(_structure(diff)) + tuple(_figures(diff))
+    return (tuple(_setup(diff)) + tuple(_shapes(diff)) + (tuple(_structure(diff)) if diff.structural else ())
+            + tuple(_figures(diff)))
+
+
+def _shapes(diff: Diff) -> list[Verdict]:
+    """How units were paired when shapes vary within a trace (see module docstring)."""
+    if not diff.structural:
+        return [Verdict("no_common_shape", quantities={"shapes_a": len(diff.shapes_only_a),
+                                                       "shapes_b": len(diff.shapes_only_b),
+                                                       "basis": diff.a.shape_basis})]
+    if diff.shapes:
+        return [Verdict("per_shape", quantities={"shapes": len(diff.shapes), "only_a": len(diff.shapes_only_a),
+                                                 "only_b": len(diff.shapes_only_b), "basis": diff.a.shape_basis})]
+    return []
 
 
 def _setup(diff: Diff) -> list[Verdict]:
@@ -128,21 +156,41 @@ def _structure(diff: Diff) -> list[Verdict]:
                  for c in al.changed[:MAX_VARIANTS_NAMED]]
         out.append(Verdict("variant_change", tuple(s for pair in named for s in pair),
                            {"kernels": len(al.changed)}))
-    for x, y in al.replaced[:MAX_REPLACED_NAMED]:
+    chosen, replaced = al.device_choices, al.replaced
+    if chosen:
+        distinct = list({(x.identity, y.identity, x.cpu_op): (x, y) for x, y in chosen}.values())
+        named = [s for x, y in distinct[:MAX_REPLACED_NAMED]
+                 for s in (_kernel("before", x), _kernel("after", y), Subject("launched_by", x.cpu_op))]
+        out.append(Verdict("device_choice", tuple(named), {"kernels": len(chosen)}))
+    for x, y in replaced[:MAX_REPLACED_NAMED]:
         out.append(Verdict("replaced", (_kernel("before", x), _kernel("after", y))))
-    if len(al.replaced) > MAX_REPLACED_NAMED:
-        out.append(Verdict("more_replaced", quantities={"kernels": len(al.replaced) - MAX_REPLACED_NAMED}))
+    if len(replaced) > MAX_REPLACED_NAMED:
+        out.append(Verdict("more_replaced", quantities={"kernels": len(replaced) - MAX_REPLACED_NAMED}))
+    for c in al.count_changes:
+        out.append(Verdict("count_change", (Subject("launched_by", c.cpu_op), _kernel("before", c.before[0]),
+                                            _kernel("after", c.after[0])), {"a": c.a, "b": c.b}))
     for kernels, kind in ((al.removed, "removed"), (al.added, "added")):
         if kernels:
             named = _kernels("kernel", kernels) if len(kernels) <= MAX_KERNELS_NAMED else ()
             out.append(Verdict(kind, named, {"kernels": len(kernels)}))
-    gemms = [ka for ka, _ in al.unchanged if is_main_gemm(ka)]
+    # Unchanged means launched alike too: the same kernel from another op is not "the same GEMM".
+    gemms = [ka for ka, kb in al.unchanged if is_main_gemm(ka) and launched_alike(ka, kb)]
+    changed = _main_gemms_in_a(diff) - len(gemms)
     if diff.structural_change and gemms:
         named = _kernels("kernel", gemms) if len(gemms) == 1 else ()
-        out.append(Verdict("gemms_unchanged", named, {"kernels": len(gemms)}))
+        out.append(Verdict("gemms_unchanged", named, {"kernels": len(gemms), **({"changed": changed} if changed > 0 else {})}))
     elif diff.structural_change and al.is_identical:
         out.append(Verdict("same_kernels"))
     return out
+
+
+def _main_gemms_in_a(diff: Diff) -> int:
+    """Main GEMM launches of A's unit in the alignment (which accounts for each of its kernels once)."""
+    al = diff.alignment
+    kernels = ([x for x, _ in al.unchanged] + [x for f in al.fusions for x in f.before] + [s.before for s in al.splits]
+               + [c.before for c in al.changed] + [x for x, _ in al.replaced] + list(al.removed)
+               + [x for c in al.count_changes for x in c.before] + [x for x, _ in al.device_choices])
+    return sum(1 for k in kernels if is_main_gemm(k))
 
 
 def _outside_noise(diff: Diff, key: str) -> bool:
@@ -152,6 +200,12 @@ def _outside_noise(diff: Diff, key: str) -> bool:
 
 def _figures(diff: Diff) -> list[Verdict]:
     """What changed in the per-step figures, each only when it counts (see module docstring)."""
+    out = [replace(f, quantities={**f.quantities, "per": "sweep"}) if diff.per == "sweep" else f
+           for f in _figure_clauses(diff)]
+    return out
+
+
+def _figure_clauses(diff: Diff) -> list[Verdict]:
     out: list[Verdict] = []
     q = diff.quantities.get("gpu_time")
     if q is not None and (q.delta != 0 or diff.structural_change):

@@ -35,6 +35,20 @@ class Split:
 
 
 @dataclass(frozen=True)
+class CountChange:
+    """One launching CPU op that launches a different number of kernels per unit in A and B, with
+    nothing that shows a fusion or split (:func:`tracekit.diff.align.ops_agree`): its kernels left
+    unexplained on each side (``before`` in A, ``after`` in B: not matched, or matched only as a
+    variant or a replacement) and its kernel count in each unit (``a``, ``b``)."""
+
+    cpu_op: str
+    before: tuple[KernelRef, ...]
+    after: tuple[KernelRef, ...]
+    a: int
+    b: int
+
+
+@dataclass(frozen=True)
 class Alignment:
     unchanged: tuple[tuple[KernelRef, KernelRef], ...]
     fusions: tuple[Fusion, ...]
@@ -50,6 +64,13 @@ class Alignment:
     moved: int = 0
     #: Where the alignment is approximate, and why (few anchors, bounded matching).
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: Launching ops whose kernel count changed, with no fusion or split shown (their unmatched
+    #: kernels are here, not in ``removed`` / ``added``).
+    count_changes: tuple[CountChange, ...] = ()
+    #: Replacements on devices of other names whose kernels were launched alike: the device's
+    #: library choosing another kernel for the same op (moved here from ``replaced`` by the diff,
+    #: which knows the devices).
+    device_choices: tuple[tuple[KernelRef, KernelRef], ...] = ()
 
     def unchanged_once(self) -> tuple[tuple[KernelRef, KernelRef, int], ...]:
         """Unchanged kernels once per identity, in order, with how often each runs in the unit."""
@@ -67,4 +88,4 @@ class Alignment:
     @property
     def is_identical(self) -> bool:
         return not (self.fusions or self.splits or self.changed or self.replaced or self.removed
-                    or self.added)
+                    or self.added or self.count_changes or self.device_choices)

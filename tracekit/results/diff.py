@@ -11,6 +11,15 @@ and B's units, ``delta = b - a``, ``spread`` = max − min over a side's units, 
 then reported as neither a win nor a loss. With the usual 3 profiled steps the spread is a coarse
 estimate (it is the range of three samples, not a confidence interval); quantities that do not vary
 between steps (kernel counts, bytes) have no noise, so any change to them counts.
+
+**Shapes.** When a trace's units ran several input shapes (a shape sweep), a median over all its
+units mixes shapes. Units are then paired by shape (:mod:`tracekit.diff.pairwise`) and every
+figure is taken *within* a shape: each :class:`ShapePair` holds the quantities of one shape both
+traces ran (medians over that shape's units, the rule above), and the headline quantities are
+*per sweep* — one step of each common shape: ``a`` = the sum over the common shapes of A's
+median, ``spread_a`` = the sum of A's per-shape spreads (so ``noise`` bounds the sum's noise),
+``values_a`` = each compared unit's value, shape by shape (:func:`sweep_quantity`). With no shape
+in common, the sums run over each trace's own shapes and nothing structural is compared.
 """
 
 from __future__ import annotations
@@ -116,6 +125,38 @@ def quantity(key: str, label: str, unit: str, values_a: list[int], values_b: lis
                     spread_a, spread_b, noise, abs(delta) <= noise)
 
 
+def sweep_quantity(key: str, label: str, unit: str, groups_a: list[list[int]],
+                   groups_b: list[list[int]]) -> Quantity:
+    """A quantity per sweep (module docstring, "Shapes"): ``groups_a`` holds A's values shape by
+    shape; one group each is :func:`quantity` itself."""
+    if len(groups_a) <= 1 and len(groups_b) <= 1:
+        return quantity(key, label, unit, groups_a[0] if groups_a else [], groups_b[0] if groups_b else [])
+
+    def side(groups: list[list[int]]) -> tuple[float, float]:
+        kept = [g for g in groups if g]
+        return (plain_number(sum(statistics.median(g) for g in kept)),
+                plain_number(sum(max(g) - min(g) for g in kept)))
+
+    (a, spread_a), (b, spread_b) = side(groups_a), side(groups_b)
+    noise = max(spread_a, spread_b)
+    delta = plain_number(b - a)
+    pct = round(100.0 * delta / a, 2) if a else None
+    return Quantity(key, label, unit, tuple(v for g in groups_a for v in g), tuple(v for g in groups_b for v in g),
+                    a, b, delta, pct, spread_a, spread_b, noise, abs(delta) <= noise)
+
+
+@dataclass(frozen=True)
+class ShapePair:
+    """One input shape both traces ran (module docstring, "Shapes"): its ``key`` (what units are
+    paired by, :attr:`tracekit.analyses.profile.Profile.shapes`), A's and B's units of it, and the
+    headline quantities over those units alone (medians within the shape)."""
+
+    key: str
+    units_a: tuple[int, ...]
+    units_b: tuple[int, ...]
+    quantities: dict[str, Quantity]
+
+
 @dataclass(frozen=True)
 class KernelTime:
     """An unchanged kernel's GPU time per unit in A and B."""
@@ -156,7 +197,8 @@ class Diff(Displayed):
     a, b : tracekit.analyses.profile.Profile
         The two traces unit by unit (A before, B after), their unsteady units left out.
     unit_pairs : tuple of (int, int)
-        A's and B's units paired in order for the kernel alignment.
+        A's and B's units paired for the kernel alignment: in order, or in order within each
+        common shape when shapes vary (``shapes``).
     alignment : tracekit.results.alignment.Alignment
         The kernel alignment most unit pairs agree on (fusions, splits, variant changes, replacements).
     pairs_agreeing : int
@@ -186,6 +228,17 @@ class Diff(Displayed):
         Host syncs by name, the largest time first.
     findings_new, findings_resolved : tuple of tracekit.findings.Finding
         Trace findings whose rule only B has / only A has.
+    shapes : tuple of ShapePair
+        When shapes vary within a trace: the shapes both ran, in A's order (empty otherwise; then
+        every figure is per step, a median over all units).
+    shapes_only_a, shapes_only_b : tuple of str
+        Shapes only A ran / only B ran (left out of every figure when some shape is common).
+    aligned_pair : (int, int) or None
+        The unit pair whose alignment is reported (its shape is the one ``kernel_times`` and the
+        round-trip tensors describe).
+    structural : bool
+        False when A and B share no shape: only totals per sweep are compared, no kernel, op or
+        round-trip tensor.
     """
 
     #: The result kind: its view is ``tracekit.render.views.diff``, its JSON contract
@@ -220,6 +273,26 @@ class Diff(Displayed):
     #: Trace findings (:mod:`tracekit.findings`) whose rule B has and A has not, and the reverse.
     findings_new: tuple[Finding, ...] = ()
     findings_resolved: tuple[Finding, ...] = ()
+    shapes: tuple[ShapePair, ...] = ()
+    shapes_only_a: tuple[str, ...] = ()
+    shapes_only_b: tuple[str, ...] = ()
+    aligned_pair: tuple[int, int] | None = None
+    structural: bool = True
+    #: The units ``tensors_a`` and ``tensors_b`` come from (None: none).
+    tensor_units: tuple[int | None, int | None] = (None, None)
+
+    @property
+    def per(self) -> str:
+        """What a headline figure is per: ``step`` (a median over all units) or ``sweep`` (one step of
+        each shape, see the module docstring)."""
+        return "sweep" if self.shapes or not self.structural else "step"
+
+    @property
+    def aligned_shape(self) -> str | None:
+        """The shape of :attr:`aligned_pair` when shapes vary, else None."""
+        if not self.shapes or self.aligned_pair is None:
+            return None
+        return self.a.shapes.get(self.aligned_pair[0])
 
     def __repr__(self) -> str:
         """One line: A → B, the unit pairs, GPU time's change, the verdict's clauses by kind
@@ -241,23 +314,27 @@ class Diff(Displayed):
     @property
     def per_step(self) -> pl.DataFrame:
         """The headline quantities as a frame (the diff's "Per step" table as data, one row per
-        quantity): :attr:`quantities` in their order, then :attr:`classes`: ``key str, label str, unit str``
-        (``ns`` | ``bytes`` | ``count``), ``a f64, b f64`` (medians over A's and B's units), ``delta
+        quantity): :attr:`quantities` in their order, then :attr:`classes`, then each common shape's
+        quantities (:attr:`shapes`): ``key str, label str, unit str`` (``ns`` | ``bytes`` | ``count``),
+        ``a f64, b f64`` (medians over A's and B's units; per sweep when shapes vary), ``delta
         f64, delta_pct f64?`` (None when ``a`` is 0), ``noise f64, within_noise bool, direction str``
-        (:attr:`Quantity.direction`)."""
-        rows = [*self.quantities.values(), *self.classes]
+        (:attr:`Quantity.direction`), ``shape str?`` (the shape of a per-shape row, else None)."""
+        rows = [(q, None) for q in (*self.quantities.values(), *self.classes)]
+        rows += [(q, s.key) for s in self.shapes for q in s.quantities.values()]
         return pl.DataFrame(
-            {"key": [q.key for q in rows], "label": [q.label for q in rows], "unit": [q.unit for q in rows],
-             "a": [float(q.a) for q in rows], "b": [float(q.b) for q in rows],
-             "delta": [float(q.delta) for q in rows], "delta_pct": [q.delta_pct for q in rows],
-             "noise": [float(q.noise) for q in rows], "within_noise": [q.within_noise for q in rows],
-             "direction": [q.direction for q in rows]},
+            {"key": [q.key for q, _ in rows], "label": [q.label for q, _ in rows], "unit": [q.unit for q, _ in rows],
+             "a": [float(q.a) for q, _ in rows], "b": [float(q.b) for q, _ in rows],
+             "delta": [float(q.delta) for q, _ in rows], "delta_pct": [q.delta_pct for q, _ in rows],
+             "noise": [float(q.noise) for q, _ in rows], "within_noise": [q.within_noise for q, _ in rows],
+             "direction": [q.direction for q, _ in rows], "shape": [shape for _, shape in rows]},
             schema={"key": pl.String, "label": pl.String, "unit": pl.String, "a": pl.Float64, "b": pl.Float64,
                     "delta": pl.Float64, "delta_pct": pl.Float64, "noise": pl.Float64, "within_noise": pl.Boolean,
-                    "direction": pl.String})
+                    "direction": pl.String, "shape": pl.String})
 
     @property
     def structural_change(self) -> bool:
+        if not self.structural:
+            return False
         return (not self.alignment.is_identical or bool(self.cpu_ops_removed) or bool(self.cpu_ops_added)
                 or set(self.preops_a) != set(self.preops_b))
 

@@ -13,7 +13,10 @@ present):
   ``position`` | ``GEMM epilogue``; ``splits`` — the reverse, ``[{before: name, after: [names], …}]``
 * ``kernels`` — ``{added: [{name, class}], removed: [{name, class}], changed: [{before, after,
   class, fields: {field: [a, b]}}], replaced: [{before, after, before_class, after_class}],
-  unchanged: [{a, b, class, count}]}`` for one step (``count``: launches of it in the step) (kernels in a fusion
+  unchanged: [{a, b, class, count}], count_changes: [{cpu_op, a, b, names_a, names_b}] (added in
+  /1: an op launching another number of kernels, no fusion or split shown), device_choices:
+  [{before, after, cpu_op}] (added in /1: on devices of other names, another kernel for the same
+  op)}`` for one step (``count``: launches of it in the step) (kernels in a fusion
   or split appear only there); ``unit_pairs_agreeing`` — in how many step pairs it was the same
 * per-step quantities, each ``{a, b, delta, delta_pct, within_noise, noise, spread_a, spread_b,
   values_a, values_b}`` (``a``/``b`` medians over steps; ``delta_pct`` null when ``a`` is 0) or null
@@ -39,6 +42,14 @@ present):
 * ``round_trip_tensors`` — ``{a: [{producer_op, consumer_op, shape, dtype, bytes}], b: […],
   fused_away: [… + fused_into]}`` for each trace's last step (empty when not measured)
 * ``unavailable`` — ``{metric: reason}``; ``noise_rule``; ``notes``
+* (added in /1) ``per`` — ``step``, or ``sweep`` when shapes vary within a trace: every per-step
+  quantity is then the sum over the common shapes of each shape's median (its ``spread_*`` the sum
+  of the per-shape spreads), see :mod:`tracekit.results.diff`; ``shapes`` — ``[{shape, units_a:
+  [labels], units_b: [labels], <per-step keys above>: quantity | null}]``, each shape both traces
+  ran, with its medians (empty when shapes do not vary); ``shapes_only_a``, ``shapes_only_b`` —
+  shapes one trace alone ran (left out); ``structural`` — false when A and B share no shape (no
+  kernel, op or tensor compared); ``aligned_pair`` — ``[a_label, b_label]`` of the step pair whose
+  kernel changes are listed, or null
 * ``gates`` — ``[{expr, metric, op, value, relative, observed, exceeded, within_noise, failed}]``
 """
 
@@ -108,6 +119,10 @@ def data(diff: Diff, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:
                           "after_class": y.kernel_class} for x, y in al.replaced],
             "unchanged": [{"a": ka.name, "b": kb.name, "class": ka.kernel_class, "count": n}
                           for ka, kb, n in al.unchanged_once()],
+            "count_changes": [{"cpu_op": c.cpu_op, "a": c.a, "b": c.b,
+                               "names_a": list(dict.fromkeys(k.name for k in c.before)),
+                               "names_b": list(dict.fromkeys(k.name for k in c.after))} for c in al.count_changes],
+            "device_choices": [{"before": x.name, "after": y.name, "cpu_op": x.cpu_op} for x, y in al.device_choices],
         },
         "unit_pairs_agreeing": diff.pairs_agreeing,
         "unit_pairs": [list(p) for p in diff.unit_pairs],
@@ -128,6 +143,15 @@ def data(diff: Diff, gate_results: Sequence[GateResult] = ()) -> dict[str, Any]:
                        for h in diff.host_syncs],
         "alignment": {"anchors": al.anchors, "moved": al.moved, "notes": list(al.notes)},
         "unavailable": diff.unavailable,
+        "per": diff.per,
+        "shapes": [{"shape": s.key, "units_a": [diff.a.unit_labels[u] for u in s.units_a],
+                    "units_b": [diff.b.unit_labels[u] for u in s.units_b],
+                    **{name: (_q(s.quantities[key]) if key in s.quantities else None)
+                       for key, name in _PER_STEP_KEYS.items()}} for s in diff.shapes],
+        "shapes_only_a": list(diff.shapes_only_a), "shapes_only_b": list(diff.shapes_only_b),
+        "structural": diff.structural,
+        "aligned_pair": ([diff.a.unit_labels[diff.aligned_pair[0]], diff.b.unit_labels[diff.aligned_pair[1]]]
+                         if diff.aligned_pair else None),
         "noise_rule": NOISE_RULE,
         "notes": list(diff.notes),
         "gates": [{"expr": r.gate.text, "metric": r.gate.metric, "op": r.gate.op, "value": r.gate.value,

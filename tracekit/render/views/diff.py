@@ -99,9 +99,20 @@ def timelines(diff: Diff) -> Timelines:
     return Timelines(tuple(choices), str(len(pairs) - 1), "no aligned steps to draw")
 
 
+#: Quantities shown shape by shape under their per-sweep row when shapes vary (every quantity of
+#: every shape is in the JSON and in ``Diff.per_step``).
+PER_SHAPE_ROWS = ("gpu_time", "cpu_time", "kernels", "round_trip_bytes")
+
+
 def quantity_rows(diff: Diff) -> tuple[list[str], list[list[str]]]:
     n = min(len(diff.a.units), len(diff.b.units))
-    headers = [f"per step (median of {n})" if n > 1 else "per step", "A", "B", "Δ", "noise ±", ""]
+    if diff.shapes:
+        first = f"per sweep (one step of each of {len(diff.shapes)} shapes: sum of each shape's median)"
+    elif not diff.structural:
+        first = "per sweep (one step of each of a trace's own shapes; no shape in common)"
+    else:
+        first = f"per step (median of {n})" if n > 1 else "per step"
+    headers = [first, "A", "B", "Δ", "noise ±", ""]
     rows = []
     syncs_found = any(f.kind == "host_sync" for f in diff.findings)
     for q in diff.quantities.values():
@@ -111,6 +122,12 @@ def quantity_rows(diff: Diff) -> tuple[list[str], list[list[str]]]:
             continue
         rows.append([q.label, fmt_value(q.a, q.unit), fmt_value(q.b, q.unit), fmt_delta(q),
                      fmt_value(q.noise, q.unit), fmt_status(q)])
+        if q.key in PER_SHAPE_ROWS:
+            for shape in diff.shapes:
+                s = shape.quantities[q.key]
+                rows.append([f"  {q.label} · {shape.key} (median of {min(len(shape.units_a), len(shape.units_b))})",
+                             fmt_value(s.a, s.unit), fmt_value(s.b, s.unit), fmt_delta(s), fmt_value(s.noise, s.unit),
+                             fmt_status(s)])
     return headers, rows
 
 
@@ -156,20 +173,27 @@ def changes_table(diff: Diff) -> Rows:
                      ", ".join(f"{k}: {va} → {vb}" for k, va, vb in c.fields) or "name only"])
     for x, y in al.replaced:
         rows.append(["replaced", kname(x), kname(y), f"{x.kernel_class} → {y.kernel_class}"])
+    for x, y in al.device_choices:
+        rows.append(["device's kernel choice", kname(x), kname(y), f"both launched by {x.cpu_op}"])
+    for c in al.count_changes:
+        rows.append([f"count {c.a} → {c.b}", Code(", ".join(dict.fromkeys(short_kernel_name(k.name, k.decoded) for k in c.before))),
+                     Code(", ".join(dict.fromkeys(short_kernel_name(k.name, k.decoded) for k in c.after))),
+                     f"kernels of {c.cpu_op}"])
     for k in al.removed:
         rows.append(["removed", kname(k), "", k.kernel_class])
     for k in al.added:
         rows.append(["added", "", kname(k), k.kernel_class])
     for ka, kb, n in al.unchanged_once():
         rows.append([f"unchanged ×{n}" if n > 1 else "unchanged", kname(ka), kname(kb), ka.kernel_class])
-    title = f"Kernel changes (one step; the same in {diff.pairs_agreeing} of {len(diff.unit_pairs)} step pairs)"
+    step = f"one step of {diff.aligned_shape}" if diff.aligned_shape else "one step"
+    title = f"Kernel changes ({step}; the same in {diff.pairs_agreeing} of {len(diff.unit_pairs)} step pairs)"
     return (title, ["change", "A", "B", "detail"], rows)
 
 
 def class_table(diff: Diff) -> Rows:
     rows = [[Code(q.label), fmt_value(q.a, "ns"), fmt_value(q.b, "ns"), fmt_delta(q), fmt_value(q.noise, "ns"),
              fmt_status(q)] for q in diff.classes]
-    return ("GPU time per kernel class (per step)", ["class", "A", "B", "Δ", "noise ±", ""], rows)
+    return (f"GPU time per kernel class (per {diff.per})", ["class", "A", "B", "Δ", "noise ±", ""], rows)
 
 
 def kernel_table(diff: Diff) -> Rows:
@@ -178,7 +202,8 @@ def kernel_table(diff: Diff) -> Rows:
         q = kt.quantity
         rows.append([Code(short_kernel_name(kt.name_a)), kt.kernel_class, fmt_value(q.a, "ns"),
                      fmt_value(q.b, "ns"), fmt_delta(q), fmt_value(q.noise, "ns"), fmt_status(q)])
-    return ("GPU time per unchanged kernel (per step)",
+    per = f"per step of {diff.aligned_shape}" if diff.aligned_shape else "per step"
+    return (f"GPU time per unchanged kernel ({per})",
             ["kernel", "class", "A", "B", "Δ", "noise ±", ""], rows)
 
 
@@ -188,21 +213,22 @@ def cpu_ops_table(diff: Diff) -> Rows:
         for o in ops:
             rows.append([label, Code(o.name), fmt_value(o.count, "count"), fmt_value(o.cpu_ns, "ns"),
                          "yes" if o.launches_gpu else "no"])
-    return ("CPU ops that appeared or disappeared (per step)",
+    return (f"CPU ops that appeared or disappeared (per {diff.per})",
             ["", "op", "count", "CPU time (inclusive)", "launches GPU work"], rows)
 
 
 def preops_table(diff: Diff) -> Rows:
     kinds = sorted(set(diff.preops_a) | set(diff.preops_b))
     rows = [[k, fmt_value(diff.preops_a.get(k, 0), "ns"), fmt_value(diff.preops_b.get(k, 0), "ns")] for k in kinds]
-    return ("torch.compile pre-ops (CPU per step; the tax is cache_lookup + pregraph_bytecode + aot_prologue)",
+    return (f"torch.compile pre-ops (CPU per {diff.per}; the tax is cache_lookup + pregraph_bytecode + aot_prologue)",
             ["wrapper", "A", "B"], rows)
 
 
 def tensors_table(diff: Diff) -> Rows:
     rows = []
-    for side, label, tensors in (("A", diff.a, diff.tensors_a), ("B", diff.b, diff.tensors_b)):
-        step = label.unit_labels[label.units[-1]] if label.units else ""
+    for side, p, tensors, unit in (("A", diff.a, diff.tensors_a, diff.tensor_units[0]),
+                                   ("B", diff.b, diff.tensors_b, diff.tensor_units[1])):
+        step = p.unit_labels.get(unit, "") if unit is not None else ""
         for t in tensors:
             rows.append([f"{side} ({step})", Code(t["producer_op"]), Code(t["consumer_op"]), t["shape"],
                          t["dtype"], fmt_value(t["bytes"], "bytes")])
@@ -214,7 +240,7 @@ def hidden_table(diff: Diff) -> Rows:
     keys = sorted(set(diff.hidden_a) | set(diff.hidden_b))
     rows = [[Code(k), fmt_value(diff.hidden_a.get(k, 0), "count"), fmt_value(diff.hidden_b.get(k, 0), "count")]
             for k in keys]
-    return ("Hidden memset / memcpy (per step)", ["activity", "A", "B"], rows)
+    return (f"Hidden memset / memcpy (per {diff.per})", ["activity", "A", "B"], rows)
 
 
 def method_lines(diff: Diff) -> list[str]:
@@ -231,6 +257,12 @@ def method_lines(diff: Diff) -> list[str]:
         "Kernel identity: class + decoded name (Inductor's graph index ignored); unchanged GEMMs anchor the "
         "alignment; fusions from Inductor's fused-op list, the launching CPU op's name, or position.",
     ]
+    if diff.shapes or not diff.structural:
+        basis = ("the text after each annotation's number" if diff.a.shape_basis == "annotation" else
+                 "the shape key (the input dims of one op, written after its name)")
+        lines.append(f"Shapes vary within a trace, so units are paired by shape ({basis}): the k-th unit of a shape "
+                     "in A with the k-th of the same shape in B; a figure per sweep is the sum over the shapes of "
+                     "each shape's median (its noise the sum of the per-shape spreads).")
     return lines + list(diff.notes)
 
 
@@ -240,7 +272,7 @@ def host_sync_table(diff: Diff) -> Rows:
         q = s.quantity
         rows.append([Code(s.name), fmt_value(q.a, "ns"), fmt_value(q.b, "ns"), fmt_delta(q), fmt_value(q.noise, "ns"),
                      fmt_status(q), fmt_value(s.count_a, "count"), fmt_value(s.count_b, "count")])
-    return ("Host syncs (the CPU blocked waiting for the GPU; outermost sync of each nest, per step)",
+    return (f"Host syncs (the CPU blocked waiting for the GPU; outermost sync of each nest, per {diff.per})",
             ["sync", "A", "B", "Δ", "noise ±", "", "calls A", "calls B"], rows)
 
 
@@ -248,6 +280,8 @@ def detail_tables(diff: Diff) -> list[Rows]:
     syncs = [host_sync_table(diff)] if any(f.kind == "host_sync" for f in diff.findings) else []
     changed = [("new in B", f) for f in diff.findings_new] + [("resolved in B", f) for f in diff.findings_resolved]
     found = [findings_changes(changed)] if changed else []
+    if not diff.structural:  # no shape in common: only totals were compared
+        return found + [class_table(diff), preops_table(diff), hidden_table(diff)] + syncs
     return found + [changes_table(diff), class_table(diff), kernel_table(diff), cpu_ops_table(diff),
             preops_table(diff), hidden_table(diff)] + syncs + (
                 [tensors_table(diff)] if "round_trip_bytes" not in diff.unavailable else [])

@@ -108,26 +108,52 @@ def _named_or_counted(f: Verdict) -> list[str]:
 
 
 def _gemms_unchanged(f: Verdict) -> list[str]:
+    n, changed = int(_n(f, "kernels")), int(f.quantities.get("changed") or 0)
+    if changed:
+        return [f"{n:,} of {n + changed:,} GEMM{'s' if n + changed > 1 else ''} unchanged ({changed:,} changed)"]
     if f.subjects:
         return ["the same GEMM kernel ", kname(f.subjects[0])]
-    return [f"the {_count_word(int(_n(f, 'kernels')))} GEMMs unchanged"]
+    return [f"the {_count_word(n)} GEMMs unchanged"]
+
+
+def _count_change(f: Verdict) -> list[str]:
+    (op,), (x,), (y,) = f.of("launched_by"), f.of("before"), f.of("after")
+    a, b = int(_n(f, "a")), int(_n(f, "b"))
+    same = short_kernel_name(x.name, dict(x.decoded)) == short_kernel_name(y.name, dict(y.decoded))
+    names = [kname(y)] if same else [kname(x), " / ", kname(y)]
+    return [*names, f": {a} → {b} per step (kernels of ", Code(op.name), ")"]
+
+
+def _device_choice(f: Verdict) -> list[str]:
+    before, after, ops = f.of("before"), f.of("after"), f.of("launched_by")
+    seg: list[str] = []
+    for n, (x, y, op) in enumerate(zip(before, after, ops)):
+        seg += ([", "] if n else []) + [Code(op.name), " runs ", kname(y), " instead of ", kname(x)]
+    n = int(_n(f, "kernels"))
+    return [*seg, f"{f' ({n} kernels in all)' if n > len(before) else ''} — the device's library choosing its "
+            "kernels, not a change of the program"]
+
+
+def _per(f: Verdict) -> str:
+    """What a figure is per: ``step``, or ``sweep`` (one step of each shape) when shapes vary."""
+    return str(f.quantities.get("per", "step"))
 
 
 def _gpu_time(f: Verdict) -> list[str]:
     a, b = fmt_value(_n(f, "a"), "ns"), fmt_value(_n(f, "b"), "ns")
-    noise = f"±{fmt_value(_n(f, 'noise'), 'ns')}"
+    noise, per = f"±{fmt_value(_n(f, 'noise'), 'ns')}", _per(f)
     if _n(f, "delta") == 0:
-        return [f"GPU time per step unchanged ({a})"]
+        return [f"GPU time per {per} unchanged ({a})"]
     if f.quantities["within_noise"]:
-        return [f"GPU time per step {a} → {b}, within the step-to-step noise ({noise}): neither a win nor a loss"]
+        return [f"GPU time per {per} {a} → {b}, within the step-to-step noise ({noise}): neither a win nor a loss"]
     pct = f"{_n(f, 'delta_pct'):+.1f}%" if f.quantities["delta_pct"] is not None else "new"
-    return [f"GPU time per step {a} → {b} ({pct}, outside the step-to-step noise of {noise})"]
+    return [f"GPU time per {per} {a} → {b} ({pct}, outside the step-to-step noise of {noise})"]
 
 
 def _round_trip_bytes(f: Verdict) -> list[str]:
     delta, n = _n(f, "bytes_delta"), abs(int(_n(f, "tensors_delta")))
     count = f"{_count_word(n)} round-trip tensor{'s' if n != 1 else ''} " if n else "round trips "
-    seg: list[str] = [f"{count}({abs(int(delta)):,} B) {'fewer' if delta < 0 else 'more'} per step"]
+    seg: list[str] = [f"{count}({abs(int(delta)):,} B) {'fewer' if delta < 0 else 'more'} per {_per(f)}"]
     if f.of("producer"):
         seg += [": ", Code(f.of("producer")[0].name), " → ", Code(f.of("consumer")[0].name),
                 f" {f.quantities['shape']} now stays inside the fused kernel"]
@@ -139,14 +165,14 @@ def _round_trip_bytes(f: Verdict) -> list[str]:
 def _preop_tax(f: Verdict) -> list[str]:
     a, b = _n(f, "a"), _n(f, "b")
     if a == 0:
-        return [f"the CPU now pays {fmt_value(b, 'ns')} of compile pre-ops per step"]
+        return [f"the CPU now pays {fmt_value(b, 'ns')} of compile pre-ops per {_per(f)}"]
     if b == 0:
-        return [f"the CPU no longer pays {fmt_value(a, 'ns')} of compile pre-ops per step"]
-    return [f"compile pre-ops {fmt_value(a, 'ns')} → {fmt_value(b, 'ns')} per step"]
+        return [f"the CPU no longer pays {fmt_value(a, 'ns')} of compile pre-ops per {_per(f)}"]
+    return [f"compile pre-ops {fmt_value(a, 'ns')} → {fmt_value(b, 'ns')} per {_per(f)}"]
 
 
 def _cpu_time(f: Verdict) -> list[str]:
-    return [f"CPU dispatch per step {fmt_value(_n(f, 'a'), 'ns')} → {fmt_value(_n(f, 'b'), 'ns')}"]
+    return [f"CPU dispatch per {_per(f)} {fmt_value(_n(f, 'a'), 'ns')} → {fmt_value(_n(f, 'b'), 'ns')}"]
 
 
 def _quiet_ops_gone(f: Verdict) -> list[str]:
@@ -162,7 +188,7 @@ def _hidden(noun: str) -> Callable[[Verdict], list[str]]:
     def words(f: Verdict) -> list[str]:
         delta = _n(f, "delta")
         n = abs(delta)
-        return [f"{fmt_value(n, 'count')} hidden {noun}{'s' if n != 1 else ''} per step "
+        return [f"{fmt_value(n, 'count')} hidden {noun}{'s' if n != 1 else ''} per {_per(f)} "
                 f"{'appeared' if delta > 0 else 'disappeared'} ({fmt_value(_n(f, 'a'), 'count')} → "
                 f"{fmt_value(_n(f, 'b'), 'count')})"]
     return words
@@ -225,25 +251,43 @@ def _host_sync(f: Verdict) -> list[str]:
     (sync,) = f.of("cpu_op")
     a, b, ca, cb = _n(f, "a"), _n(f, "b"), _n(f, "count_a"), _n(f, "count_b")
     if a == 0:
-        return ["a host sync appeared: ", Code(sync.name), f" {fmt_value(b, 'ns')} per step "
+        return ["a host sync appeared: ", Code(sync.name), f" {fmt_value(b, 'ns')} per {_per(f)} "
                 f"({fmt_value(cb, 'count')} call{'s' if cb != 1 else ''})"]
     if b == 0:
-        return ["the host sync ", Code(sync.name), f" ({fmt_value(a, 'ns')} per step) is gone"]
+        return ["the host sync ", Code(sync.name), f" ({fmt_value(a, 'ns')} per {_per(f)}) is gone"]
     calls = f" ({fmt_value(ca, 'count')} → {fmt_value(cb, 'count')} calls)" if ca != cb else ""
-    return ["host sync ", Code(sync.name), f" {fmt_value(a, 'ns')} → {fmt_value(b, 'ns')} per step{calls}"]
+    return ["host sync ", Code(sync.name), f" {fmt_value(a, 'ns')} → {fmt_value(b, 'ns')} per {_per(f)}{calls}"]
 
 
 def _graph_launches(f: Verdict) -> list[str]:
     a, b = fmt_value(_n(f, "a"), "count"), fmt_value(_n(f, "b"), "count")
     if _n(f, "a") == 0:
-        return [f"CUDA-graph launches appeared ({b} per step)"]
+        return [f"CUDA-graph launches appeared ({b} per {_per(f)})"]
     if _n(f, "b") == 0:
-        return [f"CUDA-graph launches vanished ({a} per step in A)"]
-    return [f"CUDA-graph launches per step {a} → {b}"]
+        return [f"CUDA-graph launches vanished ({a} per {_per(f)} in A)"]
+    return [f"CUDA-graph launches per {_per(f)} {a} → {b}"]
 
 
 def _launches(f: Verdict) -> list[str]:
-    return [f"{fmt_value(_n(f, 'a'), 'count')} → {fmt_value(_n(f, 'b'), 'count')} launch calls per step"]
+    return [f"{fmt_value(_n(f, 'a'), 'count')} → {fmt_value(_n(f, 'b'), 'count')} launch calls per {_per(f)}"]
+
+
+def _shape_basis(f: Verdict) -> str:
+    return "annotated shape" if f.quantities.get("basis") == "annotation" else "input shape"
+
+
+def _per_shape(f: Verdict) -> list[str]:
+    n, only_a, only_b = int(_n(f, "shapes")), int(_n(f, "only_a")), int(_n(f, "only_b"))
+    left = [f"{k} only {side} ran" for k, side in ((only_a, "A"), (only_b, "B")) if k]
+    tail = f" ({' and '.join(left)} left out)" if left else ""
+    return [f"compared shape by shape: {_count_word(n)} {_shape_basis(f)}s both traces ran{tail}, "
+            "figures per sweep (one step of each shape)"]
+
+
+def _no_common_shape(f: Verdict) -> list[str]:
+    a, b = int(_n(f, "shapes_a")), int(_n(f, "shapes_b"))
+    return [f"A and B have no {_shape_basis(f)} in common (A ran {_count_word(a)}, B {_count_word(b)}): "
+            "no kernel, op or tensor is compared, only totals per sweep (one step of each of a trace's own shapes)"]
 
 
 #: How each kind of finding is worded (kinds: :mod:`tracekit.diff.diff_verdict`).
@@ -256,6 +300,8 @@ CLAUSES: dict[str, Callable[[Verdict], list[str]]] = {
     "quiet_ops_gone": _quiet_ops_gone, "memsets": _hidden("memset"), "memcpys": _hidden("memcpy"),
     "launches": _launches, "different_devices": _different_devices, "different_versions": _different_versions,
     "different_world_size": _different_world_size, "host_sync": _host_sync, "graph_launches": _graph_launches,
+    "per_shape": _per_shape, "no_common_shape": _no_common_shape, "count_change": _count_change,
+    "device_choice": _device_choice,
 }
 NO_CHANGE = "No change: the same kernels run in every step and every quantity is within the step-to-step noise."
 #: After findings about the traces' setup alone (:data:`tracekit.diff.diff_verdict.SETUP_KINDS`).
@@ -276,7 +322,7 @@ def verdict_parts(diff: Diff) -> list[str]:
         elif not isinstance(first, Code):
             first = first[:1].upper() + first[1:]
         out += [first, *rest]
-    if all(f.kind in SETUP_KINDS for f in diff.findings):
+    if all(f.kind in SETUP_KINDS or f.kind == "per_shape" for f in diff.findings):
         out += ["; ", NO_OTHER_CHANGE]
     out.append(".")
     return out
