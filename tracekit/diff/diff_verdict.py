@@ -27,7 +27,8 @@ fusion's evidence). Kinds, in verdict order — *when* it is found: *subjects*; 
   :data:`MAX_VARIANTS_NAMED` changes, each after with its first :data:`MAX_FIELDS_NAMED` changed
   fields; ``kernels`` (all changed).
 * ``replaced`` — each of the first :data:`MAX_REPLACED_NAMED` replacements: before, after.
-  ``more_replaced`` — the rest: ``kernels``. When A and B ran on devices of other names, a
+  ``more_replaced`` — the rest: ``kernels``. ``count_change`` clauses are capped alike: the rest
+  are one ``more_count_changes`` clause (``ops``). When A and B ran on devices of other names, a
   replacement (its kernels launched alike, :func:`~tracekit.diff.align.launched_alike`) is the
   device's library choosing another kernel for the same op, not a change of the program:
   ``device_choice`` instead (so is a variant change launched alike) — before, after and
@@ -166,9 +167,12 @@ def _structure(diff: Diff) -> list[Verdict]:
         out.append(Verdict("replaced", (_kernel("before", x), _kernel("after", y))))
     if len(replaced) > MAX_REPLACED_NAMED:
         out.append(Verdict("more_replaced", quantities={"kernels": len(replaced) - MAX_REPLACED_NAMED}))
-    for c in al.count_changes:
+    for c in al.count_changes[:MAX_REPLACED_NAMED]:
         out.append(Verdict("count_change", (Subject("launched_by", c.cpu_op), _kernel("before", c.before[0]),
                                             _kernel("after", c.after[0])), {"a": c.a, "b": c.b}))
+    if len(al.count_changes) > MAX_REPLACED_NAMED:
+        out.append(Verdict("more_count_changes",
+                           quantities={"ops": len(al.count_changes) - MAX_REPLACED_NAMED}))
     for kernels, kind in ((al.removed, "removed"), (al.added, "added")):
         if kernels:
             named = _kernels("kernel", kernels) if len(kernels) <= MAX_KERNELS_NAMED else ()

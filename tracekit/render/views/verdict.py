@@ -294,6 +294,7 @@ def _no_common_shape(f: Verdict) -> list[str]:
 CLAUSES: dict[str, Callable[[Verdict], list[str]]] = {
     "fusion": _fusion, "split": _split, "variant_change": _variant_change, "replaced": _replaced,
     "more_replaced": lambda f: [f"{f.quantities['kernels']} more kernels replaced"],
+    "more_count_changes": lambda f: [f"{f.quantities['ops']} more ops launch another number of kernels per step"],
     "removed": _named_or_counted, "added": _named_or_counted, "gemms_unchanged": _gemms_unchanged,
     "same_kernels": lambda f: ["the same kernels"], "gpu_time": _gpu_time,
     "round_trip_bytes": _round_trip_bytes, "preop_tax": _preop_tax, "cpu_time": _cpu_time,
