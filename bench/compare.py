@@ -701,13 +701,22 @@ def split_section(families, family_sizes, results, n: int) -> list[str]:
         size, rep, one, hta = main
         w2, w1, c2, c1 = secs(rep), secs(one), cpu_secs(rep), cpu_secs(one)
         cpu_words = (f"{c2 / c1:.2f}× the one-core CPU time: the split spreads the work over the cores, it "
-                     "does not reduce it (each share is decoded, then the shares are joined)"
+                     "does not reduce it: each share is decoded, then the shares are joined"
                      if c2 >= 0.95 * c1 else
                      f"{c2 / c1:.2f}× the one-core CPU time: the one-core run's CPU time is no lower, so the "
                      "split saves wall time only by running work side by side")
-        L += [f"- **Where it helps — wall time, with idle cores:** on the {size:g} MB train trace the "
-              f"report took {w2:.2f} s with {n} cores against {w1:.2f} s on one ({w1 / w2:.2f}× as long on one "
-              "core); the load's shares and the second thread overlap on cores that would otherwise idle.",
+        if w1 > 1.05 * w2:
+            helps = (f"- **Where it helps — wall time, with idle cores:** on the {size:g} MB train trace the "
+                     f"report took {w2:.2f} s with {n} cores against {w1:.2f} s on one ({w1 / w2:.2f}× as long "
+                     "on one core); the load's shares and the second thread overlap on cores that would "
+                     "otherwise idle.")
+        else:
+            helps = (f"- **Where it should help — wall time, with idle cores — it did not in this run:** on the "
+                     f"{size:g} MB train trace the report took {w2:.2f} s with {n} cores against {w1:.2f} s on "
+                     f"one. The 1-minute load average before the two runs ({fmt_load(rep)} and "
+                     f"{fmt_load(one)}, out of {n} cores) says whether the other cores were idle; where they "
+                     "are busy, the second process waits for a core instead of overlapping the first.")
+        L += [helps,
               f"- **Where it does not — CPU time, and a busy machine:** the same run used {c2:.2f} s of CPU "
               f"on {n} cores against {c1:.2f} s on one ({cpu_words}). A machine whose other cores are busy "
               "gives the report about the one-core figure, so its wall ratio to HTA there is "
