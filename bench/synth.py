@@ -10,7 +10,7 @@ format (integer µs stay integers; 3-decimal µs stay 3-decimal, computed in int
 drifts). Output is gzip when ``gzip=True``. Used by ``bench/load.py`` and the later benchmarks.
 :func:`minify` re-encodes such a trace on one line (the form tools that re-save traces write).
 
-CLI: ``python bench/synth.py SRC --size-mb N -o OUT [--gzip]``
+CLI: ``python bench/synth.py SRC --size-mb N -o OUT [--gzip] [--step-per-copy]``
 """
 
 from __future__ import annotations
@@ -42,9 +42,10 @@ def _ns(value: Any) -> int:
 
 
 class _Template:
-    """The step window of the source, with what each copy must shift."""
+    """The step window of the source, with what each copy must shift. ``step_per_copy``: a source
+    without ``ProfilerStep#N`` spans gets one, around the whole of each copy (see :func:`synthesize`)."""
 
-    def __init__(self, doc: dict[str, Any]) -> None:
+    def __init__(self, doc: dict[str, Any], step_per_copy: bool = False) -> None:
         events: list[dict[str, Any]] = doc["traceEvents"]
         self.fractional = any(isinstance(e.get("ts"), float) for e in events[:2000])
         steps = [e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
@@ -72,6 +73,25 @@ class _Template:
             + [int(e["id"]) for e in body if isinstance(e.get("id"), int)] + [0])
         self.step_span = (max(self.step_numbers) - min(self.step_numbers) + 1) if self.step_numbers else 0
         self.end_ns = start
+        if step_per_copy and not steps:
+            self._wrap_in_step(start, end)
+
+    def _wrap_in_step(self, start: int, end: int) -> None:
+        """Add ``ProfilerStep#1`` as Kineto writes it (a ``user_annotation`` span on the thread that
+        ran the most CPU ops) from the body's first event to its last end, GPU work included; its
+        ``External id`` is one past the source's largest id, so every copy's stays unique."""
+        threads: dict[tuple[Any, Any], int] = {}
+        for e in self.body:
+            if e.get("cat") == "cpu_op":
+                threads[(e["pid"], e["tid"])] = threads.get((e["pid"], e["tid"]), 0) + 1
+        pid, tid = max(threads, key=threads.__getitem__) if threads else (self.body[0]["pid"], self.body[0]["tid"])
+        raw = (lambda ns: round(ns / 1000, 3)) if self.fractional else (lambda ns: ns // 1000)
+        step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": pid, "tid": tid,
+                "ts": raw(start), "dur": raw(end - start), "args": {"External id": self.id_span}}
+        self.body.insert(0, step)
+        self.id_span += 1
+        self.step_numbers = [1]
+        self.step_span = 1
 
 
 def _fmt_ts(ns: int, fractional: bool) -> str:
@@ -125,10 +145,14 @@ def _encode(obj: Any) -> bytes:
     return ("  {" + ", ".join(parts) + "}").encode()
 
 
-def synthesize(src: str | Path, out: str | Path, size_mb: float, *, gzip: bool = False) -> dict[str, Any]:
-    """Write a trace of about ``size_mb`` MB (uncompressed JSON) to ``out``; return a summary."""
+def synthesize(src: str | Path, out: str | Path, size_mb: float, *, gzip: bool = False,
+               step_per_copy: bool = False) -> dict[str, Any]:
+    """Write a trace of about ``size_mb`` MB (uncompressed JSON) to ``out``; return a summary.
+    ``step_per_copy``: where the source has no ``ProfilerStep#N`` spans, its whole timed body is the
+    window, and each copy is wrapped in one ``ProfilerStep#N`` (N = copy + 1), so a capture of many
+    iterations becomes one step of many kernels (sources with steps are unaffected)."""
     doc = _read_json(Path(src))
-    template = _Template(doc)
+    template = _Template(doc, step_per_copy)
     header = {k: v for k, v in doc.items() if k != "traceEvents"}
     # Kineto ≥ 2025 writes baseTimeNanoseconds before traceEvents; keep every key before it.
     head_bytes = (b"{\n" + b"".join(
@@ -166,8 +190,10 @@ def synthesize(src: str | Path, out: str | Path, size_mb: float, *, gzip: bool =
         if sink is not raw_out:
             sink.close()
         raw_out.close()
+    kernels = sum(1 for e in template.body if e.get("cat") == "kernel")
+    memory = sum(1 for e in template.body if e.get("name") == "[memory]")
     return {"events": events, "copies": copies, "json_bytes": written, "file_bytes": Path(out).stat().st_size,
-            "steps_per_copy": template.step_span, "time_format": "fractional" if template.fractional else "integer"}
+            "steps_per_copy": template.step_span, "kernels_per_copy": kernels, "memory_events_per_copy": memory, "time_format": "fractional" if template.fractional else "integer"}
 
 
 def minify(src: str | Path, out: str | Path, chunk_bytes: int = 64 * MB) -> dict[str, Any]:
@@ -202,8 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size-mb", type=float, required=True, help="target size of the JSON text in MB")
     ap.add_argument("-o", "--out", required=True, help="output path")
     ap.add_argument("--gzip", action="store_true", help="gzip the output")
+    ap.add_argument("--step-per-copy", action="store_true",
+                    help="a source without ProfilerStep spans: wrap each copy in one ProfilerStep#N")
     args = ap.parse_args(argv)
-    summary = synthesize(args.src, args.out, args.size_mb, gzip=args.gzip)
+    summary = synthesize(args.src, args.out, args.size_mb, gzip=args.gzip, step_per_copy=args.step_per_copy)
     print(json.dumps(summary), file=sys.stderr)
     return 0
 
