@@ -27,7 +27,11 @@ run time). ``bench/charts.py`` chose it over matplotlib's SVG backend and plotly
 size and time (figures in ``bench/RESULTS.md``). The same data gives the same bytes: the data rows
 are sorted with tiebreakers, and Vega writes no date or random id. Text goes into the specification
 as data (never as markup), and Vega's SVG writer escapes it; :func:`label` additionally makes it
-visible (control and bidi characters as escapes) and cuts it to a readable length. Each bar and point
+visible and XML-safe (:func:`~tracekit.render.text.for_display`: control and bidi characters,
+surrogates and noncharacters as escapes) and cuts it to a readable length. :func:`to_svg` passes
+every string of the specification through the same function once more before vl-convert sees it:
+vl-convert measures text by parsing it as XML in native code, and a character XML forbids (U+FFFE
+in a device name) makes it panic and abort the whole process, which no Python ``except`` catches. Each bar and point
 carries its figures in its ``aria-label`` (Vega's ``description``: step, class, µs; kernel, dtype,
 TFLOP/s, GB/s, FLOP/byte), for screen readers and for a page's hover. Kernel classes have the
 timeline's colours (:data:`tracekit.render.timeline.CLASS_COLOURS`). Marks are Vega's: bars are the
@@ -65,8 +69,8 @@ SIDE_COLOURS = ("#9c9c9c", "#4e79a7")
 
 
 def label(value: object, limit: int = LABEL_LIMIT, *, keep_end: int = 0) -> str:
-    """A name as a chart shows it: visible (:func:`~tracekit.render.text.for_display`) and at most
-    ``limit`` characters, cut with ``…`` before its last ``keep_end`` characters."""
+    """A name as a chart shows it: visible and XML-safe (:func:`~tracekit.render.text.for_display`) and
+    at most ``limit`` characters, cut with ``…`` before its last ``keep_end`` characters."""
     text = for_display(value, limit=1000)
     if len(text) <= limit:
         return text
@@ -412,8 +416,22 @@ def to_svg(spec: dict[str, Any]) -> str:
                          UNDER_ADDRESS_LIMIT)
     import vl_convert
 
-    full = {"$schema": "https://vega.github.io/schema/vega-lite/v6.json", "config": _CONFIG, **spec}
+    full = {"$schema": "https://vega.github.io/schema/vega-lite/v6.json", "config": _CONFIG, **_safe(spec)}
     return _hover_titles(vl_convert.vegalite_to_svg(full, vl_version=VEGA_LITE, allowed_base_urls=[]))
+
+
+def _safe(value: Any) -> Any:
+    """``value`` (a specification, or part of one) with every string, key or value, through
+    :func:`~tracekit.render.text.for_display` (module docstring: what vl-convert cannot take aborts
+    the process). The labels already went through it, and it changes nothing the second time; the
+    specification's own words (fields, types, expressions) hold no character it changes."""
+    if isinstance(value, str):
+        return for_display(value)
+    if isinstance(value, dict):
+        return {_safe(k): _safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_safe(v) for v in value]
+    return value
 
 
 #: A self-closing mark with its figures in ``aria-label`` (Vega's SVG writer: attribute text escaped,
@@ -445,7 +463,7 @@ def address_space_limited() -> bool:
 
 def not_drawn(title: str, why: str) -> str:
     """A small standalone SVG in place of a chart: its title and why it is not drawn (escaped)."""
-    head, reason = escape(label(title)), escape(why)
+    head, reason = escape(label(title)), escape(for_display(why))
     return ('<svg xmlns="http://www.w3.org/2000/svg" class="tk-not-drawn" width="720" height="56" '
             f'viewBox="0 0 720 56" role="img" aria-label="{reason}"><title>{reason}</title>'
             '<rect width="720" height="56" fill="white" stroke="#cccccc"/>'

@@ -69,8 +69,11 @@ def nothing_drawn(sentence: str) -> str:
     """A small standalone SVG that says ``sentence`` (what ``-o FILE.svg`` gets when nothing can be drawn)."""
     from xml.sax.saxutils import escape
 
+    from tracekit.render.text import for_display
+
     return ('<svg xmlns="http://www.w3.org/2000/svg" class="tk-nothing" width="480" height="40" viewBox="0 0 480 40">'
-            f'<text x="8" y="24" font-family="sans-serif" font-size="13" fill="#555555">{escape(sentence)}</text></svg>\n')
+            f'<text x="8" y="24" font-family="sans-serif" font-size="13" fill="#555555">{escape(for_display(sentence))}'
+            '</text></svg>\n')
 
 
 def pictures(document: Document, order: Sequence[str]) -> dict[str, tuple[str, str]]:

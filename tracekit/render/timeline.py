@@ -31,21 +31,20 @@ so the page zooms by rewriting the root ``viewBox``'s x and width. Colours are p
 attributes, not a stylesheet: an SVG inlined in a page cannot restyle the page.
 
 Escaping: every name passes through :func:`~tracekit.render.text.for_display` (control and bidi
-characters made visible, long names cut) and then XML's five entities (:func:`_xml`); characters XML
-cannot hold at all (U+FFFE, U+FFFF) become escapes too.
+characters, surrogates and noncharacters made visible — so no character XML cannot hold is left —,
+long names cut) and then XML's five entities (:func:`_xml`).
 """
 
 from __future__ import annotations
 
 import html
 import math
-import re
 import textwrap
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from tracekit.render.text import for_display, size
+from tracekit.render.text import DISPLAY_LIMIT, for_display, size
 
 if TYPE_CHECKING:
     from tracekit.analyses.timeline import StepTimeline
@@ -109,14 +108,11 @@ LINK_COLOUR = "#5b8def"
 MERGED_COLOUR = "#8a939c"
 ROUND_TRIP_COLOUR = "#c2185b"
 
-_NOT_XML = re.compile("[\ufffe\uffff]")
-
 
 @lru_cache(maxsize=1 << 16)  # names repeat across marks and steps
-def _xml(value: object, limit: int = 1000) -> str:
+def _xml(value: object, limit: int = DISPLAY_LIMIT) -> str:
     """Text or attribute value showing exactly ``value`` (module docstring)."""
-    shown = _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", for_display(value, limit))
-    return html.escape(shown, quote=True)
+    return html.escape(for_display(value, limit), quote=True)
 
 
 def _num(x: float) -> str:
