@@ -63,6 +63,7 @@ def test_for_display_escapes_each_class(raw, shown):
     # U+FDCF, U+FDF0 and U+1FFFD are just outside the noncharacter ranges: left as they are.
     assert for_display(raw) == shown
     assert for_display(shown) == shown  # applying it twice changes nothing more
+    assert not INVISIBLE.search(shown)
     # what it returns is XML 1.0: any parser takes it as text and as an attribute value
     assert ET.fromstring(f'<t a="{escape(shown, {chr(34): "&quot;"})}">{escape(shown)}</t>').text == shown
 
@@ -129,6 +130,7 @@ def _tracekit(*argv: object) -> subprocess.CompletedProcess:
 def _ok(done: subprocess.CompletedProcess) -> None:
     """Exit 0: no signal (a negative return code), no traceback."""
     err = done.stderr.decode("utf-8", "replace")
+    assert done.returncode >= 0, f"killed by signal {-done.returncode}: {err[:600]}"
     assert done.returncode == 0, f"exit {done.returncode}: {err[-800:]}"
     assert "Traceback" not in err and "panicked" not in err
 
