@@ -11,6 +11,7 @@ and declare the dependencies pyproject.toml does.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -23,7 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str | Path, cwd: Path) -> str:
-    done = subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    # Without PYTHONPATH: a checkout put on the path by the caller must not stand in for the wheel.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return done.stdout
 
