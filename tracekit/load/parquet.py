@@ -16,6 +16,12 @@ keeps the trace's report there. This module knows nothing of what they hold: it 
 trace's frames and metadata back.
 
 The file is written to a temp file and renamed, so an interrupted convert leaves nothing behind.
+
+A file read here may come from anyone, so it is held to ``--max-inflated-size`` like a compressed
+JSON trace (:func:`check_inflated`): before any data is read, the bytes the frames' columns may
+become, told from the footer and page headers (:mod:`tracekit.load.parquet_size`), must fit under the
+cap; once read, so must the frames with every string counted at its own length (strings read as views
+of one dictionary entry cost nothing until copied). Either past the cap is one line, exit 2.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ import msgspec
 import polars as pl
 
 from tracekit.errors import TraceError
+from tracekit.load import read_options
+from tracekit.load.parquet_size import ParquetLayoutError, column_bounds, logical_bytes
 from tracekit.output import atomic_path
 from tracekit.trace import FRAME_SCHEMAS, Trace, TraceMeta
 
@@ -96,6 +104,9 @@ def load_parquet(path: str | os.PathLike[str], *, kv: Mapping[str, str] | None =
     """Read a file written by :func:`write`; raises :class:`TraceError` for anything else."""
     p = Path(path)
     meta = stored_meta(p, kv=kv)
+    cap = read_options.options().max_inflated_size
+    trace_columns = {"table"}.union(*(schema.keys() for schema in FRAMES.values()))
+    check_inflated(p, trace_columns, cap, what="its trace")
     try:
         # One lazy query per frame: each reads only its own columns, and only the row groups
         # whose ``table`` statistics can hold its rows; rows stored beside the trace are never read.
@@ -111,7 +122,35 @@ def load_parquet(path: str | os.PathLike[str], *, kv: Mapping[str, str] | None =
         # file with repeated indices was not written by convert, and trusting it loops or crashes.
         if "idx" in frame.columns and frame["idx"].n_unique() != frame.height:
             raise TraceError(p, f"corrupt tracekit Parquet file (repeated event indices in its {name} rows)")
+    if cap is not None:
+        check_read(p, sum(logical_bytes(frame) for frame in frames.values()), cap, what="its trace")
     return Trace(meta=meta, **frames)
+
+
+def check_inflated(path: str | os.PathLike[str] | bytes, columns: set[str], cap: int | None, *,
+                   what: str, shown: str | os.PathLike[str] | None = None) -> int:
+    """The most bytes reading ``columns`` of the Parquet file ``path`` (or bytes) may produce
+    (:func:`tracekit.load.parquet_size.column_bounds`); TraceError naming ``--max-inflated-size``
+    if past ``cap`` (None: no cap), or if the footer or a page header is unreadable. ``what`` names
+    the data in the message, ``shown`` the file (default: ``path``)."""
+    where = Path(path) if shown is None and not isinstance(path, bytes) else shown
+    try:
+        bounds = column_bounds(path)
+    except (ParquetLayoutError, OSError, ValueError) as err:
+        raise TraceError(where, f"corrupt tracekit Parquet file ({what}: {err})") from None
+    total = sum(size for name, size in bounds.items() if name in columns)
+    if cap is not None and total > cap:
+        raise TraceError(where, f"{what} would inflate to {total:,} bytes once read, past {cap:,} "
+                                f"({read_options.cap_hint()})")
+    return total
+
+
+def check_read(path: str | os.PathLike[str], size: int, cap: int, *, what: str) -> None:
+    """TraceError naming ``--max-inflated-size`` if ``size`` (what was read, strings counted at their
+    own length: :func:`tracekit.load.parquet_size.logical_bytes`) is past ``cap``."""
+    if size > cap:
+        raise TraceError(path, f"{what} holds {size:,} bytes once its strings are counted, past {cap:,} "
+                               f"({read_options.cap_hint()})")
 
 
 #: Columns added to a frame after files of this format were first written, with how to derive them
