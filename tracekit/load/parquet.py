@@ -111,10 +111,13 @@ def load_parquet(path: str | os.PathLike[str], *, kv: Mapping[str, str] | None =
         # One lazy query per frame: each reads only its own columns, and only the row groups
         # whose ``table`` statistics can hold its rows; rows stored beside the trace are never read.
         scan = pl.scan_parquet(p)
-        stored = set(scan.collect_schema())
+        stored = dict(scan.collect_schema())
+        _check_dtypes(p, stored)
         queries = [scan.filter(pl.col("table") == name).select([_column(c, t, stored) for c, t in schema.items()])
                    for name, schema in FRAMES.items()]
         frames = dict(zip(FRAMES, pl.collect_all(queries)))
+    except TraceError:
+        raise
     except Exception as err:
         raise TraceError(p, f"corrupt tracekit Parquet file ({type(err).__name__})") from None
     for name, frame in frames.items():
@@ -125,6 +128,20 @@ def load_parquet(path: str | os.PathLike[str], *, kv: Mapping[str, str] | None =
     if cap is not None:
         check_read(p, sum(logical_bytes(frame) for frame in frames.values()), cap, what="its trace")
     return Trace(meta=meta, **frames)
+
+
+def _check_dtypes(path: Path, stored: Mapping[str, pl.DataType]) -> None:
+    """TraceError unless every frame column stored has the dtype the frames give it (or Null): a
+    column stored otherwise — a Categorical or Enum above all, whose one long category the cast to
+    String would copy onto every row before any size is checked — was not written by convert."""
+    for schema in FRAMES.values():
+        for name, dtype in schema.items():
+            got = stored.get(name)
+            if got is not None and got != dtype and got != pl.Null:
+                raise TraceError(path, f"corrupt tracekit Parquet file (column {name!r} is stored as "
+                                       f"{str(got)[:40]}, not {dtype})")
+    if stored.get("table", pl.String) != pl.String:
+        raise TraceError(path, "corrupt tracekit Parquet file (column 'table' is not a String)")
 
 
 def check_inflated(path: str | os.PathLike[str] | bytes, columns: set[str], cap: int | None, *,
@@ -161,7 +178,7 @@ _ADDED_COLUMNS = {
 }
 
 
-def _column(name: str, dtype: pl.DataType, stored: set[str]) -> pl.Expr:
-    if name in stored or name not in _ADDED_COLUMNS:
+def _column(name: str, dtype: pl.DataType, stored: Mapping[str, pl.DataType]) -> pl.Expr:
+    if name in stored or name not in _ADDED_COLUMNS:  # a stored column has this dtype already
         return pl.col(name).cast(dtype)
     return _ADDED_COLUMNS[name].cast(dtype).alias(name)
