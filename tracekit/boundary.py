@@ -6,7 +6,7 @@ Contract: :func:`run` invokes a click command with ``argv`` and always ends the 
 - 0 success;
 - 1 a gate or expectation failed (:class:`~tracekit.errors.GateFailed`), and nothing else;
 - 2 bad input or usage (any other :class:`TracekitError`, click's usage errors, running out of
-  memory on an input too big for the machine), one line on stderr;
+  memory on an input too big for the machine, a native library's panic), one line on stderr;
 - 3 an internal error: a bug in tracekit, never the user's fault. One line names the exception
   and asks for a report; the traceback is printed only with ``TRACEKIT_DEBUG=1`` (or ``--debug``);
 - 130 Ctrl-C; 141 the reader of stdout went away (a broken pipe, as ``| head`` does).
@@ -25,7 +25,7 @@ import traceback
 
 import click
 
-from tracekit.errors import TracekitError
+from tracekit.errors import TracekitError, is_native_panic
 from tracekit.render.text import for_display
 
 #: Exit status of an internal error (a bug), distinct from a failed gate (1) and bad input (2).
@@ -82,7 +82,17 @@ def _run(command: click.Command, argv: list[str] | None, prog_name: str) -> None
         sys.exit(2)
     except SystemExit:
         raise
-    except Exception as err:  # noqa: BLE001 - the boundary: everything else is a bug
+    except BaseException as err:  # noqa: BLE001 - the boundary: everything else is a bug
+        panic = is_native_panic(err)
+        if not panic and not isinstance(err, Exception):
+            raise  # GeneratorExit and the like are the interpreter's, not ours to word
+        if panic:
+            if debugging():
+                traceback.print_exc()
+            detail = for_display((str(err).splitlines() or [""])[0], limit=200)
+            click.echo(f"tracekit: error: a native library gave up on this input (panic: {detail or 'no message'}); "
+                       "the input is likely damaged or hostile", err=True)
+            sys.exit(2)
         if debugging():
             traceback.print_exc()
         name = type(err).__name__

@@ -37,3 +37,11 @@ class GateFailed(TracekitError):
     """A regression gate or expectation was broken (exit code 1)."""
 
     exit_code = 1
+
+
+def is_native_panic(err: BaseException) -> bool:
+    """True for a panic of a native (Rust) library raised through pyo3 — Polars' ``PanicException``.
+    It derives from ``BaseException``, not ``Exception``, so no ``except Exception`` stops it; it is
+    what a crafted Parquet file or a value past a native limit ends in. Matched by name, so that this
+    module imports no Polars."""
+    return any(cls.__name__ == "PanicException" for cls in type(err).__mro__)

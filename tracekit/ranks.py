@@ -19,7 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from tracekit import parallel
-from tracekit.errors import TracekitError, UsageError
+from tracekit.errors import TracekitError, UsageError, is_native_panic
 from tracekit.results.ranks import RANK_SCHEMA, RankReport
 
 
@@ -57,6 +57,10 @@ def summarize(path: str) -> dict:
     except Exception as err:  # noqa: BLE001 - one file's crash must not take the directory's report
         return {"file": name, "error": f"internal error: {type(err).__name__}: {str(err).splitlines()[0][:120]}"
                 if str(err) else f"internal error: {type(err).__name__}"}
+    except BaseException as err:  # a native panic (Polars) on a crafted file: that file's error alone
+        if not is_native_panic(err):
+            raise
+        return {"file": name, "error": "a native library gave up on this file (panic); it is likely damaged"}
     distributed = trace.meta.distributed or {}
     rank = distributed.get("rank")
     usable = isinstance(rank, int) and not isinstance(rank, bool) and 0 <= rank < 2**31

@@ -31,6 +31,7 @@ added (``tracekit annotate``'s :mod:`tracekit.render.annotated`) is handed it, a
 from __future__ import annotations
 
 import os
+import sys
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -91,6 +92,11 @@ def open(path: str | os.PathLike[str], *, execution_trace: ExecutionTraceChoice 
     >>> s.report().kernels.select("name", "kernel_class", "count").head(2)  # doctest: +SKIP
     """
     return Session(path, execution_trace=execution_trace, workers=workers, show_progress=show_progress)
+
+
+def _note_ignored(reason: str) -> None:
+    """One line on stderr: a stored report was damaged, so the answer costs a fresh analysis."""
+    print(f"tracekit: stored report ignored ({reason}): analysing the trace again", file=sys.stderr)
 
 
 class Session:
@@ -164,7 +170,8 @@ class Session:
         et = self.execution_trace_path
         if et is not None and not et.is_file():
             return None  # a named execution trace that is missing: analysing again says so
-        return report_store.load_report(self.path, report_store.cache_key(et), kv=self._footer)
+        return report_store.load_report(self.path, report_store.cache_key(et), kv=self._footer,
+                                        on_ignored=_note_ignored)
 
     def analyses(self, unit: str | None = None, *, ceilings: dict[str, float] | None = None) -> Analyses:
         """The trace's analyses (:class:`tracekit.analyses.pipeline.Analyses`), computed once per

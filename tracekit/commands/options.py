@@ -123,7 +123,8 @@ def max_inflated_size(command):
     """``--max-inflated-size``: the cap on a compressed input's JSON (see :mod:`tracekit.load.read_options`)."""
     return click.option(
         "--max-inflated-size", metavar="SIZE", default=None, expose_value=False, callback=_set_max_inflated,
-        help="Refuse a compressed trace (or a stream) whose JSON passes SIZE bytes (e.g. 8G, 500M; "
+        help="Refuse a compressed trace (or a stream) whose JSON passes SIZE bytes, or a Parquet file whose "
+             "data would (e.g. 8G, 500M; "
              "'none': no cap). Default: a quarter of the free memory.")(command)
 
 

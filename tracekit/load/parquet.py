@@ -16,6 +16,12 @@ keeps the trace's report there. This module knows nothing of what they hold: it 
 trace's frames and metadata back.
 
 The file is written to a temp file and renamed, so an interrupted convert leaves nothing behind.
+
+A file read here may come from anyone, so it is held to ``--max-inflated-size`` like a compressed
+JSON trace (:func:`check_inflated`): before any data is read, the bytes the frames' columns may
+become, told from the footer and page headers (:mod:`tracekit.load.parquet_size`), must fit under the
+cap; once read, so must the frames with every string counted at its own length (strings read as views
+of one dictionary entry cost nothing until copied). Either past the cap is one line, exit 2.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ import msgspec
 import polars as pl
 
 from tracekit.errors import TraceError
+from tracekit.load import read_options
+from tracekit.load.parquet_size import ParquetLayoutError, column_bounds, logical_bytes
 from tracekit.output import atomic_path
 from tracekit.trace import FRAME_SCHEMAS, Trace, TraceMeta
 
@@ -96,14 +104,20 @@ def load_parquet(path: str | os.PathLike[str], *, kv: Mapping[str, str] | None =
     """Read a file written by :func:`write`; raises :class:`TraceError` for anything else."""
     p = Path(path)
     meta = stored_meta(p, kv=kv)
+    cap = read_options.options().max_inflated_size
+    trace_columns = {"table"}.union(*(schema.keys() for schema in FRAMES.values()))
+    check_inflated(p, trace_columns, cap, what="its trace")
     try:
         # One lazy query per frame: each reads only its own columns, and only the row groups
         # whose ``table`` statistics can hold its rows; rows stored beside the trace are never read.
         scan = pl.scan_parquet(p)
-        stored = set(scan.collect_schema())
+        stored = dict(scan.collect_schema())
+        _check_dtypes(p, stored)
         queries = [scan.filter(pl.col("table") == name).select([_column(c, t, stored) for c, t in schema.items()])
                    for name, schema in FRAMES.items()]
         frames = dict(zip(FRAMES, pl.collect_all(queries)))
+    except TraceError:
+        raise
     except Exception as err:
         raise TraceError(p, f"corrupt tracekit Parquet file ({type(err).__name__})") from None
     for name, frame in frames.items():
@@ -111,7 +125,49 @@ def load_parquet(path: str | os.PathLike[str], *, kv: Mapping[str, str] | None =
         # file with repeated indices was not written by convert, and trusting it loops or crashes.
         if "idx" in frame.columns and frame["idx"].n_unique() != frame.height:
             raise TraceError(p, f"corrupt tracekit Parquet file (repeated event indices in its {name} rows)")
+    if cap is not None:
+        check_read(p, sum(logical_bytes(frame) for frame in frames.values()), cap, what="its trace")
     return Trace(meta=meta, **frames)
+
+
+def _check_dtypes(path: Path, stored: Mapping[str, pl.DataType]) -> None:
+    """TraceError unless every frame column stored has the dtype the frames give it (or Null): a
+    column stored otherwise — a Categorical or Enum above all, whose one long category the cast to
+    String would copy onto every row before any size is checked — was not written by convert."""
+    for schema in FRAMES.values():
+        for name, dtype in schema.items():
+            got = stored.get(name)
+            if got is not None and got != dtype and got != pl.Null:
+                raise TraceError(path, f"corrupt tracekit Parquet file (column {name!r} is stored as "
+                                       f"{str(got)[:40]}, not {dtype})")
+    if stored.get("table", pl.String) != pl.String:
+        raise TraceError(path, "corrupt tracekit Parquet file (column 'table' is not a String)")
+
+
+def check_inflated(path: str | os.PathLike[str] | bytes, columns: set[str], cap: int | None, *,
+                   what: str, shown: str | os.PathLike[str] | None = None) -> int:
+    """The most bytes reading ``columns`` of the Parquet file ``path`` (or bytes) may produce
+    (:func:`tracekit.load.parquet_size.column_bounds`); TraceError naming ``--max-inflated-size``
+    if past ``cap`` (None: no cap), or if the footer or a page header is unreadable. ``what`` names
+    the data in the message, ``shown`` the file (default: ``path``)."""
+    where = Path(path) if shown is None and not isinstance(path, bytes) else shown
+    try:
+        bounds = column_bounds(path)
+    except (ParquetLayoutError, OSError, ValueError) as err:
+        raise TraceError(where, f"corrupt tracekit Parquet file ({what}: {err})") from None
+    total = sum(size for name, size in bounds.items() if name in columns)
+    if cap is not None and total > cap:
+        raise TraceError(where, f"{what} would inflate to {total:,} bytes once read, past {cap:,} "
+                                f"({read_options.cap_hint()})")
+    return total
+
+
+def check_read(path: str | os.PathLike[str], size: int, cap: int, *, what: str) -> None:
+    """TraceError naming ``--max-inflated-size`` if ``size`` (what was read, strings counted at their
+    own length: :func:`tracekit.load.parquet_size.logical_bytes`) is past ``cap``."""
+    if size > cap:
+        raise TraceError(path, f"{what} holds {size:,} bytes once its strings are counted, past {cap:,} "
+                               f"({read_options.cap_hint()})")
 
 
 #: Columns added to a frame after files of this format were first written, with how to derive them
@@ -122,7 +178,7 @@ _ADDED_COLUMNS = {
 }
 
 
-def _column(name: str, dtype: pl.DataType, stored: set[str]) -> pl.Expr:
-    if name in stored or name not in _ADDED_COLUMNS:
+def _column(name: str, dtype: pl.DataType, stored: Mapping[str, pl.DataType]) -> pl.Expr:
+    if name in stored or name not in _ADDED_COLUMNS:  # a stored column has this dtype already
         return pl.col(name).cast(dtype)
     return _ADDED_COLUMNS[name].cast(dtype).alias(name)

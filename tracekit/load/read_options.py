@@ -24,8 +24,8 @@ MIN_DEFAULT_CAP = 64 << 20
 
 @dataclass(frozen=True)
 class ReadOptions:
-    """``max_inflated_size``: most bytes of JSON a compressed input or a stream may give (None: no
-    cap); ``partial``: keep what a truncated or corrupt input gave instead of refusing it."""
+    """``max_inflated_size``: most bytes of JSON a compressed input or a stream may give, and of data
+    a Parquet file's frames or stored report may become once read (None: no cap); ``partial``: keep what a truncated or corrupt input gave instead of refusing it."""
 
     max_inflated_size: int | None
     partial: bool = False

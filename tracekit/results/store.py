@@ -24,6 +24,14 @@ A stored report is only as good as the code that made it, so it is saved with a
 :func:`code_fingerprint` of the tracekit sources and Polars version that computed it and of the
 inputs the analysis read besides the trace (the execution trace file); a report whose key differs is
 ignored and the trace analysed afresh.
+
+A stored report is also only as good as the file that carries it, which may come from anyone. It is
+read under ``--max-inflated-size`` (:func:`tracekit.load.parquet.check_inflated`): its rows' and
+each frame's footers are weighed before any of them is read, and the frames once read; past the cap
+is one line and exit 2, as for the trace. One that reads but is not what this code writes — other
+classes, columns or dtypes, a field of the wrong type, a null where a figure must be a number
+(:data:`_NULLABLE` names the columns where analyses leave nulls), NaN or infinity — is ignored and
+the trace analysed again (the caller is told why, to say so on stderr): no renderer meets it.
 """
 
 from __future__ import annotations
@@ -32,8 +40,12 @@ import dataclasses
 import functools
 import hashlib
 import io
+import math
 import os
-from collections.abc import Mapping
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +60,9 @@ from tracekit.analyses.memory import MemoryReport
 from tracekit.analyses.round_trips import RoundTripReport
 from tracekit.analyses.throughput import ThroughputReport
 from tracekit.analyses.units import Units
-from tracekit.load import parquet
+from tracekit.errors import TraceError, is_native_panic
+from tracekit.load import parquet, read_options
+from tracekit.load.parquet_size import ParquetLayoutError, column_bounds, logical_bytes
 from tracekit.results.report import Facts, Report
 from tracekit.findings import Evidence, Finding
 from tracekit.trace import Trace
@@ -72,6 +86,46 @@ class CacheFormatError(ValueError):
     """The stored skeleton names something this version cannot rebuild."""
 
 
+class ReportTooLarge(CacheFormatError):
+    """The stored report's frames would inflate past the cap on inflated bytes."""
+
+    def __init__(self, size: int, cap: int, read: bool) -> None:
+        super().__init__(f"its stored report {'holds' if read else 'would inflate to'} {size:,} bytes"
+                         f"{' once its strings are counted' if read else ' once read'}, past {cap:,} "
+                         f"({read_options.cap_hint()})")
+
+
+#: Frame columns (``frame path:column``, list positions as ``[]``) where the analyses leave nulls, each
+#: for a reason of its own (no unit, no CPU op, no shape, no device figure, ...): found by analysing
+#: every sample and real trace. A null in any other column of a stored report is damage — a figure a
+#: renderer must print — and the trace is analysed again. A column missing here costs a re-analysis,
+#: never a wrong report.
+_NULLABLE = frozenset({
+    "report.breakdown.overlap:overlap_frac", "report.breakdown.overlap:unit",
+    "report.breakdown.shares:median_unit_share", "report.breakdown.shares:unit", "report.breakdown.streams:unit",
+    "report.compilation.units:compile_ids", "report.compilation.units:shape", "report.compile_preops:graph_hash",
+    "report.kernels:cpu_op",
+    *(f"report.launch_gaps.distributions:{kind}_{stat}_ns" for kind in ("launch_dur", "queue_delay")
+      for stat in ("max", "p50", "p90", "p99")),
+    "report.launch_gaps.gaps:next_launch_api", "report.launch_gaps.gaps:step",
+    *(f"report.launch_gaps.per_activity:{c}" for c in ("launch_api", "launch_dur_ns", "launch_end", "launch_ts",
+                                                       "queue_delay_ns", "step")),
+    "report.launch_gaps.per_step:gpu_start_ns",
+    *(f"report.memory.devices:{c}" for c in ("annotation", "cpu_op", "fragmentation", "headroom", "top_op",
+                                             "total_memory")),
+    "report.memory.events_frame:annotation", "report.memory.events_frame:cpu_op", "report.memory.events_frame:top_op",
+    "report.memory.live:top_op", "report.memory.ops:incl_largest", "report.memory.ops:largest",
+    "report.memory.steps:annotation", "report.memory.steps:top_op",
+    "report.paths:cpu_op", "report.paths:scope", "report.paths:top_op",
+    "report.round_trips.bytes_per_step:step",
+    *(f"report.round_trips.traffic:{c}" for c in ("bytes_read", "bytes_written", "dtype", "flops", "op", "step")),
+    *(f"report.throughput.kernels:{c}" for c in (
+        "achieved_bytes_per_s", "achieved_flops_per_s", "achieved_gbps", "achieved_tflops", "bound", "bytes",
+        "dtype", "flops", "frac_bw", "frac_flops", "headline_frac", "intensity", "math", "op",
+        "peak_bytes_per_s", "peak_flops_per_s", "ridge")),
+})
+
+
 #: ``table`` value of the stored report's rows, and that row's two columns.
 REPORT_TABLE = "report_cache"
 _CACHE_COLUMNS = {"cache_part": pl.String, "cache_blob": pl.Binary}
@@ -88,22 +142,44 @@ def save(trace: Trace, report: Report, path: str | os.PathLike[str], *, key: str
                   extra_metadata={"tracekit.report": skeleton, "tracekit.report_key": key})
 
 
-def load_report(path: str | os.PathLike[str], key: str, *,
-                kv: Mapping[str, str] | None = None) -> Report | None:
+def load_report(path: str | os.PathLike[str], key: str, *, kv: Mapping[str, str] | None = None,
+                on_ignored: Callable[[str], None] | None = None) -> Report | None:
     """The report stored in ``path`` if it was stored under ``key``, else None (none stored, made by
     other code or from another execution trace, or unreadable: then analyse afresh). ``kv``: the
-    file's metadata when already read (:func:`tracekit.load.parquet.read_metadata`)."""
+    file's metadata when already read (:func:`tracekit.load.parquet.read_metadata`). A report stored
+    under ``key`` but damaged is passed over too, and ``on_ignored`` is called with why (one line).
+    Raises :class:`TraceError` when the stored report would inflate past ``--max-inflated-size``."""
     p = Path(path)
     kv = parquet.read_metadata(p) if kv is None else kv
     if "tracekit.report" not in kv or kv.get("tracekit.report_key") != key:
         return None
+    cap = read_options.options().max_inflated_size
+    parquet.check_inflated(p, {"table", *_CACHE_COLUMNS}, cap, what="its stored report")
     try:
         rows = (pl.scan_parquet(p).filter(pl.col("table") == REPORT_TABLE)
                 .select(*_CACHE_COLUMNS).collect())
+        if cap is not None and logical_bytes(rows) > cap:
+            raise ReportTooLarge(logical_bytes(rows), cap, read=True)
         blobs = dict(zip(rows["cache_part"].to_list(), rows["cache_blob"].to_list()))
-        return decode(kv["tracekit.report"], blobs)
-    except Exception:  # a damaged stored report costs a re-analysis, never the command
+        return decode(kv["tracekit.report"], blobs, cap=cap)
+    except ReportTooLarge as err:
+        raise TraceError(p, str(err)) from None
+    except BaseException as err:  # a damaged stored report costs a re-analysis, never the command
+        if not isinstance(err, Exception) and not is_native_panic(err):
+            raise
+        if on_ignored is not None:
+            on_ignored(_reason(err))
         return None
+
+
+def _reason(err: BaseException) -> str:
+    """One printable line of why a stored report was passed over (it may quote the file's text)."""
+    text = str(err).splitlines()[0] if str(err) else ""
+    if not isinstance(err, CacheFormatError):
+        text = f"{type(err).__name__}{': ' + text if text else ''}"
+    text = text.encode("ascii", "backslashreplace").decode("ascii")
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def encode(report: Report) -> tuple[str, dict[str, bytes]]:
@@ -113,19 +189,49 @@ def encode(report: Report) -> tuple[str, dict[str, bytes]]:
     return msgspec.json.encode(skeleton).decode(), frames
 
 
-def decode(skeleton: str, frames: dict[str, bytes]) -> Report:
-    """The report :func:`encode` described; raises :class:`CacheFormatError` for anything else."""
+def decode(skeleton: str, frames: dict[str, bytes], *, cap: int | None = None) -> Report:
+    """The report :func:`encode` described; raises :class:`CacheFormatError` for anything else, and
+    :class:`ReportTooLarge` when its frames (every reference to one counted) would inflate past
+    ``cap`` bytes (None: no cap) — told from their footers before any is read, then from what was read."""
     try:
         top = msgspec.json.decode(skeleton)
-    except msgspec.DecodeError as err:
-        raise CacheFormatError(f"skeleton is not JSON ({err})") from None
+    except (msgspec.DecodeError, RecursionError) as err:
+        raise CacheFormatError(f"skeleton is not JSON ({type(err).__name__})") from None
     if not isinstance(top, dict) or top.get("format") != SKELETON_FORMAT:
         raise CacheFormatError("unknown skeleton format")
-    report = _from_plain(top.get("report"), frames)
+    budget = _Budget(cap)
+    _from_plain(top.get("report"), frames, budget, depth=0)  # weighs every frame, reads none
+    budget.weighing = False
+    report = _from_plain(top.get("report"), frames, budget, depth=0)
     if not isinstance(report, Report):
         raise CacheFormatError("skeleton does not describe a report")
     _check_shape(_reference(), report, "report")
+    _check_values(report, "report")
     return report
+
+
+class _Budget:
+    """What a report's frames may inflate to: weighed from their footers first (``weighing``), then
+    counted as read."""
+
+    def __init__(self, cap: int | None) -> None:
+        self.cap, self.weighing, self.weighed, self.read = cap, True, 0, 0
+        self.bounds: dict[str, int] = {}
+
+    def weigh(self, part: str, blob: bytes) -> None:
+        if part not in self.bounds:
+            try:
+                self.bounds[part] = sum(column_bounds(blob).values())
+            except ParquetLayoutError as err:
+                raise CacheFormatError(f"frame {part[:80]!r}: {err}") from None
+        self.weighed += self.bounds[part]
+        if self.cap is not None and self.weighed > self.cap:
+            raise ReportTooLarge(self.weighed, self.cap, read=False)
+
+    def count(self, frame: pl.DataFrame) -> None:
+        self.read += logical_bytes(frame)
+        if self.cap is not None and self.read > self.cap:
+            raise ReportTooLarge(self.read, self.cap, read=True)
 
 
 @functools.cache
@@ -188,28 +294,134 @@ def _to_plain(value: Any, where: str, frames: dict[str, bytes]) -> Any:
     raise TypeError(f"{where}: cannot store a {type(value).__name__}")
 
 
-def _from_plain(value: Any, frames: dict[str, bytes]) -> Any:
+#: A skeleton nests no deeper than this (a report's dataclasses, their tuples and dicts).
+_MAX_DEPTH = 32
+
+
+def _from_plain(value: Any, frames: dict[str, bytes], budget: _Budget, depth: int) -> Any:
+    """The value ``value`` describes; while ``budget.weighing``, only weighs the frames it names."""
+    if depth > _MAX_DEPTH:
+        raise CacheFormatError("skeleton nested too deep")
     if isinstance(value, list):
-        return [_from_plain(v, frames) for v in value]
+        return [_from_plain(v, frames, budget, depth + 1) for v in value]
     if not isinstance(value, dict):
         return value
     if "$frame" in value:
-        blob = frames.get(value["$frame"])
-        if blob is None:
-            raise CacheFormatError(f"frame {value['$frame']!r} is missing")
-        return pl.read_parquet(io.BytesIO(blob))
+        part = value["$frame"]
+        blob = frames.get(part) if isinstance(part, str) else None
+        if not isinstance(blob, bytes):
+            raise CacheFormatError(f"frame {str(part)[:80]!r} is missing")
+        if budget.weighing:
+            budget.weigh(part, blob)
+            return None
+        frame = pl.read_parquet(io.BytesIO(blob))
+        budget.count(frame)
+        return frame
     if "$tuple" in value:
-        return tuple(_from_plain(v, frames) for v in value["$tuple"])
+        if not isinstance(value["$tuple"], list):
+            raise CacheFormatError("a tuple that is not a list")
+        return tuple(_from_plain(v, frames, budget, depth + 1) for v in value["$tuple"])
     if "$class" in value:
-        cls = _CLASSES.get(value["$class"])
+        cls = _CLASSES.get(value["$class"]) if isinstance(value["$class"], str) else None
         if cls is None:
-            raise CacheFormatError(f"unknown class {value['$class']!r}")
-        fields = {k: _from_plain(v, frames) for k, v in value.get("fields", {}).items()}
+            raise CacheFormatError(f"unknown class {str(value['$class'])[:80]!r}")
+        given = value.get("fields", {})
+        if not isinstance(given, dict):
+            raise CacheFormatError(f"{cls.__name__}: fields are not a mapping")
+        fields = {k: _from_plain(v, frames, budget, depth + 1) for k, v in given.items()}
+        if budget.weighing:
+            return None
         try:
             return cls(**fields)
         except TypeError as err:  # a field added or renamed since the file was written
             raise CacheFormatError(f"{cls.__name__}: {err}") from None
-    return {k: _from_plain(v, frames) for k, v in value.items()}
+    return {k: _from_plain(v, frames, budget, depth + 1) for k, v in value.items()}
+
+
+def _check_values(value: Any, where: str, annotation: Any = Any) -> None:
+    """CacheFormatError unless every field of ``value`` holds what its annotation says (a None only
+    where it says ``| None``, a number where it says int or float), no float is NaN or infinite, and
+    no frame holds a null outside :data:`_NULLABLE` or a NaN: what a renderer must print as a figure."""
+    if value is None:
+        if not _admits_none(annotation):
+            raise CacheFormatError(f"{where}: null where a value must be")
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CacheFormatError(f"{where}: {value} where a number must be")
+    _check_type(value, annotation, where)
+    if isinstance(value, pl.DataFrame):
+        _check_frame(value, where)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        hints = _hints(type(value))
+        for f in dataclasses.fields(value):
+            if f.name not in _SKIPPED:
+                _check_values(getattr(value, f.name), f"{where}.{f.name}", hints.get(f.name, Any))
+    elif isinstance(value, (tuple, list)):
+        inner = _element_type(annotation)
+        for i, item in enumerate(value):
+            _check_values(item, f"{where}[{i}]", inner)
+    elif isinstance(value, dict):
+        args = typing.get_args(annotation)
+        inner = args[1] if len(args) == 2 else Any
+        for k, item in value.items():
+            _check_values(item, f"{where}.{k}", inner)
+
+
+def _check_frame(frame: pl.DataFrame, where: str) -> None:
+    shape = re.sub(r"\[\d+\]", "[]", where)
+    for name, nulls in zip(frame.columns, frame.null_count().row(0) if frame.width else ()):
+        if nulls and f"{shape}:{name}" not in _NULLABLE:
+            raise CacheFormatError(f"{where}: nulls in column {name!r}, where figures must be")
+        series = frame[name]
+        if series.dtype.is_float() and not bool(series.is_finite().fill_null(True).all()):
+            raise CacheFormatError(f"{where}: NaN or infinity in column {name!r}")
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - an annotation that cannot be resolved is checked as Any
+        return {}
+
+
+def _admits_none(annotation: Any) -> bool:
+    if annotation is Any or annotation is object or annotation is type(None):
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_admits_none(a) for a in typing.get_args(annotation))
+    return False
+
+
+def _element_type(annotation: Any) -> Any:
+    args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+    return args[0] if len(args) == 1 else Any
+
+
+def _check_type(value: Any, annotation: Any, where: str) -> None:
+    """The plain types a field may name: int, float, str, bool, a frame, a report class."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if options and all(a in (int, float, str, bool) for a in options) and not any(
+                _plain_match(value, a) for a in options):
+            raise CacheFormatError(f"{where}: a {type(value).__name__} where a value of {annotation} must be")
+        return
+    if annotation in (int, float, str, bool, pl.DataFrame) and not _plain_match(value, annotation):
+        raise CacheFormatError(f"{where}: a {type(value).__name__}, not a {annotation.__name__}")
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation) and type(value) is not annotation:
+        raise CacheFormatError(f"{where}: not a {annotation.__name__}")
+
+
+def _plain_match(value: Any, kind: Any) -> bool:
+    if kind is bool:
+        return type(value) is bool
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, kind)
 
 
 @functools.cache
