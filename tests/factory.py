@@ -79,7 +79,8 @@ def write_trace(path: Path, events: list[dict], *, gpu: bool = True, gz: bool = 
     return path
 
 
-def make_generate(prompt_len: int = 6, new_tokens: int = 4, *, layers: int = 2, t0: float = 0.0) -> list[dict]:
+def make_generate(prompt_len: int = 6, new_tokens: int = 4, *, layers: int = 2, t0: float = 0.0,
+                  period: float = 200.0) -> list[dict]:
     """A Hugging Face ``generate()``-like decode loop: 1 prefill + ``new_tokens - 1`` decode forwards.
 
     Faithful to the family as a profiler records it without a schedule or annotations: no
@@ -90,8 +91,8 @@ def make_generate(prompt_len: int = 6, new_tokens: int = 4, *, layers: int = 2, 
     stopping check (``aten::item`` → ``aten::_local_scalar_dense`` with its copy and stream sync)
     and appends it (``aten::cat``). The prefill's kernels run longer (more tokens).
 
-    Times (µs) are fixed so a test can count them by hand: a forward of ``k`` kernels starts every
-    200 µs; each op lasts 8 µs, its launch call 2 µs into it, its kernel 5 µs after the launch.
+    Times (µs) are fixed so a test can count them by hand: a forward starts every ``period`` µs
+    (200); each op lasts 8 µs, its launch call 2 µs into it, its kernel 5 µs after the launch.
     """
     events: list[dict] = []
     corr = 1
@@ -124,5 +125,5 @@ def make_generate(prompt_len: int = 6, new_tokens: int = 4, *, layers: int = 2, 
         events.append(make_launch("cudaLaunchKernel", t + 2, 2, corr))
         events.append(make_kernel("void at::native::CatArrayBatchedCopy<float>", t + 7, 1, corr))
         corr += 1
-        t = t0 + 200.0 * (step + 1)
+        t = t0 + period * (step + 1)
     return events

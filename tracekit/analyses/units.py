@@ -7,7 +7,7 @@ without a ``schedule`` writes no ``ProfilerStep``; serving engines and one-shot 
 it), so units are found by one rule, the same for ``report``, ``diff`` and ``check``:
 
 1. ``--unit NAME`` (``source = "user"``): the spans named NAME (any category), numbered 1, 2, … in
-   time order.
+   time order; ``--unit from:OP``: the periods from one top-level OP to the next (rule d's units).
 2. ``ProfilerStep#N`` spans when the trace has them (``source = "profiler"``).
 3. Otherwise (``source = "auto"``), the first of these that applies:
 
@@ -29,8 +29,16 @@ it), so units are found by one rule, the same for ``report``, ``diff`` and ``che
       :data:`MIN_COVERAGE` too.
    c. **One iteration** (``kind = "span"``): a single span of the same candidates that covers
       :data:`MIN_COVERAGE` (a trace of one ``Model_Forward`` or ``training_step``).
-   d. **The whole trace** (``kind = "trace"``, unit number 0): from the first CPU event to the last
-      CPU event's end (the GPU work if the trace has no CPU events).
+   d. **A repeated forward** (``kind = "period"``, name ``from:OP``): a loop without annotations (a
+      generate() or decode loop) — from one top-level op of the busiest thread to the next, the last
+      open-ended and ``partial``, when the op opens a forward (:data:`FORWARD_ENTRY_OPS`:
+      ``aten::embedding``), repeats >= :data:`MIN_FORWARDS` times, its periods hold
+      :data:`MIN_COVERAGE` of the launches and at least half of them the same top-level op sequence.
+      Other ops that split the trace alike are offered (``candidates``, ``--unit from:OP``) but never
+      chosen: a layer of one forward repeats too.
+   e. **The whole trace** (``kind = "trace"``, unit number 0): from the first CPU event to the last
+      CPU event's end (the GPU work if the trace has no CPU events); its rule names the best period
+      candidate with its coverage.
 
 Occurrences on several threads: the thread holding the most occurrences is used (ties: the first
 in time), so units never overlap. Spans named ``ProfilerStep…`` are never candidates.
@@ -41,7 +49,10 @@ differ — PyTorch's own ``ProfilerStep#N`` convention, used by scripts that num
 sweep labels each call with its number and shape, so no two names are equal); one label repeated is
 just a repeating name. Rules a–c count the family as one name;
 its units keep their own labels and, when the numbers are distinct, their own numbers (else 1, 2, …).
-``--unit mlp_fwd#N`` names the family.
+``--unit mlp_fwd#N`` names the family. A serving engine's iteration labels
+(:mod:`tracekit.analyses.serving_labels`: ``execute_context_1(512)_generation_3(3)``, ``step[DECODE
+bs=8]``) are families too, named ``execute_context_N(ctx)_generation_M(gen)``, ``step[MODE bs=N]``,
+``_forward_step``; their units keep their own labels, numbered 1, 2, ….
 
 Contract: :func:`detect` returns a frozen :class:`Units`; :meth:`Units.apply` gives the trace with
 its ``steps`` frame replaced by the unit windows (what every per-step analysis reads), and
@@ -325,7 +336,9 @@ def _span_windows(spans: pl.DataFrame, name: str) -> pl.DataFrame:
     n = spans.height
     label = pl.lit(f"{name}#") + pl.int_range(1, n + 1).cast(pl.String)
     number = pl.int_range(1, n + 1, dtype=pl.Int64)
-    if name.endswith(FAMILY_SUFFIX) and "label" in spans.columns:
+    if "label" in spans.columns and name in {fam for _, _, fam, _, _ in serving_labels.ENGINES}:
+        label = pl.col("label")  # a serving engine's iterations keep their own labels (their counts)
+    elif name.endswith(FAMILY_SUFFIX) and "label" in spans.columns:
         # A numbered family keeps each call's own label, and its number when they are distinct.
         stem = len(name) - len(FAMILY_SUFFIX) + 1
         own = spans["label"].str.slice(stem).str.extract(r"^(\d{1,18})", 1).cast(pl.Int64, strict=False)
