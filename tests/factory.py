@@ -77,3 +77,53 @@ def write_trace(path: Path, events: list[dict], *, gpu: bool = True, gz: bool = 
     data = json.dumps(top).encode()
     path.write_bytes(gzip.compress(data) if gz else data)
     return path
+
+
+def make_generate(prompt_len: int = 6, new_tokens: int = 4, *, layers: int = 2, t0: float = 0.0,
+                  period: float = 200.0) -> list[dict]:
+    """A Hugging Face ``generate()``-like decode loop: 1 prefill + ``new_tokens - 1`` decode forwards.
+
+    Faithful to the family as a profiler records it without a schedule or annotations: no
+    ``ProfilerStep``, no ``record_function``; every op is a top-level ``cpu_op`` of one thread. Each
+    forward opens with ``aten::embedding`` (``Input Dims`` ``[[vocab, hidden], [batch, seq]]``: seq
+    is the prompt length in the prefill, 1 in each decode step), runs ``layers`` × (``aten::linear``
+    + ``aten::add``) and the LM head, then samples (``aten::argmax``), reads the token back for the
+    stopping check (``aten::item`` → ``aten::_local_scalar_dense`` with its copy and stream sync)
+    and appends it (``aten::cat``). The prefill's kernels run longer (more tokens).
+
+    Times (µs) are fixed so a test can count them by hand: a forward starts every ``period`` µs
+    (200); each op lasts 8 µs, its launch call 2 µs into it, its kernel 5 µs after the launch.
+    """
+    events: list[dict] = []
+    corr = 1
+    t = t0
+    for step in range(new_tokens):
+        seq = prompt_len if step == 0 else 1
+        scale = 4.0 if step == 0 else 1.0
+        ops = [("aten::embedding", f"[[32000, 64], [1, {seq}]]", "void at::native::indexSelectLargeIndex<float>", 2.0)]
+        for _ in range(layers):
+            ops += [("aten::linear", f"[[1, {seq}, 64], [64, 64], []]", "nvjet_tst_64x8_64x16_4x1_v_bz_TNT", 6.0),
+                    ("aten::add", f"[[1, {seq}, 64], [1, {seq}, 64], []]",
+                     "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", 1.0)]
+        ops += [("aten::linear", f"[[1, {seq}, 64], [32000, 64], []]", "nvjet_tst_128x64_64x4_1x2_h_bz_TNN", 10.0),
+                ("aten::argmax", "[[1, 32000], [], []]", "void at::native::reduce_kernel<512, 1>", 2.0)]
+        for name, dims, kernel, dur in ops:
+            events.append(span("cpu_op", name, t, 8, **{"Input Dims": json.loads(dims)}))
+            events.append(make_launch("cudaLaunchKernel", t + 2, 2, corr))
+            events.append(make_kernel(kernel, t + 7, dur * scale, corr))
+            corr += 1
+            t += 10
+        # The stopping check reads the token back: a blocking copy and sync inside aten::item.
+        events.append(span("cpu_op", "aten::item", t, 20))
+        events.append(span("cpu_op", "aten::_local_scalar_dense", t + 1, 18))
+        events.append(make_launch("cudaMemcpyAsync", t + 2, 3, corr))
+        events.append(make_kernel("Memcpy DtoH (Device -> Pinned)", t + 6, 1, corr, kind="memcpy"))
+        events.append(make_launch("cudaStreamSynchronize", t + 6, 10, corr + 1))
+        corr += 2
+        t += 22
+        events.append(span("cpu_op", "aten::cat", t, 8, **{"Input Dims": [[1, prompt_len + step], [1, 1]]}))
+        events.append(make_launch("cudaLaunchKernel", t + 2, 2, corr))
+        events.append(make_kernel("void at::native::CatArrayBatchedCopy<float>", t + 7, 1, corr))
+        corr += 1
+        t = t0 + period * (step + 1)
+    return events

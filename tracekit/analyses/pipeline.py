@@ -12,7 +12,8 @@ never go back to the trace's events to analyse them again. The stages, in order:
    (autotuning) leaves the workload here, before any figure is taken;
 4. the per-unit summary (:func:`tracekit.analyses.steps.summarize`), with each unit's state, and
    the step decomposition (:mod:`tracekit.analyses.decomposition`) its verdicts are read against;
-5. launch gaps, 6. round trips, 7. the GPU time breakdown, 8. memory, 9. host syncs;
+5. launch gaps, 6. round trips, 7. the GPU time breakdown, 8. memory, 9. host syncs, and a serving
+   loop's phases and tokens (:mod:`tracekit.analyses.serving`);
 10. the findings (:mod:`tracekit.findings`), once, from the bundle itself.
 
 Round trips (the longest stage) need only stages 1–3: a second thread runs them while this one
@@ -42,6 +43,7 @@ from tracekit.analyses import compilations as compilations_mod
 from tracekit.analyses import decomposition as decomposition_mod
 from tracekit.analyses import dispatch, launch_gaps as launch_gaps_mod, memory as memory_mod
 from tracekit.analyses import round_trips as round_trips_mod
+from tracekit.analyses import serving as serving_mod
 from tracekit.analyses import steps as steps_analysis
 from tracekit.analyses import syncs as syncs_mod
 from tracekit.analyses import units as units_mod
@@ -114,6 +116,9 @@ class Analyses(Basis):
     findings : tuple of tracekit.findings.Finding
         What is wrong over the steady units, warnings first, priced with ``ceilings`` and on the wall
         through ``decomposition``.
+    serving : tracekit.analyses.serving.Serving or None
+        A serving or generation loop's iterations by phase, their tokens and cost per token; None
+        for any other trace.
     """
 
     launch_gaps: launch_gaps_mod.LaunchGapsReport
@@ -127,6 +132,7 @@ class Analyses(Basis):
     decomposition: decomposition_mod.Decomposition
     ceilings_override: dict[str, Any] | None = None
     findings: tuple[Finding, ...] = field(default=())
+    serving: serving_mod.Serving | None = None
 
 
 def basis(trace: Trace, *, unit: str | None = None) -> Basis:
@@ -172,7 +178,8 @@ def run(trace: Trace, *, execution_trace: ExecutionTrace | None = None, unit: st
             trace=scoped, attribution=attributed, units=found, compilation=compiled, steps=summary,
             launch_gaps=gaps, round_trips=trips.result(), breakdown=split, memory=held, host_syncs=syncs,
             ops=ops, compile_preops=dispatch.compile_preops(ops),
-            ceilings=_ceilings(scoped, attributed, ceilings), decomposition=parts, ceilings_override=ceilings)
+            ceilings=_ceilings(scoped, attributed, ceilings), decomposition=parts, ceilings_override=ceilings,
+            serving=serving_mod.analyze(scoped, attributed.gpu, summary))
     return replace(bundle, findings=findings(bundle))
 
 

@@ -24,7 +24,9 @@ launches i64, memsets i64, memcpys i64, preop_tax_ns i64, host_sync_ns i64, grap
 cpu_dispatch_ns i64?, idle_ns i64?, busy_frac f64 (launch gaps' ``gpu_busy_frac``),
 round_trip_bytes i64?, round_trip_tensors i64?, round_trip_unknown i64? (kernels without a traffic
 model: the round-trip figure may be incomplete), peak_memory i64? (the highest allocated bytes on a
-GPU during the unit, :mod:`tracekit.analyses.memory`; null without ``[memory]`` events)`` sorted by unit.
+GPU during the unit, :mod:`tracekit.analyses.memory`; null without ``[memory]`` events),
+prefill_token_ns i64?, decode_token_ns i64? (a serving loop's wall per token of the unit's phase,
+:mod:`tracekit.analyses.serving`; null in other phases and other traces)`` sorted by unit.
 ``tensors``: ``unit i64, producer_op str, consumer_op str, shape str, dtype str, bytes i64`` — each
 round trip.
 ``kernel_ns``: ``unit i64, identity str, name str, kernel_class str, count i64, ns i64``.
@@ -237,6 +239,7 @@ def build(bundle: Analyses) -> Profile:
     peaks = bundle.memory.peak_per_step().select(pl.col("step").alias("unit"),
                                                  pl.col("peak_allocated").alias("peak_memory"))
     per_unit = per_unit.join(peaks, on="unit", how="left")
+    per_unit = per_unit.join(_per_token(bundle), on="unit", how="left")
     excluded = _unsteady(bundle.steps, numbers)
     kept = [n for n in numbers if n not in excluded]
     only = lambda frame: frame.filter(pl.col("unit").is_in(kept)) if excluded else frame  # noqa: E731
@@ -334,6 +337,19 @@ def _preop_kinds(names: pl.Series) -> pl.Series:
     distinct = names.unique().drop_nulls().to_list()
     kinds = {n: preop_kind(n) for n in distinct}
     return names.replace_strict(kinds, default=None, return_dtype=pl.String).alias("preop")
+
+
+def _per_token(bundle: Analyses) -> pl.DataFrame:
+    """Per unit of a serving loop, its wall per token in its phase (``prefill_token_ns`` or
+    ``decode_token_ns``; null in other phases, when its tokens are unknown, or without a loop)."""
+    schema = {"unit": pl.Int64, "prefill_token_ns": pl.Int64, "decode_token_ns": pl.Int64}
+    if bundle.serving is None:
+        return pl.DataFrame(schema=schema)
+    it = bundle.serving.iterations.filter(pl.col("tokens") > 0)
+    per = (pl.col("wall_ns") / pl.col("tokens")).round(0).cast(pl.Int64)
+    return it.select(pl.col("step").alias("unit"),
+                     pl.when(pl.col("phase") == "prefill").then(per).alias("prefill_token_ns"),
+                     pl.when(pl.col("phase") == "decode").then(per).alias("decode_token_ns")).cast(schema)  # type: ignore[arg-type]
 
 
 def _with_launch_gaps(per_unit: pl.DataFrame, bundle: Analyses) -> pl.DataFrame:

@@ -7,7 +7,7 @@ without a ``schedule`` writes no ``ProfilerStep``; serving engines and one-shot 
 it), so units are found by one rule, the same for ``report``, ``diff`` and ``check``:
 
 1. ``--unit NAME`` (``source = "user"``): the spans named NAME (any category), numbered 1, 2, … in
-   time order.
+   time order; ``--unit from:OP``: the periods from one top-level OP to the next (rule d's units).
 2. ``ProfilerStep#N`` spans when the trace has them (``source = "profiler"``).
 3. Otherwise (``source = "auto"``), the first of these that applies:
 
@@ -29,8 +29,16 @@ it), so units are found by one rule, the same for ``report``, ``diff`` and ``che
       :data:`MIN_COVERAGE` too.
    c. **One iteration** (``kind = "span"``): a single span of the same candidates that covers
       :data:`MIN_COVERAGE` (a trace of one ``Model_Forward`` or ``training_step``).
-   d. **The whole trace** (``kind = "trace"``, unit number 0): from the first CPU event to the last
-      CPU event's end (the GPU work if the trace has no CPU events).
+   d. **A repeated forward** (``kind = "period"``, name ``from:OP``): a loop without annotations (a
+      generate() or decode loop) — from one top-level op of the busiest thread to the next, the last
+      open-ended and ``partial``, when the op opens a forward (:data:`FORWARD_ENTRY_OPS`:
+      ``aten::embedding``), repeats >= :data:`MIN_FORWARDS` times, its periods hold
+      :data:`MIN_COVERAGE` of the launches and at least half of them the same top-level op sequence.
+      Other ops that split the trace alike are offered (``candidates``, ``--unit from:OP``) but never
+      chosen: a layer of one forward repeats too.
+   e. **The whole trace** (``kind = "trace"``, unit number 0): from the first CPU event to the last
+      CPU event's end (the GPU work if the trace has no CPU events); its rule names the best period
+      candidate with its coverage.
 
 Occurrences on several threads: the thread holding the most occurrences is used (ties: the first
 in time), so units never overlap. Spans named ``ProfilerStep…`` are never candidates.
@@ -41,7 +49,10 @@ differ — PyTorch's own ``ProfilerStep#N`` convention, used by scripts that num
 sweep labels each call with its number and shape, so no two names are equal); one label repeated is
 just a repeating name. Rules a–c count the family as one name;
 its units keep their own labels and, when the numbers are distinct, their own numbers (else 1, 2, …).
-``--unit mlp_fwd#N`` names the family.
+``--unit mlp_fwd#N`` names the family. A serving engine's iteration labels
+(:mod:`tracekit.analyses.serving_labels`: ``execute_context_1(512)_generation_3(3)``, ``step[DECODE
+bs=8]``) are families too, named ``execute_context_N(ctx)_generation_M(gen)``, ``step[MODE bs=N]``,
+``_forward_step``; their units keep their own labels, numbered 1, 2, ….
 
 Contract: :func:`detect` returns a frozen :class:`Units`; :meth:`Units.apply` gives the trace with
 its ``steps`` frame replaced by the unit windows (what every per-step analysis reads), and
@@ -57,6 +68,7 @@ import polars as pl
 
 from tracekit.analyses import steps as steps_analysis
 from tracekit.errors import UsageError
+from tracekit.analyses import serving_labels
 from tracekit.trace import STEPS_SCHEMA, Trace
 
 #: A span name must repeat this often to be a unit (rules a and b).
@@ -73,17 +85,37 @@ ITERATION_MARKERS: tuple[tuple[str, str], ...] = (
     ("enumerate(DataLoader)#", "the training loop fetching its batch: the start of each iteration"),
     ("Optimizer.step#", "the optimizer step: once per iteration, at its end"),
 )
+#: A loop without annotations (rule e) needs this many periods: a prefill and two decode forwards.
+MIN_FORWARDS = 3
+#: Ops that open a model's forward, preferred as rule e's period boundary (op, why).
+FORWARD_ENTRY_OPS: tuple[tuple[str, str], ...] = (
+    ("aten::embedding", "a language model's forward opens with its token-embedding lookup, whose index "
+                        "input also says how many tokens the forward processes"),
+)
+#: ``--unit from:OP``: units from one top-level OP to the next (rule e's units, chosen by hand).
+PERIOD_PREFIX = "from:"
+#: Period candidates listed when rule e is reached (the report's notes and JSON).
+MAX_OFFERED = 5
+#: Rule e in one sentence.
+FORWARD_RULE = (
+    f"a top-level op repeating >= {MIN_FORWARDS} times on the busiest thread whose periods (one occurrence to the "
+    f"next, the last to the thread's end) hold >= {100 * MIN_COVERAGE:.0f}% of the launches, at least half of them "
+    f"(and >= {MIN_REPEATS}) the same top-level op sequence, the op one that opens a forward "
+    f"({', '.join(op for op, _ in FORWARD_ENTRY_OPS)}; a layer repeats too: other ops are only offered, "
+    f"--unit from:OP): "
+    f"the fewest periods, then the highest share, the earliest")
 #: The automatic rule in one sentence (the report's notes print it under the tables).
 DETECTION_RULE = (
     f"without ProfilerStep spans, a unit is each outermost span of the user annotation or top-level op "
     f"that repeats >= {MIN_REPEATS} times and holds the launch calls of >= {100 * MIN_COVERAGE:.0f}% of the "
     f"launched GPU activities (top-level first, then highest share, fewest repeats); else the periods between "
     f"PyTorch's per-iteration annotations ({', '.join(p + '…' for p, _ in ITERATION_MARKERS)}); else one span "
-    f"holding >= {100 * MIN_COVERAGE:.0f}% of them; else the whole trace. Cold, warm-up, compiling and cut-short "
+    f"holding >= {100 * MIN_COVERAGE:.0f}% of them; else the periods of a repeated forward ({FORWARD_RULE}); "
+    f"else the whole trace. Cold, warm-up, compiling and cut-short "
     f"units are flagged and left out of medians")
 CANDIDATES_SCHEMA: dict[str, pl.DataType] = {
     "name": pl.String, "cat": pl.String, "occurrences": pl.UInt32, "top_level": pl.Boolean,
-    "coverage": pl.Float64, "first_ns": pl.Int64,
+    "coverage": pl.Float64, "first_ns": pl.Int64, "alike": pl.UInt32,
 }
 _KIND_WORDS = {"ProfilerStep": "ProfilerStep#N spans", "span": "spans of", "period": "iterations delimited by",
                "trace": "the whole trace"}
@@ -157,8 +189,14 @@ def detect(trace: Trace, gpu: pl.DataFrame, unit: str | None = None) -> Units:
     """
     if unit is not None:
         named = trace.ops.filter(pl.col("name") == unit)
-        if named.height == 0 and unit.endswith(FAMILY_SUFFIX):
+        families = {name for _, _, name, _, _ in serving_labels.ENGINES}
+        if named.height == 0 and (unit.endswith(FAMILY_SUFFIX) or unit in families):
             named = _family_names(trace.ops.filter(pl.col("cat") == "user_annotation")).filter(pl.col("name") == unit)
+        if named.height == 0 and unit.startswith(PERIOD_PREFIX):
+            launched = gpu.filter(pl.col("launch_ts").is_not_null())["launch_ts"].sort()
+            chosen = _forward_periods(trace, launched, unit[len(PERIOD_PREFIX):])
+            if chosen is not None:
+                return chosen
         spans = _one_thread(_outermost(named))
         if spans.height == 0:
             raise UsageError(f"{os.path.basename(trace.meta.path)}: no span named {unit!r} to use as --unit")
@@ -183,7 +221,21 @@ def detect(trace: Trace, gpu: pl.DataFrame, unit: str | None = None) -> Units:
         spans = _outermost(_candidate_spans(trace).filter(pl.col("name") == name))
         return Units("span", name, "auto", _rule_text("single", single.row(0, named=True)),
                      _span_windows(spans, name), candidates=candidates)
-    return replace(_whole_trace(trace, gpu), candidates=candidates)
+    # Rule e: a loop without annotations (a generate() or decode loop) — the repeated forward.
+    offered = _forward_candidates(trace, launched)
+    chosen = offered.filter(pl.col("qualifies"))
+    if chosen.height:
+        name = chosen["name"][0][len(PERIOD_PREFIX):]
+        found = _forward_periods(trace, launched, name, source="auto")
+        if found is not None:
+            return replace(found, candidates=pl.concat([candidates, _offered(offered)]))
+    whole = _whole_trace(trace, gpu)
+    if offered.height:
+        best = offered.row(0, named=True)
+        whole = replace(whole, rule=(
+            f"{whole.rule}; the best candidate, --unit '{best['name']}', holds {100 * best['coverage']:.1f}% of the "
+            f"launches in {best['occurrences']} periods, {best['alike']} of them alike"))
+    return replace(whole, candidates=pl.concat([candidates, _offered(offered)]))
 
 
 def _rule_text(how: str, row: dict) -> str:
@@ -226,9 +278,13 @@ def _one_thread(spans: pl.DataFrame) -> pl.DataFrame:
 
 def _family_names(spans: pl.DataFrame) -> pl.DataFrame:
     """``spans`` with ``label`` (the name as written) and ``name`` the family of a numbered user
-    annotation (``mlp_fwd#3 64x128`` -> ``mlp_fwd#N``; see the module docstring), else the name."""
+    annotation (``mlp_fwd#3 64x128`` -> ``mlp_fwd#N``) or of a serving engine's iteration label
+    (``execute_context_1(512)_generation_3(3)`` -> ``execute_context_N(ctx)_generation_M(gen)``;
+    see the module docstring), else the name."""
     numbered = (pl.col("cat") == "user_annotation") & ~pl.col("name").str.starts_with(STEP_PREFIX)
     family = pl.col("name").str.replace(NUMBERED_LABEL, "${1}" + FAMILY_SUFFIX[1:])
+    for _, pattern, name, _, _ in serving_labels.ENGINES:
+        family = pl.when(pl.col("name").str.contains(pattern.pattern)).then(pl.lit(name)).otherwise(family)
     spans = spans.with_columns(label=pl.col("name"), name=pl.when(numbered).then(family).otherwise(pl.col("name")))
     # A family is labels that differ: one label repeated (a name that merely holds "#12 ") stays itself.
     return spans.with_columns(name=pl.when(pl.col("label").n_unique().over("name") > 1).then(pl.col("name"))
@@ -268,7 +324,8 @@ def _candidates(trace: Trace, launched: pl.Series) -> pl.DataFrame:
     mine = mine.with_columns(_inside=_covered(mine, launched) if total else pl.lit(0, pl.Int64))
     frame = (mine.group_by("name")
              .agg(cat=pl.col("cat").sort_by("ts").first(), occurrences=pl.len(), top_level=pl.col("top_level").any(),
-                  coverage=(pl.col("_inside").sum() / total) if total else pl.lit(0.0), first_ns=pl.col("ts").min())
+                  coverage=(pl.col("_inside").sum() / total) if total else pl.lit(0.0), first_ns=pl.col("ts").min(),
+                  alike=pl.lit(None, pl.UInt32))
              .select(list(CANDIDATES_SCHEMA)).cast(CANDIDATES_SCHEMA))  # type: ignore[arg-type]
     return (frame.filter(pl.col("coverage") >= MIN_COVERAGE)
             .sort(["top_level", "coverage", "occurrences", "first_ns", "name"],
@@ -279,7 +336,9 @@ def _span_windows(spans: pl.DataFrame, name: str) -> pl.DataFrame:
     n = spans.height
     label = pl.lit(f"{name}#") + pl.int_range(1, n + 1).cast(pl.String)
     number = pl.int_range(1, n + 1, dtype=pl.Int64)
-    if name.endswith(FAMILY_SUFFIX) and "label" in spans.columns:
+    if "label" in spans.columns and name in {fam for _, _, fam, _, _ in serving_labels.ENGINES}:
+        label = pl.col("label")  # a serving engine's iterations keep their own labels (their counts)
+    elif name.endswith(FAMILY_SUFFIX) and "label" in spans.columns:
         # A numbered family keeps each call's own label, and its number when they are distinct.
         stem = len(name) - len(FAMILY_SUFFIX) + 1
         own = spans["label"].str.slice(stem).str.extract(r"^(\d{1,18})", 1).cast(pl.Int64, strict=False)
@@ -320,6 +379,96 @@ def _periods(trace: Trace, launched: pl.Series) -> Units | None:
                 f"open-ended; --unit NAME to choose another")
         return Units("period", name, "auto", rule, windows, partial=(n,))
     return None
+
+
+# -- rule e: the repeated forward --------------------------------------------------------------
+
+def _forward_thread(trace: Trace) -> pl.DataFrame:
+    """The top-level cpu_ops (ProfilerStep excluded) of the thread holding most of them, in time order."""
+    spans = _ordered(trace.ops.filter(pl.col("cat").is_in(["cpu_op", "user_annotation"])))
+    spans = spans.with_columns(top_level=~_nested(["pid", "tid"]))
+    top = spans.filter(pl.col("top_level") & (pl.col("cat") == "cpu_op")
+                       & ~pl.col("name").str.starts_with(STEP_PREFIX))
+    return _one_thread(top)
+
+
+def _thread_end(trace: Trace, pid: str, ops: pl.DataFrame) -> int:
+    """Where the last period of a thread ends: its process's last CPU event's end."""
+    cpu = pl.concat([trace.ops.filter(pl.col("pid") == pid).select("end"),
+                     trace.launches.filter(pl.col("pid") == pid).select("end")])
+    return max(int(cpu["end"].max()), int(ops["end"].max()))  # type: ignore[arg-type]
+
+
+def _forward_candidates(trace: Trace, launched: pl.Series) -> pl.DataFrame:
+    """Every top-level op name of the busiest thread repeating >= :data:`MIN_FORWARDS` times, as a
+    period candidate (:data:`CANDIDATES_SCHEMA` plus ``qualifies bool``; ``name`` is the ``--unit``
+    argument ``from:NAME``), best first (:data:`FORWARD_RULE`)."""
+    ops = _forward_thread(trace)
+    schema = {**CANDIDATES_SCHEMA, "qualifies": pl.Boolean}
+    if ops.height == 0:
+        return pl.DataFrame(schema=schema)
+    names = ops["name"].to_list()
+    starts = ops["ts"].to_list()
+    end = _thread_end(trace, ops["pid"][0], ops)
+    total = launched.len()
+    positions: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        positions.setdefault(name, []).append(i)
+    entry = {op for op, _ in FORWARD_ENTRY_OPS}
+    rows = []
+    for name, where in positions.items():
+        if len(where) < MIN_FORWARDS:
+            continue
+        first = starts[where[0]]
+        inside = (int(launched.search_sorted(end, side="left")) - int(launched.search_sorted(first, side="left"))
+                  if total else 0)
+        coverage = inside / total if total else 0.0
+        bounds = where + [len(names)]
+        shapes = [tuple(names[bounds[k]:bounds[k + 1]]) for k in range(len(where))]
+        alike = max(shapes.count(x) for x in set(shapes))
+        # A layer of one forward repeats too (SwitchTransformers' MoE layers, nano-vllm's linears):
+        # only an op that opens a forward makes units by itself; the others are offered.
+        qualifies = (coverage >= MIN_COVERAGE and alike >= max(MIN_REPEATS, -(-len(where) // 2))
+                     and name in entry)
+        rows.append({"name": PERIOD_PREFIX + name, "cat": "cpu_op", "occurrences": len(where), "top_level": True,
+                     "coverage": coverage, "first_ns": first, "alike": alike, "qualifies": qualifies,
+                     "_entry": name in entry})
+    if not rows:
+        return pl.DataFrame(schema=schema)
+    frame = pl.DataFrame(rows).cast({**schema, "_entry": pl.Boolean})  # type: ignore[arg-type]
+    return (frame.sort(["qualifies", "_entry", "occurrences", "coverage", "first_ns", "name"],
+                       descending=[True, True, False, True, False, False])
+            .drop("_entry").select(list(schema)))
+
+
+def _offered(offered: pl.DataFrame) -> pl.DataFrame:
+    """The first :data:`MAX_OFFERED` period candidates, as candidates rows."""
+    return offered.head(MAX_OFFERED).select(list(CANDIDATES_SCHEMA))
+
+
+def _forward_periods(trace: Trace, launched: pl.Series, op: str, *, source: str = "user") -> Units | None:
+    """Units from one top-level ``op`` of the busiest thread to the next (the last open-ended and
+    ``partial``), or None when that thread has no such op."""
+    ops = _forward_thread(trace)
+    marks = ops.filter(pl.col("name") == op)
+    if marks.height == 0:
+        return None
+    n = marks.height
+    end = _thread_end(trace, marks["pid"][0], ops)
+    windows = marks.select(
+        (pl.lit("forward#") + pl.int_range(1, n + 1).cast(pl.String)).alias("name"),
+        pl.int_range(1, n + 1, dtype=pl.Int64).alias("number"),
+        "ts", pl.col("ts").shift(-1).fill_null(end).alias("end"), "pid", "tid",
+    ).with_columns(dur=pl.col("end") - pl.col("ts")).select(list(STEPS_SCHEMA)).cast(STEPS_SCHEMA)  # type: ignore[arg-type]
+    total = launched.len()
+    coverage = int(_covered(windows, launched).sum()) / total if total else 0.0
+    if source == "user":
+        rule = f"--unit {PERIOD_PREFIX}{op}: from one top-level {op} to the next; the last is open-ended"
+    else:
+        rule = (f"auto: no span or marker holds an iteration; the top-level op {op} opens a repeated forward: "
+                f"{n} periods from one to the next hold the launches of {100 * coverage:.1f}% of the GPU "
+                f"activities; the last is open-ended; --unit NAME to choose another")
+    return Units("period", PERIOD_PREFIX + op, source, rule, windows, partial=(n,))
 
 
 def _whole_trace(trace: Trace, gpu: pl.DataFrame) -> Units:

@@ -246,6 +246,13 @@ def _figure_clauses(diff: Diff) -> list[Verdict]:
     if _outside_noise(diff, "launches"):
         launches = diff.quantities["launches"]
         out.append(Verdict("launches", quantities={"a": launches.a, "b": launches.b}))
+    # A serving loop's cost per token, the figure its users compare (said whenever it moved).
+    for key in ("prefill_token_time", "decode_token_time"):
+        tq = diff.quantities.get(key)
+        if tq is not None and tq.delta != 0:
+            out.append(Verdict("token_time", quantities={
+                "phase": key.split("_")[0], "a": tq.a, "b": tq.b, "delta_pct": tq.delta_pct,
+                "noise": tq.noise, "within_noise": tq.within_noise}))
     return out
 
 

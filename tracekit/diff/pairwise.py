@@ -30,6 +30,7 @@ from tracekit.diff.diff_verdict import judge
 from tracekit.analyses.profile import Profile
 from tracekit.results.alignment import Alignment
 from tracekit.results.diff import (
+    OPTIONAL_QUANTITIES,
     QUANTITIES,
     Diff,
     HostSync,
@@ -198,8 +199,8 @@ def diff(a: Profile, b: Profile) -> Diff:
     shape_quantities: dict[str, dict[str, Quantity]] = {k: {} for k in plan.common}
     for key, label, unit, column in QUANTITIES:
         va, vb = _values(a, column), _values(b, column)
-        if key in unavailable or (key == "peak_memory" and not (va and vb)):
-            continue  # peak memory needs [memory] events in both traces
+        if key in unavailable or (key in OPTIONAL_QUANTITIES and not (va and vb)):
+            continue  # peak memory needs [memory] events in both traces, per-token cost a serving loop
         quantities[key] = sweep_quantity(key, label, unit, [[va[u] for u in g if u in va] for g in plan.groups_a],
                                          [[vb[u] for u in g if u in vb] for g in plan.groups_b])
         for shape, ga, gb in zip(plan.common, plan.groups_a, plan.groups_b):

@@ -56,7 +56,11 @@ QUANTITIES: tuple[tuple[str, str, str, str], ...] = (
     ("host_sync", "host syncs (CPU blocked)", "ns", "host_sync_ns"),
     ("graph_launches", "CUDA-graph launches", "count", "graph_launches"),
     ("peak_memory", "peak memory allocated", "bytes", "peak_memory"),
+    ("prefill_token_time", "wall per prefill token", "ns", "prefill_token_ns"),
+    ("decode_token_time", "wall per decode token", "ns", "decode_token_ns"),
 )
+#: Quantities only some traces have (``[memory]`` events, a serving loop): compared when both do.
+OPTIONAL_QUANTITIES = ("peak_memory", "prefill_token_time", "decode_token_time")
 
 
 @dataclass(frozen=True)

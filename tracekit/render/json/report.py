@@ -20,7 +20,7 @@
 * ``selected_step`` — the ``--step`` number or null
 * ``units`` — what the steps are (:mod:`tracekit.analyses.units`): ``{kind ("ProfilerStep" | "span"
   | "period" | "trace" | "none"), name, source ("profiler" | "auto" | "user"), rule (why, in words),
-  count, partial: [numbers], candidates: [{name, cat, occurrences, top_level, coverage, first_ns}]}``
+  count, partial: [numbers], candidates: [{name, cat, occurrences, top_level, coverage, first_ns, alike}]}``
 * ``orphans`` — GPU work whose launch call is not in the trace (in no step): ``[{reason
   ("before_trace" | "launch_missing"), kind, count, dur_ns, busy_ns, first_ns, last_end_ns}]``
 * ``breakdown`` — ``{shares: [{scope ("trace" | "unit"), unit, group ("class" | "library"), key, count,
@@ -88,6 +88,18 @@
   wall_ns, gpu_busy_ns, gpu_idle_ns, idle_while_blocked_ns, idle_while_data_ns, idle_while_dispatch_ns,
   idle_while_op_free_ns, limit, steady}], totals: [{part, of, total_ns, median_ns, share}] (over the
   steady units; over the ``--step`` unit with ``--step``)}``; null in a report made without it
+* ``serving`` — (added in /1) a serving or generation loop (:mod:`tracekit.analyses.serving`; ns; null
+  for any other trace): ``{source ("vllm" | "sglang" | "tensorrt-llm" | "shapes": where phases and tokens
+  came from), window: {first, last, iterations, after} (the steady-state window: the units after
+  ``after``, the last to warm up — cold, warm-up, compile, CUDA-graph capture —, less a cut last one),
+  iterations: [{step, label, source, phase ("prefill" | "decode" | "mixed" | "other" | "unknown"),
+  prefill_requests, prefill_tokens, decode_requests, decode_tokens, requests, tokens (null: not known),
+  wall_ns, cpu_span_ns, gpu_busy_ns, gpu_idle_ns, state, in_window}], phases: [{phase, iterations,
+  requests, tokens, wall_ns, cpu_span_ns, gpu_busy_ns, gpu_idle_ns, ns_per_token (wall / tokens),
+  gpu_ns_per_token (GPU busy / tokens); null when some token count is unknown}] (all iterations),
+  window_phases: [same] (the steady window's), classes: [{phase, kernel_class, gpu_ns, share}]}``.
+  ``units.candidates`` rows also carry (added in /1) ``alike``: for a period candidate (``name``
+  ``from:OP``, the ``--unit`` argument), how many of its periods hold the same top-level op sequence
 * ``hta`` — only with ``--hta``: per rank/step/stream busy and idle from tracekit and HTA, the report's
   Steps table against HTA's steps (``scope "steps_table"``) and the communication overlap
   (``scope "comm_overlap"``: ``ours_overlap_frac``, ``hta_overlap_frac``)
@@ -155,7 +167,17 @@ def data(report: Report) -> dict[str, Any]:
         "compilation": compilation_data(report.compilation),
         "set_aside_units": dict(report.set_aside_units),
         "decomposition": decomposition_data(report.decomposition),
+        "serving": serving_data(getattr(report, "serving", None)),
     }
+
+
+def serving_data(found: Any) -> dict[str, Any] | None:
+    """The ``serving`` object of ``tracekit.report/1`` (None: no serving loop, or a report made without it)."""
+    if found is None:
+        return None
+    return {"source": found.source, "window": dict(found.window), "iterations": rows(found.iterations),
+            "phases": rows(found.phases), "window_phases": rows(found.window_phases),
+            "classes": rows(found.classes)}
 
 
 def decomposition_data(found: Any) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ import polars as pl
 
 from tracekit.classify.names import describe_decoded, short_kernel_name
 from tracekit.render.text import Rows, pct, us
-from tracekit.render.views import compilation, decomposition, memory
+from tracekit.render.views import compilation, decomposition, memory, serving
 from tracekit.render.views.labels import step_label
 
 if TYPE_CHECKING:
@@ -391,6 +391,10 @@ def notes(report: Report) -> list[str]:
         from tracekit.analyses.units import DETECTION_RULE
 
         out.append(f"Units: {DETECTION_RULE}.")
+        offered = serving.candidates_note(report)
+        if offered:
+            out.append(offered)
+    out += serving.notes(report)
     if report.launch_gaps is not None:
         t = report.launch_gaps.thresholds
         out.append(f"Wall: {WALL_RULE}.")
@@ -431,7 +435,8 @@ def _capped(table: Rows) -> Rows:
 def all_tables(report: Report) -> list[Rows]:
     """Every table in display order, each cut to :data:`MAX_TABLE_ROWS` rows."""
     tables = [shares_table(report, "class"), shares_table(report, "library"),
-              steps_table(report), launch_gaps_table(report), *compilation.report_tables(report),
+              steps_table(report), *([loop] if (loop := serving.table(report)) is not None else []),
+              launch_gaps_table(report), *compilation.report_tables(report),
               idle_causes_table(report), streams_table(report)]
     overlap = overlap_table(report)
     if overlap is not None:

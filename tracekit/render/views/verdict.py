@@ -150,6 +150,18 @@ def _gpu_time(f: Verdict) -> list[str]:
     return [f"GPU time per {per} {a} → {b} ({pct}, outside the step-to-step noise of {noise})"]
 
 
+def _token_time(f: Verdict) -> list[str]:
+    a, b = fmt_value(_n(f, "a"), "ns"), fmt_value(_n(f, "b"), "ns")
+    phase = f.quantities["phase"]
+    if a == b:
+        return [f"wall per {phase} token unchanged ({a})"]
+    if f.quantities["within_noise"]:
+        return [f"wall per {phase} token {a} → {b}, within the iteration-to-iteration noise "
+                f"(±{fmt_value(_n(f, 'noise'), 'ns')})"]
+    pct = f" ({_n(f, 'delta_pct'):+.1f}%)" if f.quantities["delta_pct"] is not None else ""
+    return [f"wall per {phase} token {a} → {b}{pct}"]
+
+
 def _round_trip_bytes(f: Verdict) -> list[str]:
     delta, n = _n(f, "bytes_delta"), abs(int(_n(f, "tensors_delta")))
     count = f"{_count_word(n)} round-trip tensor{'s' if n != 1 else ''} " if n else "round trips "
@@ -302,7 +314,7 @@ CLAUSES: dict[str, Callable[[Verdict], list[str]]] = {
     "launches": _launches, "different_devices": _different_devices, "different_versions": _different_versions,
     "different_world_size": _different_world_size, "host_sync": _host_sync, "graph_launches": _graph_launches,
     "per_shape": _per_shape, "no_common_shape": _no_common_shape, "count_change": _count_change,
-    "device_choice": _device_choice,
+    "device_choice": _device_choice, "token_time": _token_time,
 }
 NO_CHANGE = "No change: the same kernels run in every step and every quantity is within the step-to-step noise."
 #: After findings about the traces' setup alone (:data:`tracekit.diff.diff_verdict.SETUP_KINDS`).
