@@ -119,7 +119,7 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
             make_launch("cudaLaunchKernel", 20.0 * n + 2, 1, n + 1), make_kernel("k", 20.0 * n + 4, 1, n + 1))])
     ranks = root / "ranks"
     ranks.mkdir()
-    write_trace(ranks / f"0 {FILE_HOSTILE}.json", _hostile_events())
+    write_trace(ranks / f"0 {FILE_HOSTILE}.json", _hostile_events(), rank=(0, 2))
     (ranks / f"1 {FILE_HOSTILE}.json").write_text('{"traceEvents": [')  # a broken rank: its error is shown
     expect = root / "expect.toml"
     expect.write_text("\n".join([

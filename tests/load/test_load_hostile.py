@@ -446,12 +446,16 @@ def test_a_rank_directory_names_each_bad_file_and_reports_the_others(tmp_path: P
     assert "rank 1180591620717411303424 is not a rank number" in rows["rank_absurd.json"]["error"]
     assert "truncated gzip" in rows["rank_cut.json.gz"]["error"]
     assert "nested deeper" in rows["rank_deep.json"]["error"]
+    # The one file that can say which rank it is holds rank 1 of 4: ranks 0, 2 and 3 are not here.
+    assert (result.world_size, result.missing) == (4, ((0, 0), (2, 3)))
 
 
 def test_a_rank_file_that_crashes_its_process_is_named(tmp_path: Path, monkeypatch) -> None:
     from tracekit import ranks
 
-    write(tmp_path, RAW, "a.json")
+    d = doc()
+    d["distributedInfo"] = {"rank": 0, "world_size": 2}  # a set of ranks: b.json cannot say its own
+    write(tmp_path, d, "a.json")
     write(tmp_path, RAW, "b.json")
     calls = []
 
