@@ -250,9 +250,22 @@ def test_svg_without_a_file_or_directory_is_exit_2(capsys):
     assert "--format svg writes files" in capsys.readouterr().err
 
 
-def test_svg_has_no_picture_for_check_or_compare(tmp_path, capsys):
-    _cli(["compare", str(EAGER), str(COMPILE), "--format", "svg", "-o", str(tmp_path / "c.svg")], 2)
-    assert "--format svg draws `tracekit report TRACE` and `tracekit diff`" in capsys.readouterr().err
+def test_svg_has_no_picture_for_check_or_compare(tmp_path, capsys, monkeypatch):
+    """check and compare do not offer svg (their --help lists term|md|json|html): asked for it, by
+    --format (click's usage error) or by -o FILE.svg, they say why, exit 2, before any work."""
+    from tracekit.session import Session
+
+    monkeypatch.setattr(Session, "trace", property(lambda self: pytest.fail("a trace was loaded")))
+    expect = Path(__file__).resolve().parents[2] / "expectations" / "mlp_eager.toml"
+    for command, argv in (("compare", ["compare", str(EAGER), str(COMPILE)]),
+                          ("check", ["check", str(EAGER), "--expect", str(expect)])):
+        why = (f"svg draws the pictures of `tracekit report TRACE` and `tracekit diff` only; "
+               f"`tracekit {command}` writes term, md, json, html")
+        _cli([*argv, "--format", "svg", "-o", str(tmp_path / "c.svg")], 2)
+        err = capsys.readouterr().err
+        assert f"Error: Invalid value for '--format': {why}\n" in err, err
+        _cli([*argv, "-o", str(tmp_path / "c.svg")], 2)
+        assert capsys.readouterr().err == f"tracekit: error: -o {tmp_path / 'c.svg'}: {why}\n"
     assert not list(tmp_path.iterdir())
 
 

@@ -11,6 +11,13 @@ from tracekit.errors import UsageError
 from tracekit.output import open_output, refuse_inputs
 
 
+def _fail_if_help() -> str:
+    from tracekit.findings import RULES
+
+    return ("Exit 1 (after the output) when the trace has a finding of RULE, e.g. --fail-if finding:host_sync "
+            f"(repeatable). Rules: {', '.join(RULES)}.")
+
+
 @click.command()
 @click.argument("trace_path", metavar="TRACE", type=click.Path(dir_okay=True, path_type=str))
 @options.output_format
@@ -27,9 +34,8 @@ from tracekit.output import open_output, refuse_inputs
                    "tf32_tflops, fp8_tflops (repeatable), e.g. --ceiling hbm_gbps=4300.")
 @click.option("--hta", is_flag=True, help="Show HolisticTraceAnalysis' busy/idle figures beside ours "
               "(needs the hta extra).")
-@click.option("--fail-if", "fail_if", multiple=True, metavar="finding:RULE",
-              help="Exit 1 (after the output) when the trace has a finding of RULE, e.g. "
-                   "--fail-if finding:host_sync (repeatable; rules: tracekit.findings.RULES).")
+@click.option("--fail-if", "fail_if", multiple=True, metavar="finding:RULE", cls=options.LazyHelp,
+              help_text=lambda: _fail_if_help())
 @options.reading
 def report(trace_path: str, fmt: str | None, output: str | None, step: int | None, unit: str | None,
            et_path: str | None, no_et: bool, ceilings: tuple[str, ...], hta: bool,
