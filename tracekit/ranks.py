@@ -26,7 +26,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tracekit import parallel
+from tracekit import parallel, progress
 from tracekit.errors import TracekitError, UsageError
 from tracekit.results.ranks import RANK_SCHEMA, RankReport
 
@@ -147,20 +147,23 @@ def _problem(err: TracekitError, path: str) -> str:
     return text[len(path) + 2:] if text.startswith(f"{path}: ") else text
 
 
-def _summarize_all(paths: list[str], workers: int) -> list[dict]:
-    """:func:`summarize` of each path in up to ``workers`` processes. A process that dies (a
-    native crash, the kernel's OOM killer) breaks the pool: the files it left unfinished are then
-    summarised one process each, so the file that kills its process is the only one named."""
+def _summarize_all(paths: list[str], workers: int, bar: progress.Phase) -> list[dict]:
+    """:func:`summarize` of each path in up to ``workers`` processes, ``bar`` told of each one done.
+    A process that dies (a native crash, the kernel's OOM killer) breaks the pool: the files it
+    left unfinished are then summarised one process each, so the file that kills its process is
+    the only one named."""
+    from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
 
     rows: dict[str, dict] = {}
     with parallel.spawn_pool(workers) as pool:
-        futures = {p: pool.submit(summarize, p) for p in paths}
-        for p, future in futures.items():
+        futures = {pool.submit(summarize, p): p for p in paths}
+        for future in as_completed(futures):
             try:
-                rows[p] = future.result()
+                rows[futures[future]] = future.result()
             except BrokenProcessPool:
                 pass
+            bar.update(len(rows), len(paths))
     for p in paths:
         if p in rows:
             continue
@@ -170,11 +173,14 @@ def _summarize_all(paths: list[str], workers: int) -> list[dict]:
         except BrokenProcessPool:
             rows[p] = {"file": os.path.basename(p),
                        "error": "the process reading it died (out of memory, or a crash in a native library)"}
+        bar.update(len(rows), len(paths))
     return [rows[p] for p in paths]
 
 
-def analyze(directory: str | os.PathLike[str], *, workers: int | None = None) -> RankReport:
-    """Summarise every trace in ``directory`` in up to ``workers`` processes (default: one per core).
+def analyze(directory: str | os.PathLike[str], *, workers: int | None = None,
+            show_progress: bool = False) -> RankReport:
+    """Summarise every trace in ``directory`` in up to ``workers`` processes (default: one per core);
+    ``show_progress``: a bar of the files done on stderr (:mod:`tracekit.progress`).
 
     Raises :class:`~tracekit.errors.UsageError` for a directory without trace files, or one that
     is not a set of ranks (:func:`check_set`; known only once each file is read)."""
@@ -182,10 +188,16 @@ def analyze(directory: str | os.PathLike[str], *, workers: int | None = None) ->
     if not paths:
         raise UsageError(f"{directory}: no trace files (*.json, *.json.gz, *.parquet) in this directory")
     workers = max(1, min(len(paths), workers or parallel.cores()))
-    if workers == 1:
-        rows = [summarize(str(p)) for p in paths]
-    else:
-        rows = _summarize_all([str(p) for p in paths], workers)
+    with progress.phase(f"summarising {len(paths)} rank trace{'s' if len(paths) != 1 else ''}",
+                        enabled=show_progress) as bar:
+        bar.update(0, len(paths))
+        if workers == 1:
+            rows = []
+            for p in paths:
+                rows.append(summarize(str(p)))
+                bar.update(len(rows), len(paths))
+        else:
+            rows = _summarize_all([str(p) for p in paths], workers, bar)
     world, missing = check_set(directory, rows)
     rows = [{key: row.get(key) for key in RANK_SCHEMA} for row in rows]
     ranks = pl.DataFrame(rows, schema=RANK_SCHEMA).sort(["rank", "file"], nulls_last=True)

@@ -136,9 +136,9 @@ def test_the_import_graph_has_no_circle():
 #: Every module's floor, lowest first. A module imports its own floor and those below, never one
 #: above; the longest matching name decides (``tracekit.analyses.pipeline`` is not ``tracekit.analyses``).
 FLOORS: tuple[tuple[str, ...], ...] = (
-    # 0 - leaves: errors, the Trace model, device tables, text shapes, processes, file writing
+    # 0 - leaves: errors, the Trace model, device tables, text shapes, processes, file writing, progress bars
     ("tracekit.errors", "tracekit.trace", "tracekit.devices", "tracekit.host_link", "tracekit.about",
-     "tracekit.shapes", "tracekit.parallel", "tracekit.output"),
+     "tracekit.shapes", "tracekit.parallel", "tracekit.output", "tracekit.progress"),
     # 1 - bytes to a Trace; the kernel taxonomy
     ("tracekit.load", "tracekit.execution_trace", "tracekit.classify"),
     # 2 - one analysis per module, each from the Trace and lower analyses

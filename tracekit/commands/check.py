@@ -9,7 +9,7 @@ import click
 
 from tracekit.commands import options
 from tracekit.errors import GateFailed
-from tracekit.output import open_output, refuse_inputs
+from tracekit.output import refuse_inputs
 
 
 @click.command()
@@ -27,13 +27,12 @@ def check(trace_path: str, expect_path: str, unit: str | None, no_et: bool, fmt:
     from tracekit.session import Session, read_expectations
 
     renderer = options.document_renderer(fmt, output, "check")
-    session = Session(trace_path, execution_trace=options.execution_trace_choice(None, no_et), workers=None)
+    session = Session(trace_path, execution_trace=options.execution_trace_choice(None, no_et), workers=None,
+                      show_progress=True)
     refuse_inputs(output, [trace_path, expect_path, session.execution_trace_path])
     expectations = read_expectations(expect_path)
     result = session.check(expectations, unit=unit)
-    with open_output(output) as out:
-        renderer.render(result, out, color=options.colour(output))
-    options.wrote(output)
+    options.write_result(output, lambda out: renderer.render(result, out, color=options.colour(output)))
     broken = [i for i in result.items if not i.met]
     if broken:
         from tracekit.render.views.check import expected_text

@@ -11,6 +11,7 @@ import os
 
 import click
 
+from tracekit import progress
 from tracekit.commands import options
 from tracekit.errors import UsageError
 from tracekit.output import refuse_inputs
@@ -66,7 +67,11 @@ def compare(traces: tuple[str, ...], baseline: str | None, unit: str | None, fai
     if len(set(labels)) != len(labels):
         raise UsageError("compare: two traces have the same file name; give each a distinct name")
     refuse_inputs(output, paths)
-    reports = [(label, Session(p, execution_trace=None).report(unit=unit)) for label, p in zip(labels, paths)]
+    reports = []
+    with progress.phase(f"reading and analysing {len(paths)} traces") as bar:
+        for label, p in zip(labels, paths):
+            bar.update(len(reports), len(paths))
+            reports.append((label, Session(p, execution_trace=None).report(unit=unit)))
     result = side_by_side.compare(reports, baseline=index)
     results = gates.evaluate_comparison(parsed, result)
     options.write_then_gate(output, lambda out: renderer.render(result, out, results, color=options.colour(output)),

@@ -10,6 +10,7 @@ import os
 
 import click
 
+from tracekit import progress
 from tracekit.commands import options
 from tracekit.output import refuse_inputs
 
@@ -65,7 +66,9 @@ def diff(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], n
     inputs = [a_path, b_path, *(Session(p, execution_trace=et_choice).execution_trace_path for p in (a_path, b_path))]
     if target is None:
         refuse_inputs(output, inputs)
-    result = pairwise.diff(*profiles(a_path, b_path, unit, et_choice, renderer.needs_timelines))
+    names = " and ".join(os.path.basename(p) for p in (a_path, b_path))
+    with progress.phase(f"reading and analysing {names}"):
+        result = pairwise.diff(*profiles(a_path, b_path, unit, et_choice, renderer.needs_timelines))
     results = gates.evaluate(parsed, result)
     options.write_then_gate(output, lambda out: renderer.render(result, out, results, color=options.colour(output)),
                             results, target=target, inputs=inputs,

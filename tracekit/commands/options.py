@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 import click
 
+from tracekit import progress
 from tracekit.errors import GateFailed, UsageError
 from tracekit.render import FORMATS, format_for_path, renderer_for
 from tracekit.render.base import Renderer
@@ -99,18 +100,23 @@ def write_result(output: str | None, stream: Callable[[TextIO], None], *,
     """Write a result: ``stream(out)`` to ``output`` (stdout when None) or, for a format that writes
     files, ``files(index)`` into ``target``'s directory (``target``: the renderer's
     :meth:`~tracekit.render.base.Renderer.files_target`, asked before the slow part; no file that
-    is one of ``inputs`` is written)."""
+    is one of ``inputs`` is written). A progress bar shows while it renders
+    (:mod:`tracekit.progress`: a terminal on stderr only; on stdout, until the first byte)."""
     from tracekit.output import open_output, write_files
 
     if target is not None and files is not None:
         directory, index = target
-        written = files(index)
-        write_files(directory, written, inputs)
+        with progress.phase(f"writing {directory}"):
+            written = files(index)
+            write_files(directory, written, inputs)
         click.echo(f"wrote {len(written)} file{'s' if len(written) != 1 else ''} into {directory}: "
                    + ", ".join(sorted(written)), err=True)
         return
-    with open_output(output) as out:
-        stream(out)
+    to_file = output is not None and output != "-"
+    with progress.phase(f"writing {os.path.basename(output) if to_file else 'the output'}") as bar, \
+            open_output(output) as out:
+        # On stdout the output may share the bar's terminal: its first byte ends the bar.
+        stream(out if to_file else bar.guard(out))
     wrote(output)
 
 

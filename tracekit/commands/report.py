@@ -8,7 +8,7 @@ import click
 
 from tracekit.commands import options
 from tracekit.errors import UsageError
-from tracekit.output import open_output, refuse_inputs
+from tracekit.output import refuse_inputs
 
 
 def _fail_if_help() -> str:
@@ -61,10 +61,8 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
             raise UsageError(f"--format {renderer.name} draws one trace's report, not a directory of ranks; "
                              "use --format md, html, json or term")
         refuse_inputs(output, ranks.find_traces(trace_path))
-        result = ranks.analyze(trace_path)
-        with open_output(output) as out:
-            renderer.render(result, out, color=options.colour(output))
-        options.wrote(output)
+        result = ranks.analyze(trace_path, show_progress=True)
+        options.write_result(output, lambda out: renderer.render(result, out, color=options.colour(output)))
         return
     overrides = options.parse_ceilings(ceilings)
     session = Session(trace_path, execution_trace=options.execution_trace_choice(et_path, no_et),
