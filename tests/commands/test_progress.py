@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from factory import copy_as_rank
-from tracekit import progress
+from tracekit import progress, ranks
 from tracekit.commands import main
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
@@ -81,6 +81,7 @@ def _on_a_terminal(argv: list[str], monkeypatch) -> str:
      ["summarising 2 rank traces", "writing ranks.md"]),
 ], ids=["report", "report-html", "diff", "compare", "check", "convert", "report-dir"])
 def test_each_long_phase_draws_a_bar_on_a_terminal(argv, phases, tmp_path, monkeypatch):
+    monkeypatch.setattr(ranks.parallel, "cores", lambda: 1)  # rank files in this process: no pool to start
     (tmp_path / "ranks").mkdir()
     for rank, trace in enumerate((EAGER, COMPILE)):
         copy_as_rank(trace, tmp_path / "ranks" / f"rank{rank}.json.gz", rank, 2)
