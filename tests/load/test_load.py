@@ -569,7 +569,7 @@ def test_three_decimal_microseconds_convert_exactly(whole: int, frac: int) -> No
 # --- the loader's boundary ------------------------------------------------------------------------
 
 #: The tracekit modules the loader may import besides its own: it knows no analysis.
-LOADER_MAY_IMPORT = ("tracekit.trace", "tracekit.errors", "tracekit.output", "tracekit.parallel")
+LOADER_MAY_IMPORT = ("tracekit.trace", "tracekit.errors", "tracekit.output", "tracekit.parallel", "tracekit.progress")
 
 
 def _tracekit_imports(path: Path) -> set[str]:
