@@ -28,6 +28,9 @@ from tracekit.commands import main
 from tracekit.render import FORMATS
 from tracekit.render.text import DISPLAY_LIMIT, for_display
 
+#: Left out by --fast (tests/conftest.py): every command in every format over hostile names.
+pytestmark = pytest.mark.slow
+
 #: Strings a trace's names may carry (each: what it would do if shown raw).
 HOSTILE = [
     "[x](http://evil.example/a)",  # a live link in a PR comment

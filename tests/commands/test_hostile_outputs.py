@@ -20,6 +20,9 @@ import pytest
 
 from factory import copy_as_rank
 
+#: Left out by --fast (tests/conftest.py): a process per case.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"
 

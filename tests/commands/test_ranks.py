@@ -27,6 +27,7 @@ def rank_dir(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_ranks_sorted_with_slowest_named(rank_dir):
     result = ranks.analyze(rank_dir, workers=2)
     assert (result.world_size, result.missing) == (2, ())
@@ -45,6 +46,7 @@ def test_broken_rank_reported_others_kept(rank_dir):
     assert result.ranks.height == 3 and result.slowest == "rank1.json.gz"
 
 
+@pytest.mark.slow
 def test_cli_directory_json(rank_dir, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["report", str(rank_dir), "--format", "json"])

@@ -9,9 +9,14 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
+
 import tracekit
 from tracekit import findings
 from tracekit.render import renderer_for
+
+#: Left out by --fast (tests/conftest.py): the README's examples, run for real.
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The traces shown, as the README's commands name them.

@@ -29,6 +29,9 @@ import pytest
 import tracekit
 from tracekit.render import FORMATS, renderer_for
 
+#: Left out by --fast (tests/conftest.py): the real-trace corpus, every trace in every format.
+pytestmark = pytest.mark.slow
+
 TESTS = Path(__file__).resolve().parents[1]
 REAL = TESTS / "data" / "real"
 SAMPLES = TESTS.parent / "sample_traces"

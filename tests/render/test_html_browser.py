@@ -21,6 +21,9 @@ from factory import copy_as_rank, make_kernel, make_launch, make_op, make_step, 
 from tracekit.commands import main
 from tracekit.render.text import for_display
 
+#: Left out by --fast (tests/conftest.py): a real headless Chromium.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"
 #: ProfilerStep#0 is the cold first step (63 kernels); #1..#3 run 39 each; the report's default

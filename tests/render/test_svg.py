@@ -126,6 +126,7 @@ def test_nothing_is_fetched_when_drawing():
                        "encoding": {"x": {"field": "a", "type": "quantitative"}}})
 
 
+@pytest.mark.slow
 def test_same_report_same_bytes(eager):
     again = tracekit.open(EAGER).report()
     for chart in (charts.gpu_time_by_class, charts.roofline):
@@ -163,6 +164,7 @@ def test_hostile_names_are_text_in_every_picture(hostile, tmp_path):
     assert set(shown) <= set(texts(bars))
 
 
+@pytest.mark.slow
 def test_hostile_trace_names_in_the_diff_pictures(hostile, tmp_path):
     other = tmp_path / "b\x1b]0;t\x07 <i>&.json"
     shutil.copyfile(hostile, other)
@@ -210,6 +212,7 @@ def test_report_directory_holds_the_pictures_and_the_markdown_linking_them(tmp_p
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first  # same trace, same bytes
 
 
+@pytest.mark.slow
 def test_markdown_named_by_o_and_memory_picture(tmp_path):
     target = tmp_path / "docs" / "memory-report.md"
     _cli(["report", str(MEMORY), "--format", "svg", "-o", str(target)], 0)
@@ -294,6 +297,7 @@ def test_a_file_where_the_directory_should_be_is_exit_2(tmp_path, capsys):
     assert "not a directory" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_every_real_trace_gives_valid_pictures(tmp_path):
     """Layer 3: the public traces of other GPUs and workloads (``TRACEKIT_REAL_TRACES``)."""
     import os
@@ -327,6 +331,7 @@ def test_every_chart_mark_has_its_figures_as_hover_text(eager):
         assert title is not None and title.text == point.get("aria-label") and "TFLOP/s" in title.text
 
 
+@pytest.mark.slow
 def test_under_an_address_space_limit_the_charts_are_a_note_not_a_crash(tmp_path):
     """vl-convert's V8 aborts the process under any RLIMIT_AS; the pictures say why they are missing."""
     import subprocess
