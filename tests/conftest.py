@@ -8,6 +8,13 @@ like code afterwards.
 analyses are the suite's most repeated work, and a :class:`tracekit.Session` already computes each
 result once per option set, so one session per trace serves every test that only reads it.
 
+``--fast`` runs the fast subset: every test but those marked ``slow`` (``@pytest.mark.slow``, or a
+module's ``pytestmark``), in under two minutes on a two-core machine — a first answer while
+changing code; the whole suite stays the gate. A test is marked slow when it takes seconds
+(``--durations``): real-trace corpora, captures that run torch, the hostile-input matrices, the
+browser. Every room (tests/<room>/) keeps at least one test in the subset: a run of the whole
+tree with ``--fast`` fails at collection when a room would be left with none.
+
 The helpers beside this file (factory.py, hostile.py, browser.py) are imported by name
 (``from factory import ...``) from every folder: pyproject.toml's ``pythonpath`` puts tests/ on
 ``sys.path`` (and the repository root, so that ``capture`` is the package, not tests/capture/).
@@ -32,6 +39,34 @@ SAMPLES = TESTS.parent / "sample_traces"
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-goldens", action="store_true", default=False,
                      help="rewrite tests/golden/ from the current output instead of comparing")
+    parser.addoption("--fast", action="store_true", default=False,
+                     help="run the fast subset: leave out the tests marked slow (tests/conftest.py)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: takes seconds; left out by --fast (tests/conftest.py)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--fast``: deselect the tests marked slow; a whole-tree run keeps every room in the subset."""
+    if not config.getoption("--fast"):
+        return
+    kept = [item for item in items if item.get_closest_marker("slow") is None]
+    left_out = [item for item in items if item.get_closest_marker("slow") is not None]
+    if config.args_source == pytest.Config.ArgsSource.TESTPATHS:
+        rooms = {_room(item) for item in items} - {_room(item) for item in kept}
+        if rooms:
+            raise pytest.UsageError(f"--fast leaves no test of {', '.join(sorted(rooms))}: "
+                                    "keep at least one of each room unmarked")
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
+
+
+def _room(item: pytest.Item) -> str:
+    """``tests/<room>/`` of a test (the folder under tests/ holding its file)."""
+    parts = Path(str(item.path)).resolve().relative_to(TESTS).parts
+    return f"tests/{parts[0]}/" if len(parts) > 1 else "tests/"
 
 
 @pytest.fixture

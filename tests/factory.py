@@ -69,11 +69,16 @@ def make_oom(ts: float, nbytes: int, allocated: int, reserved: int, *, device_id
                                "Device Type": 1, "Device Id": device_id}}
 
 
-def write_trace(path: Path, events: list[dict], *, gpu: bool = True, gz: bool = False) -> Path:
+def write_trace(path: Path, events: list[dict], *, gpu: bool = True, gz: bool = False,
+                rank: tuple[int, int] | None = None) -> Path:
+    """A Kineto file of ``events``; ``rank=(rank, world_size)`` makes it one rank of a run
+    (``distributedInfo``, as ``tracekit report DIR`` wants of each file)."""
     top = {"schemaVersion": 1, "baseTimeNanoseconds": 1_700_000_000_000_000_000, "traceEvents": events}
     if gpu:
         top["deviceProperties"] = [{"id": 0, "name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0,
                                     "numSms": 132, "totalGlobalMem": 150_000_000_000}]
+    if rank is not None:
+        top["distributedInfo"] = {"backend": "nccl", "rank": rank[0], "world_size": rank[1]}
     data = json.dumps(top).encode()
     path.write_bytes(gzip.compress(data) if gz else data)
     return path
@@ -127,3 +132,12 @@ def make_generate(prompt_len: int = 6, new_tokens: int = 4, *, layers: int = 2, 
         corr += 1
         t = t0 + period * (step + 1)
     return events
+
+
+def copy_as_rank(src: Path, dest: Path, rank: int, world_size: int) -> Path:
+    """``src`` (a gzip Kineto trace) written to ``dest`` as rank ``rank`` of a run of ``world_size``
+    (its ``distributedInfo`` set; every other byte of its events as they were)."""
+    data = json.loads(gzip.decompress(Path(src).read_bytes()))
+    data["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": world_size}
+    dest.write_bytes(gzip.compress(json.dumps(data).encode()))
+    return dest

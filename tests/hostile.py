@@ -288,11 +288,21 @@ def corpus() -> list[Case]:
                                                 b"[per_step]\nkernels_min = 0\n"},
                       commands=("check",), expect_file="x.toml", expect={"check": {0}}))
     # Rank directories mixing bad files.
+    # Rank directories mixing bad files: the one file that reads names its rank (a set of ranks);
+    # the others cannot say which rank they are, and are reported with their errors.
     cases.append(Case("ranks/mixed", {
-        "r/rank0.json": raw, "r/rank1.json": gz[:100], "r/rank2.json": b"not json",
+        "r/rank0.json": dumps({**base, "distributedInfo": {"rank": 0, "world_size": 6}}),
+        "r/rank1.json": gz[:100], "r/rank2.json": b"not json",
         "r/rank3.json": dumps({**base, "distributedInfo": {"rank": 2**70}}),
         "r/rank4.json": _nest(100_000).encode(), "r/rank5.json": dumps({**base, "traceEvents": 5})},
         trace="r", commands=("report",), expect={"report": {0}}))
+    # Directories that are not a set of ranks: refused in one line.
+    cases.append(Case("ranks/no_rank", {"r/a.json": raw, "r/b.json": raw}, trace="r", commands=("report",),
+                      expect={"report": {2}}))
+    cases.append(Case("ranks/duplicate", {
+        "r/a.json": dumps({**base, "distributedInfo": {"rank": 1, "world_size": 2}}),
+        "r/b.json": dumps({**base, "distributedInfo": {"rank": 1, "world_size": 2}})},
+        trace="r", commands=("report",), expect={"report": {2}}))
     return cases
 
 

@@ -9,6 +9,14 @@ kernel_count u32, error str?`` sorted by rank then file, and ``slowest`` — the
 is longest (ties: lowest rank). A file that fails to load — unreadable, not a trace, crashing the
 analysis or the process reading it, or naming an absurd rank (2^70) — gets its one-line error and no
 figures; the others are still reported.
+
+A directory is reported only when it is **a set of ranks** (:func:`check_set`): every trace that
+loads names its rank in ``distributedInfo.rank``, no two name the same rank, and those that state
+``distributedInfo.world_size`` state one world size, larger than every rank. Gaps are allowed —
+profiling a few ranks of a large job is common — and named (:attr:`RankReport.missing`). Anything
+else (traces without a rank, two traces of one rank, traces of runs of different sizes) is refused
+with one line saying why (:class:`~tracekit.errors.UsageError`, exit 2): a table of such files would
+compare traces that are not ranks of one run.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tracekit import parallel
+from tracekit import parallel, progress
 from tracekit.errors import TracekitError, UsageError, is_native_panic
 from tracekit.results.ranks import RANK_SCHEMA, RankReport
 
@@ -63,7 +71,8 @@ def summarize(path: str) -> dict:
         return {"file": name, "error": "a native library gave up on this file (panic); it is likely damaged"}
     distributed = trace.meta.distributed or {}
     rank = distributed.get("rank")
-    usable = isinstance(rank, int) and not isinstance(rank, bool) and 0 <= rank < 2**31
+    usable = _is_rank_number(rank)
+    world = distributed.get("world_size")
     error = None
     if rank is not None and not usable:
         shown = str(rank) if len(str(rank)) <= 40 else str(rank)[:37] + "..."
@@ -77,7 +86,63 @@ def summarize(path: str) -> dict:
         "gpu_busy_ns": int(steps["gpu_busy_ns"].sum()) if steps.height else 0,
         "kernel_count": int(steps["kernel_count"].sum()) if steps.height else 0,
         "error": error,
+        # Not columns of the table: what check_set reads to tell a set of ranks.
+        "named_rank": "rank" in distributed, "world_size": world if _is_rank_number(world) else None,
     }
+
+
+def _is_rank_number(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31
+
+
+#: What every refusal of :func:`check_set` ends with: the rule it applies.
+SET_RULE = "a set of ranks is one trace per distinct distributedInfo.rank, all of one world_size"
+
+
+def check_set(directory: str | os.PathLike[str],
+              rows: list[dict]) -> tuple[int | None, tuple[tuple[int, int], ...]]:
+    """Refuse ``rows`` (:func:`summarize`'s, one per file) unless they are a set of ranks (module
+    docstring); return ``(world size or None, the ranks below it that no file holds)``, the latter as
+    ``(first, last)`` runs, lowest first.
+
+    A file that failed to load, or whose rank is not a rank number, cannot say which rank it is: it
+    is kept as a row with its error and takes no part in the rule. A world size is stated when a
+    file's ``distributedInfo.world_size`` is a rank number; without one, the missing ranks are the
+    gaps below the highest rank.
+
+    Raises
+    ------
+    tracekit.errors.UsageError
+        One line: the directory, what breaks the rule (naming up to three files), and the rule.
+    """
+    def refuse(problem: str) -> UsageError:
+        return UsageError(f"{directory}: not a set of ranks: {problem} ({SET_RULE})")
+
+    def some(names: list[str]) -> str:
+        return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+    loaded = [r for r in rows if "steps" in r]  # a file that failed to load has no figures
+    unnamed = [r["file"] for r in loaded if not r["named_rank"]]
+    if unnamed:
+        raise refuse(f"{some(unnamed)} {'names' if len(unnamed) == 1 else 'name'} no distributedInfo.rank "
+                     f"({len(unnamed)} of {len(loaded)} traces); report a single trace with `tracekit report FILE`")
+    ranked = sorted((r["rank"], r["file"]) for r in loaded if r["rank"] is not None)
+    for (rank, first), (again, second) in zip(ranked, ranked[1:]):
+        if rank == again:
+            raise refuse(f"{first} and {second} are both rank {rank}")
+    worlds = sorted({(r["world_size"], r["file"]) for r in loaded if r["world_size"] is not None})
+    sizes = sorted({size for size, _ in worlds})
+    if len(sizes) > 1:
+        shown = [f"{size} in {next(f for s, f in worlds if s == size)}" for size in sizes[:3]]
+        raise refuse(f"world_size differs ({', '.join(shown)}): traces of different runs")
+    world = sizes[0] if sizes else None
+    if world is not None and ranked and ranked[-1][0] >= world:
+        rank, name = ranked[-1]
+        raise refuse(f"{name} is rank {rank} of a world of {world}")
+    held = [rank for rank, _ in ranked]
+    # Runs of absent ranks, not each rank: a world of 2^20 with two ranks here is two numbers.
+    edges = [-1, *held, world if world is not None else (held[-1] + 1 if held else 0)]
+    return world, tuple((a + 1, b - 1) for a, b in zip(edges, edges[1:]) if b - a > 1)
 
 
 def _problem(err: TracekitError, path: str) -> str:
@@ -86,20 +151,23 @@ def _problem(err: TracekitError, path: str) -> str:
     return text[len(path) + 2:] if text.startswith(f"{path}: ") else text
 
 
-def _summarize_all(paths: list[str], workers: int) -> list[dict]:
-    """:func:`summarize` of each path in up to ``workers`` processes. A process that dies (a
-    native crash, the kernel's OOM killer) breaks the pool: the files it left unfinished are then
-    summarised one process each, so the file that kills its process is the only one named."""
+def _summarize_all(paths: list[str], workers: int, bar: progress.Phase) -> list[dict]:
+    """:func:`summarize` of each path in up to ``workers`` processes, ``bar`` told of each one done.
+    A process that dies (a native crash, the kernel's OOM killer) breaks the pool: the files it
+    left unfinished are then summarised one process each, so the file that kills its process is
+    the only one named."""
+    from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
 
     rows: dict[str, dict] = {}
     with parallel.spawn_pool(workers) as pool:
-        futures = {p: pool.submit(summarize, p) for p in paths}
-        for p, future in futures.items():
+        futures = {pool.submit(summarize, p): p for p in paths}
+        for future in as_completed(futures):
             try:
-                rows[p] = future.result()
+                rows[futures[future]] = future.result()
             except BrokenProcessPool:
                 pass
+            bar.update(len(rows), len(paths))
     for p in paths:
         if p in rows:
             continue
@@ -109,23 +177,37 @@ def _summarize_all(paths: list[str], workers: int) -> list[dict]:
         except BrokenProcessPool:
             rows[p] = {"file": os.path.basename(p),
                        "error": "the process reading it died (out of memory, or a crash in a native library)"}
+        bar.update(len(rows), len(paths))
     return [rows[p] for p in paths]
 
 
-def analyze(directory: str | os.PathLike[str], *, workers: int | None = None) -> RankReport:
-    """Summarise every trace in ``directory`` in up to ``workers`` processes (default: one per core)."""
+def analyze(directory: str | os.PathLike[str], *, workers: int | None = None,
+            show_progress: bool = False) -> RankReport:
+    """Summarise every trace in ``directory`` in up to ``workers`` processes (default: one per core);
+    ``show_progress``: a bar of the files done on stderr (:mod:`tracekit.progress`).
+
+    Raises :class:`~tracekit.errors.UsageError` for a directory without trace files, or one that
+    is not a set of ranks (:func:`check_set`; known only once each file is read)."""
     paths = find_traces(directory)
     if not paths:
         raise UsageError(f"{directory}: no trace files (*.json, *.json.gz, *.parquet) in this directory")
     workers = max(1, min(len(paths), workers or parallel.cores()))
-    if workers == 1:
-        rows = [summarize(str(p)) for p in paths]
-    else:
-        rows = _summarize_all([str(p) for p in paths], workers)
+    with progress.phase(f"summarising {len(paths)} rank trace{'s' if len(paths) != 1 else ''}",
+                        enabled=show_progress) as bar:
+        bar.update(0, len(paths))
+        if workers == 1:
+            rows = []
+            for p in paths:
+                rows.append(summarize(str(p)))
+                bar.update(len(rows), len(paths))
+        else:
+            rows = _summarize_all([str(p) for p in paths], workers, bar)
+    world, missing = check_set(directory, rows)
+    rows = [{key: row.get(key) for key in RANK_SCHEMA} for row in rows]
     ranks = pl.DataFrame(rows, schema=RANK_SCHEMA).sort(["rank", "file"], nulls_last=True)
     timed = ranks.filter(pl.col("mean_step_ns").is_not_null())
     slowest = None
     if timed.height:
         slowest = timed.sort(["mean_step_ns", "rank", "file"], descending=[True, False, False],
                              nulls_last=True)["file"][0]
-    return RankReport(directory=str(directory), ranks=ranks, slowest=slowest)
+    return RankReport(directory=str(directory), ranks=ranks, slowest=slowest, world_size=world, missing=missing)

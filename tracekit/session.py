@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import AbstractContextManager
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from tracekit import execution_trace as et_mod
+from tracekit import progress
 from tracekit.results import store as report_store
 from tracekit.load import open_trace, parquet
 from tracekit.load.source import TraceSource
@@ -71,7 +73,9 @@ def open(path: str | os.PathLike[str], *, execution_trace: ExecutionTraceChoice 
         caller's main module again: a script that opens big traces needs an
         ``if __name__ == "__main__":`` guard (a notebook does not).
     show_progress
-        Show a progress bar on stderr (only on a terminal, only once loading passes a second).
+        Show a progress bar on stderr while the trace loads, while it is analysed and while
+        ``save`` writes (:mod:`tracekit.progress`: only on a terminal, only once a phase passes a
+        second).
 
     Returns
     -------
@@ -185,9 +189,15 @@ class Session:
             if plain is not None:  # other ceilings price the findings only: keep the analyses
                 self._analyses[key] = pipeline.with_ceilings(plain, ceilings)
             else:
-                self._analyses[key] = pipeline.run(self.trace, execution_trace=self.execution_trace, unit=unit,
-                                                   ceilings=ceilings)
+                trace = self.trace  # loaded first, under its own bar
+                with self._phase("analysing"):
+                    self._analyses[key] = pipeline.run(trace, execution_trace=self.execution_trace, unit=unit,
+                                                       ceilings=ceilings)
         return self._analyses[key]
+
+    def _phase(self, doing: str) -> AbstractContextManager[progress.Phase]:
+        """A progress bar for a long phase on this trace (only with ``show_progress``, see :func:`open`)."""
+        return progress.phase(f"{doing} {os.path.basename(self.path)}", enabled=self.show_progress)
 
     def report(self, *, step: int | None = None, ceilings: dict[str, float] | None = None,
                hta: bool = False, unit: str | None = None, timelines: bool = False) -> Report:
@@ -224,8 +234,9 @@ class Session:
             from tracekit.analyses import timeline
 
             plain = self.report(step=step, ceilings=ceilings, hta=hta, unit=unit)
-            made = replace(plain, timelines=timeline.analyze(self.analyses(unit, ceilings=ceilings),
-                                                             default_step=plain.path_step))
+            bundle = self.analyses(unit, ceilings=ceilings)
+            with self._phase("drawing the timelines of"):
+                made = replace(plain, timelines=timeline.analyze(bundle, default_step=plain.path_step))
         else:
             made = (self.stored_report() if key == (None, (), False, None, False) else None) or self._report(
                 step, ceilings, hta, unit)
@@ -247,8 +258,9 @@ class Session:
 
             # HTA reads the JSON file itself, and knows only ProfilerSteps.
             shown = bundle.steps if bundle.units.kind == "ProfilerStep" else None
-            made = replace(made, extra={"hta": hta_oracle.side_by_side(
-                bundle.trace, self._json_path, shown, bundle.attribution.gpu)})
+            with self._phase("HolisticTraceAnalysis reading"):
+                made = replace(made, extra={"hta": hta_oracle.side_by_side(
+                    bundle.trace, self._json_path, shown, bundle.attribution.gpu)})
         return made
 
     def profile(self, unit: str | None = None, *, timelines: bool = False) -> Profile:
@@ -293,7 +305,9 @@ class Session:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the trace and its report to one Parquet file (what ``tracekit convert`` does)."""
-        report_store.save(self.trace, self.report(), path, key=report_store.cache_key(self.execution_trace_path))
+        made = self.report()
+        with progress.phase(f"writing {os.path.basename(os.fspath(path))}", enabled=self.show_progress):
+            report_store.save(self.trace, made, path, key=report_store.cache_key(self.execution_trace_path))
 
 
 def read_expectations(path: str | os.PathLike[str]) -> Expectations:

@@ -188,6 +188,7 @@ def test_every_renderer_reports_an_empty_and_a_cpu_only_trace(tmp_path):
 # -- the shipped sweep, against its manifest and the raw JSON ------------------------------------------
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.slow
 def test_the_calls_that_compiled_are_dynamos(mode, sweep):
     gt = _manifest()[mode]["ground_truth"]
     report = sweep(mode)
@@ -237,6 +238,7 @@ def test_triggers_name_the_recompile_cause_and_the_dims(sweep):
 
 
 @pytest.mark.parametrize("mode", ["compile", "compile-static", "compile-dynamic", "compile-cudagraphs"])
+@pytest.mark.slow
 def test_autotuning_kernels_are_set_aside_as_counted_in_the_raw_json(mode, sweep):
     events = _events(mode)
     # Plain Python over the raw JSON: GPU activity whose launch call (same correlation) starts inside an
@@ -267,6 +269,7 @@ def test_autotuning_kernels_are_set_aside_as_counted_in_the_raw_json(mode, sweep
     assert set(per_step.filter(pl.col("steady"))["kernel_count"].to_list()) == {expected}
 
 
+@pytest.mark.slow
 def test_cuda_graph_records_and_replays_match_the_manifest(sweep):
     gt = _manifest()["compile-cudagraphs"]["ground_truth"]
     report = sweep("compile-cudagraphs")
@@ -315,6 +318,7 @@ def _steady_kernels(session: tracekit.Session, steps: list[int] | None = None) -
                                   spread=pl.col("ns").max() - pl.col("ns").min()).sort("name"))
 
 
+@pytest.mark.slow
 def test_steady_kernels_of_the_sweep_equal_the_post_compile_trace_at_the_same_shape(sample):
     ref = _steady_kernels(sample("mlp_compile", execution_trace=None))
     for mode in ("compile", "compile-static", "compile-dynamic", "compile-cudagraphs"):
@@ -355,6 +359,7 @@ def test_traces_taken_after_compilation_report_no_compilation(stem, sample):
 
 
 @pytest.mark.parametrize("path", sorted(REAL.glob("*.json.gz")), ids=lambda p: p.name[:40])
+@pytest.mark.slow
 def test_real_traces_show_no_compilation(path):
     comp = tracekit.open(path, execution_trace=None).report().compilation
     t = comp.totals()
@@ -411,6 +416,7 @@ def test_steady_cost_per_call_weights_each_shape_by_its_calls():
     assert got["set_aside"] == {"compile": 1, "cold": 1} and got["steady_units"] == 4
 
 
+@pytest.mark.slow
 def test_compare_command_in_every_format_and_its_gates(tmp_path):
     from tracekit.commands import main
 
@@ -487,6 +493,7 @@ def test_tag_steps_into_another_column():
     assert out["_span"].to_list() == [None, 7, None] and out["step"].to_list() == [1, 1, 1]
 
 
+@pytest.mark.slow
 def test_the_docs_show_a_real_compare_run(request, tmp_path):
     """docs/guide/compile.md shows ``tracekit compare`` of the sweep as it prints today (its producer
     in tests/doc_blocks.py; refresh with ``pytest --update-goldens``), and ``-o`` writes the same."""
@@ -521,6 +528,7 @@ def test_hostile_trace_names_are_escaped_in_compare(tmp_path):
         assert done.value.code == 0 and check(out.read_text(encoding="utf-8")), fmt
 
 
+@pytest.mark.slow
 def test_unit_shape_keys_do_not_depend_on_the_files_whitespace(tmp_path):
     """The sweep re-saved minified (as other tools re-save traces) and indented keys its units by
     the same shapes as Kineto's own file, written as Kineto writes them."""

@@ -181,6 +181,7 @@ RESNET = _resnet()
 
 
 @pytest.mark.skipif(RESNET is None, reason="set TRACEKIT_REAL_TRACES to the real-trace corpus folder")
+@pytest.mark.slow
 def test_resnet_training_waits_for_its_dataloader():
     """The input-bound family: a training loop (ResNet, cuDNN, RTX 2080 Ti, PyTorch ~2.0, no
     ProfilerSteps: the units are found, one per ``enumerate(DataLoader)`` span) whose multiprocess
@@ -209,6 +210,7 @@ def test_resnet_training_waits_for_its_dataloader():
 
 
 @pytest.mark.skipif(RESNET is None, reason="set TRACEKIT_REAL_TRACES to the real-trace corpus folder")
+@pytest.mark.slow
 def test_resnet_verdicts_are_read_against_the_decomposition():
     """The same family: CPU dispatch alone calls every loader-starved step compute-bound (the
     multiprocess DataLoader's wait runs in no op, so dispatch stays under GPU busy); read against the

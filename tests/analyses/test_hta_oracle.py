@@ -21,6 +21,9 @@ from tracekit.analyses import pipeline
 from tracekit.errors import UsageError
 from tracekit.load import load
 
+#: Left out by --fast (tests/conftest.py): HolisticTraceAnalysis reads each trace again.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"
 FIXTURE = ROOT / "tests" / "fixtures" / "kineto_2025_h200.json"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 import polars as pl
+import pytest
 
 from tracekit.analyses import intervals
 
@@ -33,6 +34,7 @@ def test_union_of_runs_by_hand():
         {"g": None, "busy_ns": 6}, {"g": 1, "busy_ns": 10}, {"g": 2, "busy_ns": 4}]
 
 
+@pytest.mark.slow
 def test_union_matches_merged_intervals():
     rng = random.Random(7)
     for trial in range(200):

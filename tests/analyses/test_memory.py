@@ -184,6 +184,7 @@ def _raw_innermost(events: list[dict], at: dict) -> str:
     ("mlp_eager-memory", "aten::mul", "forward"),
     ("train_eager-memory", "aten::_log_softmax_backward_data", "backward"),
 ])
+@pytest.mark.slow
 def test_sample_peak_is_the_allocators(stem: str, op: str, phase: str, sample) -> None:
     manifest = json.loads((SAMPLES / "manifest.json").read_text())
     (capture,) = [c for c in manifest["captures"] if c["trace_file"] == f"{stem}.json.gz"]
@@ -238,6 +239,7 @@ def test_mlp_forward_intermediates_by_op(sample) -> None:
 
 
 @pytest.mark.parametrize("name", REAL_WITH_MEMORY)
+@pytest.mark.slow
 def test_real_traces_with_memory_events(name: str) -> None:
     raw = _raw(REAL / name)
     report = tracekit.open(REAL / name).report().memory
@@ -304,6 +306,7 @@ def _main(argv: list[str]) -> int:
     return exc.value.code
 
 
+@pytest.mark.slow
 def test_peak_memory_gate_and_expectation(tmp_path: Path, capsys) -> None:
     mlp, train = str(SAMPLES / "mlp_eager-memory.json.gz"), str(SAMPLES / "train_eager-memory.json.gz")
     gates = [f"peak_memory{op}{v}" for op in (">", ">=", "<", "<=") for v in ("+0", "+0%", "+0B")]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -89,6 +90,7 @@ def span_soups(draw):
 
 @settings(max_examples=300, deadline=None)
 @given(span_soups())
+@pytest.mark.slow
 def test_vectorised_tree_equals_stack_sweep(trace):
     gpu = {1, 3}
     tree = op_tree.build(trace, gpu)

@@ -166,6 +166,7 @@ def test_verdicts_in_report_json(capsys):
     assert {s["verdict"] for s in big["launch_gaps"]["steps"]} == {"compute-bound"}
 
 
+@pytest.mark.slow
 def test_hta_flag_shows_hta_beside_ours(capsys):
     pytest.importorskip("hta")
     data = _json_report([str(SAMPLES / "mlp_eager.json.gz"), "--hta"], capsys)

@@ -307,6 +307,7 @@ def test_mlp_gemm_bytes_and_flops(trips):
     assert gate["bytes_written"] == GATE_BYTES
 
 
+@pytest.mark.slow
 def test_every_sample_trace_analyses(sample):
     for path in sorted(SAMPLES.glob("*.json.gz")):
         if ".et." in path.name:

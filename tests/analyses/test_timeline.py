@@ -272,6 +272,7 @@ def test_empty_step_draws():
 # -- the report command computes timelines only for a renderer that draws them ---------------------
 
 @pytest.mark.parametrize(("fmt", "calls"), [("md", 0), ("json", 0), ("html", 1)])
+@pytest.mark.slow
 def test_report_command_asks_its_renderer(tmp_path, monkeypatch, fmt, calls):
     from click.testing import CliRunner
 

@@ -16,6 +16,9 @@ from click.testing import CliRunner
 
 from capture.cli import capture_command
 
+#: Left out by --fast (tests/conftest.py): runs torch: captures on the CPU (minutes).
+pytestmark = pytest.mark.slow
+
 SMALL = ["--device", "cpu", "--sizes", "16", "--linear-shape", "64,16,32", "--mlp-shape", "2,8,32,64",
          "--train-shape", "2,16", "--train-model", "1,32,2,64", "--bench-ms", "5"]
 

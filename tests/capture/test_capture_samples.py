@@ -174,6 +174,7 @@ def _sweep(stem: str) -> tuple[dict, list[dict], list[dict]]:
 
 
 @pytest.mark.parametrize("stem", sorted(SWEEP_COMPILED))
+@pytest.mark.slow
 def test_sweep_calls_are_annotated_units_profiled_from_the_first_call(stem: str) -> None:
     c, events, calls = _sweep(stem)
     expected = [f"mlp_fwd#{i} {b}x{s}" for i, (b, s) in enumerate(

@@ -24,6 +24,9 @@ from tracekit.trace import is_annotation
 
 from factory import make_annotation, make_kernel, make_launch, make_op, make_step, write_trace
 
+#: Left out by --fast (tests/conftest.py): annotates and reloads every sample and real trace.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"

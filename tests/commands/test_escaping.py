@@ -28,6 +28,9 @@ from tracekit.commands import main
 from tracekit.render import FORMATS
 from tracekit.render.text import DISPLAY_LIMIT, for_display
 
+#: Left out by --fast (tests/conftest.py): every command in every format over hostile names.
+pytestmark = pytest.mark.slow
+
 #: Strings a trace's names may carry (each: what it would do if shown raw).
 HOSTILE = [
     "[x](http://evil.example/a)",  # a live link in a PR comment
@@ -119,7 +122,7 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
             make_launch("cudaLaunchKernel", 20.0 * n + 2, 1, n + 1), make_kernel("k", 20.0 * n + 4, 1, n + 1))])
     ranks = root / "ranks"
     ranks.mkdir()
-    write_trace(ranks / f"0 {FILE_HOSTILE}.json", _hostile_events())
+    write_trace(ranks / f"0 {FILE_HOSTILE}.json", _hostile_events(), rank=(0, 2))
     (ranks / f"1 {FILE_HOSTILE}.json").write_text('{"traceEvents": [')  # a broken rank: its error is shown
     expect = root / "expect.toml"
     expect.write_text("\n".join([

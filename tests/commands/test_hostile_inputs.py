@@ -25,6 +25,10 @@ from hypothesis import strategies as st
 
 import hostile
 
+#: Left out by --fast (tests/conftest.py): every command and format over the generated hostile corpus
+#: and mutated real traces.
+pytestmark = pytest.mark.slow
+
 #: The child's address-space limit: a loader that honours its caps stays far below it.
 MEMORY = 4 << 30
 #: Seconds one case's whole matrix may take (they take well under 10 s; a hang fails here).

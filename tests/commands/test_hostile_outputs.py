@@ -18,6 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from factory import copy_as_rank
+
+#: Left out by --fast (tests/conftest.py): a process per case.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"
 
@@ -40,7 +45,7 @@ def work(tmp_path: Path) -> Path:
     os.link(tmp_path / "t.json.gz", tmp_path / "hard.json.gz")
     os.symlink("t.json.gz", tmp_path / "sym.json.gz")
     (tmp_path / "ranks").mkdir()
-    shutil.copy(SAMPLES / "mlp_eager.json.gz", tmp_path / "ranks" / "r0.json.gz")
+    copy_as_rank(SAMPLES / "mlp_eager.json.gz", tmp_path / "ranks" / "r0.json.gz", 0, 1)
     return tmp_path
 
 

@@ -331,6 +331,7 @@ def _exit(argv: list[str]) -> int:
     return exc.value.code
 
 
+@pytest.mark.slow
 def test_cli_exit_codes_and_failed_gate_is_named(capsys, tmp_path):
     eager, compiled = str(SAMPLES / "mlp_eager.json.gz"), str(SAMPLES / "mlp_compile.json.gz")
     assert _exit(["diff", eager, compiled, "--fail-if", "gpu_time>+5%", "--fail-if", "kernels>+0",
@@ -373,6 +374,7 @@ HOSTILE = "k|<b>`x`</b>*_"
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.slow
 def test_every_renderer_on_empty_cpu_only_and_hostile_names(tmp_path, fmt):
     render = renderer_for(fmt).render
     empty = write_trace(tmp_path / "empty.json", [], gpu=False)
@@ -520,6 +522,7 @@ seqs = st.lists(st.sampled_from(range(len(POOL))), max_size=9).map(lambda ix: tu
 
 @settings(max_examples=300, deadline=None)
 @given(seqs, seqs)
+@pytest.mark.slow
 def test_alignment_accounts_for_every_kernel_exactly_once(a, b):
     al = align.align(a, b)
     used_a = [x for x, _ in al.unchanged] + [x for f in al.fusions for x in f.before] + \

@@ -11,6 +11,9 @@ from tracekit.commands import diff as diff_command  # the module, not the click 
 from tracekit.commands import main
 from tracekit.errors import TraceError
 
+#: Left out by --fast (tests/conftest.py): profiles in worker processes.
+pytestmark = pytest.mark.slow
+
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 
 

@@ -20,6 +20,9 @@ from tracekit.render import renderer_for
 from tracekit.render.json import diff as diff_json
 from tracekit.render.views.verdict import plain, verdict_parts
 
+#: Left out by --fast (tests/conftest.py): diffs of real traces.
+pytestmark = pytest.mark.slow
+
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
 DLRM = "facebookresearch__param__dlrm-8rank-v100-nccl-rank{}.json.gz"
 TUGOT = "tugot17__tokenomics-from-first-principles__rtx4090-tp2-llama-rank{}.json.gz"

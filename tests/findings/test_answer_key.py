@@ -18,6 +18,9 @@ from answer_key import CORPORA, REAL_COPIES, SAMPLES, VERDICTS, Judged, KeyedTra
 
 import tracekit
 
+#: Left out by --fast (tests/conftest.py): the findings of every sample and real trace.
+pytestmark = pytest.mark.slow
+
 KEY = load_key()
 SAMPLE_TRACES = [t for t in KEY.traces.values() if t.corpus == "sample"]
 REAL_TRACES = [t for t in KEY.traces.values() if t.corpus == "real"]

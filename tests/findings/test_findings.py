@@ -297,6 +297,7 @@ def _run(argv: list[str], capsys) -> tuple[int, str, str]:
     return exc.value.code, out.out, out.err
 
 
+@pytest.mark.slow
 def test_findings_come_first_in_every_format_and_in_the_json_contract(capsys):
     path = str(ANTI / CAPTURES["host-sync"]["trace_file"])
     _, term, _ = _run(["report", path], capsys)

@@ -62,6 +62,7 @@ def test_silent_on_a_gap_before_the_first_launch_without_a_data_span(tmp_path):
     assert _stall(_loop(tmp_path, [600, 600, 600, 600], None, 200, name="forward")) is None
 
 
+@pytest.mark.slow
 def test_the_resnet_loader_stall_is_found_with_the_dataloader_fix():
     path = REAL_COPIES / "facebookresearch__param__resnet-2080ti-cudnn-train.json.gz"
     if not path.is_file():

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from doc_blocks import check_block, findings_examples, rules_table
 
+import pytest
 from tracekit import findings
+
+#: Left out by --fast (tests/conftest.py): the docs' examples, run for real.
+pytestmark = pytest.mark.slow
 
 
 def test_findings_examples_are_real_runs(request):

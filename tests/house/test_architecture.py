@@ -136,9 +136,9 @@ def test_the_import_graph_has_no_circle():
 #: Every module's floor, lowest first. A module imports its own floor and those below, never one
 #: above; the longest matching name decides (``tracekit.analyses.pipeline`` is not ``tracekit.analyses``).
 FLOORS: tuple[tuple[str, ...], ...] = (
-    # 0 - leaves: errors, the Trace model, device tables, text shapes, processes, file writing
+    # 0 - leaves: errors, the Trace model, device tables, text shapes, processes, file writing, progress bars
     ("tracekit.errors", "tracekit.trace", "tracekit.devices", "tracekit.host_link", "tracekit.about",
-     "tracekit.shapes", "tracekit.parallel", "tracekit.output"),
+     "tracekit.shapes", "tracekit.parallel", "tracekit.output", "tracekit.progress"),
     # 1 - bytes to a Trace; the kernel taxonomy
     ("tracekit.load", "tracekit.execution_trace", "tracekit.classify"),
     # 2 - one analysis per module, each from the Trace and lower analyses
@@ -291,6 +291,7 @@ RUN = ("from tracekit.commands import main\n"
 
 @pytest.mark.parametrize("argv", [["--help"], ["report", "sample_traces/mlp_eager.json.gz", "--format", "md"]],
                          ids=["help", "report"])
+@pytest.mark.slow
 def test_the_command_line_imports_nothing_of_capture(argv):
     loaded = _modules_after(RUN.format(argv=argv))
     assert "tracekit.commands" in loaded
@@ -308,6 +309,7 @@ def test_help_lists_capture_without_importing_it():
         assert f"\n  {name} " in done.stdout
 
 
+@pytest.mark.slow
 def test_python_dash_m_tracekit_reports_a_sample_trace():
     done = subprocess.run([sys.executable, "-m", "tracekit", "report", "sample_traces/mlp_eager.json.gz",
                            "--format", "md"], capture_output=True, text=True, timeout=120, cwd=PACKAGE.parent)
@@ -318,6 +320,7 @@ def test_python_dash_m_tracekit_reports_a_sample_trace():
 
 @pytest.mark.parametrize("users", [None, "", "narenas:2", "dirty_decay_ms:500,muzzy_decay_ms:1000"],
                          ids=["default", "empty", "user's own", "inherited from a parent's Polars"])
+@pytest.mark.slow
 def test_the_command_sets_polars_allocator_before_polars_starts(users):
     """``keep_freed_memory``: Polars composes its allocator settings when imported, its own first
     and ours after (later ones win); a setting of the user's own is left as it is, the one a parent

@@ -29,6 +29,9 @@ import pytest
 import tracekit
 from tracekit.render import FORMATS, renderer_for
 
+#: Left out by --fast (tests/conftest.py): the real-trace corpus, every trace in every format.
+pytestmark = pytest.mark.slow
+
 TESTS = Path(__file__).resolve().parents[1]
 REAL = TESTS / "data" / "real"
 SAMPLES = TESTS.parent / "sample_traces"
@@ -304,8 +307,9 @@ def test_traces_on_one_clock_are_not_called_skewed(path):
 def test_report_dir_summarises_ranks_without_steps_per_unit(tmp_path):
     from tracekit import ranks
 
-    for path in (TUGOT0, TUGOT1):
+    for path in (TUGOT0, TUGOT1):  # their own distributedInfo: ranks 0 and 1 of a world of 2
         (tmp_path / path.name).write_bytes(path.read_bytes())
-    table = ranks.analyze(tmp_path, workers=1).ranks
+    result = ranks.analyze(tmp_path, workers=1)
     # Each rank's Model_Forward is its one unit, holding all 156 kernels of the file.
-    assert table.select("rank", "steps", "kernel_count").rows() == [(0, 1, 156), (1, 1, 156)]
+    assert result.ranks.select("rank", "steps", "kernel_count").rows() == [(0, 1, 156), (1, 1, 156)]
+    assert (result.world_size, result.missing) == (2, ())

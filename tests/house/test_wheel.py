@@ -18,7 +18,12 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from tracekit.about import DISTRIBUTION
+
+#: Left out by --fast (tests/conftest.py): builds and installs a wheel.
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 

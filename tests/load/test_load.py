@@ -560,6 +560,7 @@ def test_msgspec_float_hook_gives_exact_decimals() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(whole=st.integers(min_value=0, max_value=2**43 - 1), frac=st.integers(0, 999))
+@pytest.mark.slow
 def test_three_decimal_microseconds_convert_exactly(whole: int, frac: int) -> None:
     text = f"{whole}.{frac:03d}"
     got = frames._Times().ns("ts", [float(text)]).to_list()
@@ -569,7 +570,7 @@ def test_three_decimal_microseconds_convert_exactly(whole: int, frac: int) -> No
 # --- the loader's boundary ------------------------------------------------------------------------
 
 #: The tracekit modules the loader may import besides its own: it knows no analysis.
-LOADER_MAY_IMPORT = ("tracekit.trace", "tracekit.errors", "tracekit.output", "tracekit.parallel")
+LOADER_MAY_IMPORT = ("tracekit.trace", "tracekit.errors", "tracekit.output", "tracekit.parallel", "tracekit.progress")
 
 
 def _tracekit_imports(path: Path) -> set[str]:

@@ -241,6 +241,7 @@ def test_compressed_forms_by_magic_bytes(tmp_path: Path) -> None:
         load(write(tmp_path, gzip.compress(RAW) + b"junk", "j.json"))
 
 
+@pytest.mark.slow
 def test_a_decompression_bomb_is_refused_at_the_cap(tmp_path: Path) -> None:
     member = gzip.compress(bytes(1 << 20), 9)  # 1 MiB of zeros in about 1 KB
     path = write(tmp_path, member * 200, "bomb.json")  # 200 MiB inflated
@@ -301,6 +302,7 @@ def test_partial_on_plain_json_cut_short(tmp_path: Path) -> None:
     assert trace.meta.partial.startswith("truncated JSON")
 
 
+@pytest.mark.slow
 def test_partial_is_marked_in_every_format(tmp_path: Path) -> None:
     gz = gzip.compress(RAW)
     path = write(tmp_path, gz[: len(gz) // 2], "cut.json.gz")
@@ -316,6 +318,7 @@ def test_partial_is_marked_in_every_format(tmp_path: Path) -> None:
 
 # --- streams and what is not a regular file -------------------------------------------------------------
 
+@pytest.mark.slow
 def test_streams_are_read(tmp_path: Path) -> None:
     expected = subprocess.run([sys.executable, "-m", "tracekit", "report", str(SAMPLE), "--format", "json",
                                "--no-execution-trace"], capture_output=True, cwd=ROOT, check=True).stdout
@@ -425,6 +428,7 @@ def test_absurd_input_dims_are_unparsable() -> None:
 
 # --- report DIR ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_rank_directory_names_each_bad_file_and_reports_the_others(tmp_path: Path) -> None:
     from tracekit import ranks
 
@@ -446,12 +450,16 @@ def test_a_rank_directory_names_each_bad_file_and_reports_the_others(tmp_path: P
     assert "rank 1180591620717411303424 is not a rank number" in rows["rank_absurd.json"]["error"]
     assert "truncated gzip" in rows["rank_cut.json.gz"]["error"]
     assert "nested deeper" in rows["rank_deep.json"]["error"]
+    # The one file that can say which rank it is holds rank 1 of 4: ranks 0, 2 and 3 are not here.
+    assert (result.world_size, result.missing) == (4, ((0, 0), (2, 3)))
 
 
 def test_a_rank_file_that_crashes_its_process_is_named(tmp_path: Path, monkeypatch) -> None:
     from tracekit import ranks
 
-    write(tmp_path, RAW, "a.json")
+    d = doc()
+    d["distributedInfo"] = {"rank": 0, "world_size": 2}  # a set of ranks: b.json cannot say its own
+    write(tmp_path, d, "a.json")
     write(tmp_path, RAW, "b.json")
     calls = []
 
@@ -486,6 +494,7 @@ def test_a_rank_file_that_crashes_its_process_is_named(tmp_path: Path, monkeypat
 
 # --- internal errors --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_an_internal_error_is_exit_3_with_one_line_and_a_traceback_only_when_debugging(tmp_path: Path) -> None:
     code = ("import sys, tracekit.results.report as r\n"
             "def boom(*a, **k): raise ZeroDivisionError('a bug')\n"

@@ -18,6 +18,9 @@ from tracekit import parallel
 from tracekit.errors import TraceError
 from tracekit.load import compressed, inflated, layout, load, shares, source, streamed
 
+#: Left out by --fast (tests/conftest.py): decodes in worker processes.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 FRAMES = ("ops", "launches", "gpu", "overhead", "flows", "memory", "threads", "steps")

@@ -63,6 +63,7 @@ def test_every_sample_is_covered():
 
 
 @pytest.mark.parametrize("name", ALL_SAMPLES)
+@pytest.mark.slow
 def test_stored_report_renders_exactly_as_a_fresh_analysis(tmp_path, name):
     """md, json and term from the stored report equal those of analysing the JSON trace, with the
     execution trace beside it (exact round-trip links) where the sample has one."""

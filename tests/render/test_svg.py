@@ -126,6 +126,7 @@ def test_nothing_is_fetched_when_drawing():
                        "encoding": {"x": {"field": "a", "type": "quantitative"}}})
 
 
+@pytest.mark.slow
 def test_same_report_same_bytes(eager):
     again = tracekit.open(EAGER).report()
     for chart in (charts.gpu_time_by_class, charts.roofline):
@@ -163,6 +164,7 @@ def test_hostile_names_are_text_in_every_picture(hostile, tmp_path):
     assert set(shown) <= set(texts(bars))
 
 
+@pytest.mark.slow
 def test_hostile_trace_names_in_the_diff_pictures(hostile, tmp_path):
     other = tmp_path / "b\x1b]0;t\x07 <i>&.json"
     shutil.copyfile(hostile, other)
@@ -210,6 +212,7 @@ def test_report_directory_holds_the_pictures_and_the_markdown_linking_them(tmp_p
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first  # same trace, same bytes
 
 
+@pytest.mark.slow
 def test_markdown_named_by_o_and_memory_picture(tmp_path):
     target = tmp_path / "docs" / "memory-report.md"
     _cli(["report", str(MEMORY), "--format", "svg", "-o", str(target)], 0)
@@ -250,9 +253,22 @@ def test_svg_without_a_file_or_directory_is_exit_2(capsys):
     assert "--format svg writes files" in capsys.readouterr().err
 
 
-def test_svg_has_no_picture_for_check_or_compare(tmp_path, capsys):
-    _cli(["compare", str(EAGER), str(COMPILE), "--format", "svg", "-o", str(tmp_path / "c.svg")], 2)
-    assert "--format svg draws `tracekit report TRACE` and `tracekit diff`" in capsys.readouterr().err
+def test_svg_has_no_picture_for_check_or_compare(tmp_path, capsys, monkeypatch):
+    """check and compare do not offer svg (their --help lists term|md|json|html): asked for it, by
+    --format (click's usage error) or by -o FILE.svg, they say why, exit 2, before any work."""
+    from tracekit.session import Session
+
+    monkeypatch.setattr(Session, "trace", property(lambda self: pytest.fail("a trace was loaded")))
+    expect = Path(__file__).resolve().parents[2] / "expectations" / "mlp_eager.toml"
+    for command, argv in (("compare", ["compare", str(EAGER), str(COMPILE)]),
+                          ("check", ["check", str(EAGER), "--expect", str(expect)])):
+        why = (f"svg draws the pictures of `tracekit report TRACE` and `tracekit diff` only; "
+               f"`tracekit {command}` writes term, md, json, html")
+        _cli([*argv, "--format", "svg", "-o", str(tmp_path / "c.svg")], 2)
+        err = capsys.readouterr().err
+        assert f"Error: Invalid value for '--format': {why}\n" in err, err
+        _cli([*argv, "-o", str(tmp_path / "c.svg")], 2)
+        assert capsys.readouterr().err == f"tracekit: error: -o {tmp_path / 'c.svg'}: {why}\n"
     assert not list(tmp_path.iterdir())
 
 
@@ -281,6 +297,7 @@ def test_a_file_where_the_directory_should_be_is_exit_2(tmp_path, capsys):
     assert "not a directory" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_every_real_trace_gives_valid_pictures(tmp_path):
     """Layer 3: the public traces of other GPUs and workloads (``TRACEKIT_REAL_TRACES``)."""
     import os
@@ -314,6 +331,7 @@ def test_every_chart_mark_has_its_figures_as_hover_text(eager):
         assert title is not None and title.text == point.get("aria-label") and "TFLOP/s" in title.text
 
 
+@pytest.mark.slow
 def test_under_an_address_space_limit_the_charts_are_a_note_not_a_crash(tmp_path):
     """vl-convert's V8 aborts the process under any RLIMIT_AS; the pictures say why they are missing."""
     import subprocess

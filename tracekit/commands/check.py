@@ -9,7 +9,7 @@ import click
 
 from tracekit.commands import options
 from tracekit.errors import GateFailed
-from tracekit.output import open_output, refuse_inputs
+from tracekit.output import refuse_inputs
 
 
 @click.command()
@@ -18,22 +18,21 @@ from tracekit.output import open_output, refuse_inputs
               type=click.Path(dir_okay=False, path_type=str), help="The expectations to test.")
 @options.unit
 @options.no_execution_trace
-@options.output_format
-@options.output
+@options.document_format
+@options.document_output
 @options.reading
 def check(trace_path: str, expect_path: str, unit: str | None, no_et: bool, fmt: str | None,
           output: str | None) -> None:
     """Test TRACE against the expectations in FILE.toml; exit 1 if any is broken."""
     from tracekit.session import Session, read_expectations
 
-    session = Session(trace_path, execution_trace=options.execution_trace_choice(None, no_et), workers=None)
+    renderer = options.document_renderer(fmt, output, "check")
+    session = Session(trace_path, execution_trace=options.execution_trace_choice(None, no_et), workers=None,
+                      show_progress=True)
     refuse_inputs(output, [trace_path, expect_path, session.execution_trace_path])
     expectations = read_expectations(expect_path)
     result = session.check(expectations, unit=unit)
-    renderer = options.renderer(fmt, output)
-    with open_output(output) as out:
-        renderer.render(result, out, color=options.colour(output))
-    options.wrote(output)
+    options.write_result(output, lambda out: renderer.render(result, out, color=options.colour(output)))
     broken = [i for i in result.items if not i.met]
     if broken:
         from tracekit.render.views.check import expected_text

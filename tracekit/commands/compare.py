@@ -11,6 +11,7 @@ import os
 
 import click
 
+from tracekit import progress
 from tracekit.commands import options
 from tracekit.errors import UsageError
 from tracekit.output import refuse_inputs
@@ -23,6 +24,14 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
+def _fail_if_help() -> str:
+    from tracekit.diff import gates
+
+    return ("Exit 1 when any trace exceeds EXPR (repeatable), e.g. 'recompiles>0', 'compile_time>2s', "
+            "'gpu_time>+5%' (against the baseline, which a % gate leaves out). "
+            + gates.grammar_help(gates.COMPARE_GATES, "the baseline"))
+
+
 @click.command()
 @click.argument("traces", metavar="TRACE...", nargs=-1, required=True,
                 type=click.Path(dir_okay=False, path_type=str))
@@ -30,12 +39,10 @@ def _same_file(a: str, b: str) -> bool:
               help="The trace the others are measured against (break-even calls); one of TRACE… or another "
                    "(default: the first TRACE).")
 @options.unit
-@click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR",
-              help="Exit 1 when any trace exceeds EXPR, e.g. 'recompiles>0', 'compile_time>2s', "
-                   "'gpu_time>+5%' (against the baseline); repeatable. Metrics: recompiles, compilations, "
-                   "graph_records, compile_time, jit_time, gpu_time, cpu_time, break_even.")
-@options.output_format
-@options.output
+@click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR", cls=options.LazyHelp,
+              help_text=lambda: _fail_if_help())
+@options.document_format
+@options.document_output
 @options.reading
 def compare(traces: tuple[str, ...], baseline: str | None, unit: str | None, fail_if: tuple[str, ...],
             fmt: str | None, output: str | None) -> None:
@@ -45,6 +52,7 @@ def compare(traces: tuple[str, ...], baseline: str | None, unit: str | None, fai
     from tracekit.session import Session
 
     parsed = [gates.parse(text, gates.COMPARE_GATES) for text in fail_if]  # a typo fails before the slow part
+    renderer = options.document_renderer(fmt, output, "compare")
     paths = list(traces)
     index = 0
     if baseline is not None:
@@ -59,9 +67,12 @@ def compare(traces: tuple[str, ...], baseline: str | None, unit: str | None, fai
     if len(set(labels)) != len(labels):
         raise UsageError("compare: two traces have the same file name; give each a distinct name")
     refuse_inputs(output, paths)
-    reports = [(label, Session(p, execution_trace=None).report(unit=unit)) for label, p in zip(labels, paths)]
+    reports = []
+    with progress.phase(f"reading and analysing {len(paths)} traces") as bar:
+        for label, p in zip(labels, paths):
+            bar.update(len(reports), len(paths))
+            reports.append((label, Session(p, execution_trace=None).report(unit=unit)))
     result = side_by_side.compare(reports, baseline=index)
     results = gates.evaluate_comparison(parsed, result)
-    renderer = options.renderer(fmt, output)
     options.write_then_gate(output, lambda out: renderer.render(result, out, results, color=options.colour(output)),
                             results, lambda r: f"{r.gate.text} ({', '.join(r.traces)})")

@@ -10,6 +10,7 @@ import os
 
 import click
 
+from tracekit import progress
 from tracekit.commands import options
 from tracekit.output import refuse_inputs
 
@@ -34,13 +35,20 @@ def profiles(a_path: str, b_path: str, unit: str | None, execution_trace: str | 
         return a.result(), b.result()
 
 
+def _fail_if_help() -> str:
+    from tracekit.diff import gates
+
+    return ("Exit 1 when the change B - A per step exceeds EXPR (repeatable), e.g. 'gpu_time>+5%', "
+            "'kernels>+0', 'round_trip_bytes>+0', 'cpu_time>+20us'; a change within the step-to-step noise "
+            "never fails. " + gates.grammar_help(gates.DIFF_GATES, "A"))
+
+
 @click.command()
 @click.argument("a_path", metavar="A", type=click.Path(dir_okay=True, path_type=str))
 @click.argument("b_path", metavar="B", type=click.Path(dir_okay=True, path_type=str))
 @options.unit
-@click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR",
-              help="Exit 1 when the change exceeds EXPR, e.g. 'gpu_time>+5%', 'kernels>+0', "
-                   "'round_trip_bytes>+0' (repeatable; grammar in the README).")
+@click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR", cls=options.LazyHelp,
+              help_text=lambda: _fail_if_help())
 @options.no_execution_trace
 @options.output_format
 @options.output
@@ -58,7 +66,9 @@ def diff(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], n
     inputs = [a_path, b_path, *(Session(p, execution_trace=et_choice).execution_trace_path for p in (a_path, b_path))]
     if target is None:
         refuse_inputs(output, inputs)
-    result = pairwise.diff(*profiles(a_path, b_path, unit, et_choice, renderer.needs_timelines))
+    names = " and ".join(os.path.basename(p) for p in (a_path, b_path))
+    with progress.phase(f"reading and analysing {names}"):
+        result = pairwise.diff(*profiles(a_path, b_path, unit, et_choice, renderer.needs_timelines))
     results = gates.evaluate(parsed, result)
     options.write_then_gate(output, lambda out: renderer.render(result, out, results, color=options.colour(output)),
                             results, target=target, inputs=inputs,

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 import click
 
+from tracekit import progress
 from tracekit.errors import GateFailed, UsageError
 from tracekit.render import FORMATS, format_for_path, renderer_for
 from tracekit.render.base import Renderer
@@ -19,6 +20,61 @@ output_format = click.option("--format", "fmt", type=click.Choice(FORMATS), defa
 output = click.option("-o", "--output", type=click.Path(path_type=str), default=None,
                       help="Write to this file instead of stdout (--format svg: a directory, DIR/NAME.md or "
                            "FILE.svg).")
+#: The formats that write one document, not a set of pictures: what a command whose result has no
+#: pictures (check, compare) writes.
+DOCUMENT_FORMATS = tuple(name for name in FORMATS if not renderer_for(name).writes_files)
+
+
+def pictures_only(fmt: str, command: str) -> str:
+    """Why ``command`` cannot write format ``fmt`` (one that draws pictures)."""
+    return (f"{fmt} draws the pictures of `tracekit report TRACE` and `tracekit diff` only; "
+            f"`tracekit {command}` writes {', '.join(DOCUMENT_FORMATS)}")
+
+
+class DocumentFormat(click.Choice):
+    """``--format``'s choices for a command without pictures: :data:`DOCUMENT_FORMATS` (its
+    ``--help`` offers only those). A picture format is still refused in click's usage error, but
+    with why rather than only "not one of"."""
+
+    def __init__(self) -> None:
+        super().__init__(DOCUMENT_FORMATS)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value in FORMATS and value not in self.choices:
+            self.fail(pictures_only(value, ctx.info_name if ctx is not None else "this command"), param, ctx)
+        return super().convert(value, param, ctx)
+
+
+#: ``--format`` and ``-o`` of a command without pictures (check, compare).
+document_format = click.option("--format", "fmt", type=DocumentFormat(), default=None,
+                               help="Output format (default: from -o's extension, else term).")
+document_output = click.option("-o", "--output", type=click.Path(path_type=str), default=None,
+                               help="Write to this file instead of stdout.")
+
+
+def document_renderer(fmt: str | None, path: str | None, command: str) -> Renderer:
+    """:func:`renderer` for a command without pictures: ``-o FILE.svg`` is refused before any work."""
+    chosen = renderer(fmt, path)
+    if chosen.writes_files:
+        raise UsageError(f"-o {path}: {pictures_only(chosen.name, command)}")
+    return chosen
+
+
+class LazyHelp(click.Option):
+    """An option whose help text is written only when ``--help`` shows it (``help_text()``): text
+    made from tables whose modules import Polars, which a command must not import before it runs
+    (:func:`tracekit.commands.keep_freed_memory`)."""
+
+    def __init__(self, *args: Any, help_text: Callable[[], str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help_text = help_text
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        if self.help is None:
+            self.help = self.help_text()
+        return super().get_help_record(ctx)
+
+
 unit = click.option("--unit", default=None, metavar="NAME",
                     help="Use each span of this name (e.g. mlp_fwd) as a step, instead of the ProfilerSteps "
                          "or, without them, the iteration units found automatically.")
@@ -44,18 +100,23 @@ def write_result(output: str | None, stream: Callable[[TextIO], None], *,
     """Write a result: ``stream(out)`` to ``output`` (stdout when None) or, for a format that writes
     files, ``files(index)`` into ``target``'s directory (``target``: the renderer's
     :meth:`~tracekit.render.base.Renderer.files_target`, asked before the slow part; no file that
-    is one of ``inputs`` is written)."""
+    is one of ``inputs`` is written). A progress bar shows while it renders
+    (:mod:`tracekit.progress`: a terminal on stderr only; on stdout, until the first byte)."""
     from tracekit.output import open_output, write_files
 
     if target is not None and files is not None:
         directory, index = target
-        written = files(index)
-        write_files(directory, written, inputs)
+        with progress.phase(f"writing {directory}"):
+            written = files(index)
+            write_files(directory, written, inputs)
         click.echo(f"wrote {len(written)} file{'s' if len(written) != 1 else ''} into {directory}: "
                    + ", ".join(sorted(written)), err=True)
         return
-    with open_output(output) as out:
-        stream(out)
+    to_file = output is not None and output != "-"
+    with progress.phase(f"writing {os.path.basename(output) if to_file else 'the output'}") as bar, \
+            open_output(output) as out:
+        # On stdout the output may share the bar's terminal: its first byte ends the bar.
+        stream(out if to_file else bar.guard(out))
     wrote(output)
 
 

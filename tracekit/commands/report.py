@@ -8,7 +8,14 @@ import click
 
 from tracekit.commands import options
 from tracekit.errors import UsageError
-from tracekit.output import open_output, refuse_inputs
+from tracekit.output import refuse_inputs
+
+
+def _fail_if_help() -> str:
+    from tracekit.findings import RULES
+
+    return ("Exit 1 (after the output) when the trace has a finding of RULE, e.g. --fail-if finding:host_sync "
+            f"(repeatable). Rules: {', '.join(RULES)}.")
 
 
 @click.command()
@@ -27,9 +34,8 @@ from tracekit.output import open_output, refuse_inputs
                    "tf32_tflops, fp8_tflops (repeatable), e.g. --ceiling hbm_gbps=4300.")
 @click.option("--hta", is_flag=True, help="Show HolisticTraceAnalysis' busy/idle figures beside ours "
               "(needs the hta extra).")
-@click.option("--fail-if", "fail_if", multiple=True, metavar="finding:RULE",
-              help="Exit 1 (after the output) when the trace has a finding of RULE, e.g. "
-                   "--fail-if finding:host_sync (repeatable; rules: tracekit.findings.RULES).")
+@click.option("--fail-if", "fail_if", multiple=True, metavar="finding:RULE", cls=options.LazyHelp,
+              help_text=lambda: _fail_if_help())
 @options.reading
 def report(trace_path: str, fmt: str | None, output: str | None, step: int | None, unit: str | None,
            et_path: str | None, no_et: bool, ceilings: tuple[str, ...], hta: bool,
@@ -55,10 +61,8 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
             raise UsageError(f"--format {renderer.name} draws one trace's report, not a directory of ranks; "
                              "use --format md, html, json or term")
         refuse_inputs(output, ranks.find_traces(trace_path))
-        result = ranks.analyze(trace_path)
-        with open_output(output) as out:
-            renderer.render(result, out, color=options.colour(output))
-        options.wrote(output)
+        result = ranks.analyze(trace_path, show_progress=True)
+        options.write_result(output, lambda out: renderer.render(result, out, color=options.colour(output)))
         return
     overrides = options.parse_ceilings(ceilings)
     session = Session(trace_path, execution_trace=options.execution_trace_choice(et_path, no_et),

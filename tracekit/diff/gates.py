@@ -126,10 +126,27 @@ BYTE_METRICS = tuple(dict.fromkeys(m.name for t in (DIFF_GATES, COMPARE_GATES) f
 #: Why a diff metric is missing when the traces cannot give it (else "not measured").
 MISSING = {"peak_memory": "a trace has no [memory] events: record them with profile_memory=True"}
 _TIME_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-_BYTE_UNITS = {"b": 1, "kb": 1_000, "mb": 1_000_000, "gb": 1_000_000_000, "kib": 1024,
-               "mib": 1024 ** 2, "gib": 1024 ** 3}
+#: Byte units as ``--help`` shows them; read in any case.
+BYTE_UNIT_NAMES = ("B", "KB", "MB", "GB", "KiB", "MiB", "GiB")
+_BYTE_UNITS = dict(zip((n.lower() for n in BYTE_UNIT_NAMES), (1, 1_000, 1_000_000, 1_000_000_000, 1024,
+                                                            1024 ** 2, 1024 ** 3)))
+#: How ``--help`` calls the metrics of each unit, in the order it lists them.
+_KINDS = (("ns", "Time metrics"), ("bytes", "Size metrics"), ("count", "Count metrics"))
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def grammar_help(metrics: GateMetrics, reference: str) -> str:
+    """The grammar and ``metrics`` (a command's table) in a few sentences: what ``--fail-if``'s
+    ``--help`` says (all a pip user has), written from the tables :func:`parse` reads, so it names
+    exactly the metrics and units the parser accepts; ``reference``: what ``%`` is relative to."""
+    units = {"ns": f"a time ({' '.join(_TIME_UNITS)})", "bytes": f"a size ({' '.join(BYTE_UNIT_NAMES)})",
+             "count": "nothing for a count"}
+    kinds = [(unit, title) for unit, title in _KINDS if any(m.unit == unit for m in metrics.metrics)]
+    groups = [f"{title}: {', '.join(m.name for m in metrics.metrics if m.unit == unit)}." for unit, title in kinds]
+    return (f"EXPR is METRIC OP VALUE, OP one of {' '.join(_OPS)}, VALUE a number (a sign optional) followed by % "
+            f"(of {reference}) or by the metric's unit: {', '.join(units[unit] for unit, _ in kinds)}. "
+            + " ".join(groups))
 
 
 def size_bytes(text: str) -> int | None:

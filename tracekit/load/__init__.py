@@ -42,12 +42,11 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tracekit import progress as bars
 from tracekit.errors import TraceError
 from tracekit.load import layout, parquet, read_options, shares, source, streamed
 from tracekit.load.decode import Decoded, decode_all, decode_spans
@@ -190,49 +189,15 @@ def read_bytes(path: str | os.PathLike[str]) -> layout.Buffer:
     return source.read_input(path).data
 
 
-#: A load that takes longer than this shows a progress bar (quick loads stay silent).
-PROGRESS_AFTER_S = 1.0
-
-
 def open_trace(path: str | os.PathLike[str], *, show_progress: bool = False,
                workers: int | None = 1) -> Trace:
     """Load ``path`` (Kineto JSON, gzip, or tracekit Parquet); ``workers`` as in :func:`load` (the
-    commands pass None: one process per core for a big trace). With ``show_progress`` a rich
-    progress bar goes to stderr, only when stderr is a terminal and only once the load has taken
-    over :data:`PROGRESS_AFTER_S` seconds."""
+    commands pass None: one process per core for a big trace). With ``show_progress`` a progress
+    bar goes to stderr (:func:`tracekit.progress.phase`: only when stderr is a terminal and only once
+    the load has taken over :data:`tracekit.progress.SHOW_AFTER_S`)."""
     if is_parquet(path):
         return load_parquet(path)
-    if not (show_progress and sys.stderr.isatty()):
+    if not (show_progress and bars.shown()):
         return load(path, workers=workers)
-    callback, finish = _progress_bar(os.path.basename(os.fspath(path)))
-    try:
-        return load(path, progress=callback, workers=workers)
-    finally:
-        finish()
-
-
-def _progress_bar(label: str) -> tuple[Callable[[int, int], None], Callable[[], None]]:
-    """A callback that starts a rich progress bar on stderr once loading passes one second."""
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    started = time.monotonic()
-    state: dict[str, object] = {}
-
-    def update(done: int, total: int) -> None:
-        if "bar" not in state:
-            if time.monotonic() - started < PROGRESS_AFTER_S:
-                return
-            bar = Progress(TextColumn(f"loading {label}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                           TimeElapsedColumn(), console=Console(stderr=True), transient=True)
-            bar.start()
-            state["bar"] = bar
-            state["task"] = bar.add_task("load", total=total)
-        bar = state["bar"]
-        bar.update(state["task"], completed=done, total=total)  # type: ignore[attr-defined]
-
-    def finish() -> None:
-        if "bar" in state:
-            state["bar"].stop()  # type: ignore[attr-defined]
-
-    return update, finish
+    with bars.phase(f"loading {os.path.basename(os.fspath(path))}") as bar:
+        return load(path, progress=bar.update, workers=workers)

@@ -30,6 +30,12 @@ class RankReport:
         by rank then file.
     slowest : str or None
         The file whose mean step is longest (ties: lowest rank); None when no file has a step.
+    world_size : int or None
+        The run's world size, as the traces' ``distributedInfo.world_size`` state it (they agree:
+        :func:`tracekit.ranks.check_set`); None when none states it.
+    missing : tuple of (int, int)
+        The ranks of the world (without a world size: below the highest rank) that no file of the
+        directory holds, as ``(first, last)`` runs, lowest first; empty when none is missing.
     """
 
     #: The result kind: its view is ``tracekit.render.views.ranks``, its JSON contract
@@ -39,3 +45,5 @@ class RankReport:
     directory: str
     ranks: pl.DataFrame
     slowest: str | None
+    world_size: int | None = None
+    missing: tuple[tuple[int, int], ...] = ()
