@@ -287,4 +287,5 @@ def test_report_with_hta_shows_htas_idle_split_beside_ours(hta, sample):
     renderer_for("md").render(report, out)
     text = out.getvalue()
     assert "| 7 | 2,044.3 µs | 1,970.6 µs | 1,970.6 µs | 0.0 µs | 0.0 µs | 73.6 µs | 73.6 µs |" in text
-    assert "## GPU idle gaps by cause (whole trace, streams merged;" in text
+    assert "## GPU idle gaps by cause (whole trace, streams merged: see the notes)" in text
+    assert "HTA's host\\_wait differs: it tests the call's start, per stream, without the last step" in text

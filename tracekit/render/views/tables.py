@@ -271,9 +271,11 @@ def idle_causes_table(report: Report) -> Rows:
 
 #: The idle table's title carries its definition: its scope and what "waited for the CPU" tests
 #: differ from HTA's idle breakdown (up to 62 % apart on real traces), so the table says which it is.
-IDLE_CAUSES_TITLE = ("GPU idle gaps by cause (whole trace, streams merged; a gap waited for the CPU when the next "
-                     "launch call ended after the gap began − 2 µs; HTA's host_wait tests the call's start, per stream, "
-                     "without the last step: --hta shows its split)")
+IDLE_CAUSES_TITLE = "GPU idle gaps by cause (whole trace, streams merged: see the notes)"
+#: Its definition, stated in the notes.
+IDLE_CAUSES_RULE = ("Idle gaps by cause cover the whole trace with the device's streams merged; a gap waited for "
+                    "the CPU when the next launch call ended after the gap began − 2 µs. HTA's host_wait differs: it "
+                    "tests the call's start, per stream, without the last step (--hta shows HTA's split beside ours)")
 
 
 def hta_idle_table(report: Report) -> Rows | None:
@@ -400,7 +402,7 @@ def notes(report: Report) -> list[str]:
         out.append(f"Wall: {WALL_RULE}.")
         out.append(f"Verdict rule: {t['verdict_rule']}. Cold: {t['cold_rule']}."
                    + (f" {t['steady_rule']}." if "steady_rule" in t else ""))
-        out.append(f"Gap causes: {t['gap_cause_rule']}.")
+        out.append(f"Gap causes: {t['gap_cause_rule']}. {IDLE_CAUSES_RULE}.")
         q = report.launch_gaps.queue_delay_ns
         if q.get("p50") is not None:
             corrected = (f", after taking off the GPU clock's offset of {us(report.launch_gaps.clock['offset_ns'])}"
