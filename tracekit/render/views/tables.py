@@ -22,14 +22,32 @@ if TYPE_CHECKING:
     from tracekit.results.report import Report
 
 
+def distributed_line(info: dict) -> str:
+    """``distributedInfo`` in words: scalars as ``key=value``; the process-group config (a list of
+    groups, hundreds on a big run) as a count and the first few groups' names and sizes."""
+    parts = []
+    for key, value in sorted(info.items()):
+        if key == "pg_config" and isinstance(value, list):
+            groups = [g for g in value if isinstance(g, dict)]
+            named = [f"{g.get('pg_desc') or g.get('pg_name', '?')} ({g.get('pg_size', '?')} ranks)" for g in groups[:3]]
+            more = f", +{len(groups) - 3} more" if len(groups) > 3 else ""
+            parts.append(f"process groups: {', '.join(named)}{more}" if named else "process groups: none")
+        elif isinstance(value, (dict, list)):
+            parts.append(f"{key}: {len(value)} entries")
+        else:
+            parts.append(f"{key}={value}")
+    return ", ".join(parts)
+
+
 def facts_lines(report: Report) -> list[tuple[str, str]]:
     """(label, value) pairs describing the trace."""
     f = report.facts
-    devices = "; ".join(
-        f"{d['name']} (cc {d['compute_capability']}, {d['num_sms']} SMs)"
-        if d.get("compute_capability") else d["name"]
-        for d in f.devices
-    ) or ("none (CPU-only trace)" if f.vendor == "cpu" else "not recorded")
+    described = [f"{d['name']} (cc {d['compute_capability']}, {d['num_sms']} SMs)"
+                 if d.get("compute_capability") else d["name"] for d in f.devices]
+    # Identical devices once, counted (a node's 8 GPUs are one line, not eight).
+    counted = {name: described.count(name) for name in described}
+    devices = "; ".join(f"{n} × {name}" if n > 1 else name for name, n in counted.items()) or (
+        "none (CPU-only trace)" if f.vendor == "cpu" else "not recorded")
     steps = ", ".join(str(n) for n in f.step_numbers) or "none"
     lines = [
         ("trace", os.path.basename(f.path)),
@@ -41,7 +59,7 @@ def facts_lines(report: Report) -> list[tuple[str, str]]:
     lines += input_lines(f)
     lines += [(k, v) for k, v in f.versions.items()]
     if f.distributed:
-        lines.append(("distributed", ", ".join(f"{k}={v}" for k, v in sorted(f.distributed.items()))))
+        lines.append(("distributed", distributed_line(f.distributed)))
     if f.graph_hashes:
         lines.append(("compiled graphs", ", ".join(f.graph_hashes)))
     units = report.units
