@@ -157,7 +157,8 @@ def roofline_data(report: Report) -> tuple[list[dict[str, Any]], dict[str, Any],
 
 def memory_rows(report: Report) -> list[dict[str, Any]]:
     """Allocated and reserved memory per GPU device over time: rows ``{"device", "ms"`` (from the
-    trace's first memory point), ``"series"`` (allocated | reserved), ``"gb"}``, in time order.
+    trace's first memory point), ``"series"`` (allocated | reserved), ``"gib"}`` (GiB, the unit the
+    report's tables use), in time order.
     CPU allocations are left out (another scale, and no reserve)."""
     import polars as pl
 
@@ -174,7 +175,7 @@ def memory_rows(report: Report) -> list[dict[str, Any]]:
         # Traces without the allocator's totals (before PyTorch 1.10) have no reserved series.
         for series in ("allocated", "reserved"):
             if r[series] is not None:
-                rows.append({"device": label(r["device"]), "ms": ms, "series": series, "gb": r[series] / 1e9})
+                rows.append({"device": label(r["device"]), "ms": ms, "series": series, "gib": r[series] / (1 << 30)})
     return rows
 
 
@@ -353,7 +354,7 @@ def memory_spec(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "mark": {"type": "line", "interpolate": "step-after"},
         "encoding": {
             "x": {"field": "ms", "type": "quantitative", "title": "time since the first memory event (ms)"},
-            "y": {"field": "gb", "type": "quantitative", "title": "GB"},
+            "y": {"field": "gib", "type": "quantitative", "title": "GiB"},
             "color": colour,
             "strokeDash": {"field": "series", "type": "nominal", "title": None,
                            "scale": {"domain": ["allocated", "reserved"], "range": [[1, 0], [6, 3]]}},
