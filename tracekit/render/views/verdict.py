@@ -89,7 +89,11 @@ def _split(f: Verdict) -> list[str]:
 
 def _variant_change(f: Verdict) -> list[str]:
     n = int(_n(f, "kernels"))
-    fields = "; ".join(", ".join(f"{k} {va}→{vb}" for k, va, vb in s.changes) or "name" for s in f.of("after"))
+    def shown(v: object) -> str:  # a field one kernel's name does not carry
+        return "(not in the name)" if v is None else str(v)
+
+    fields = "; ".join(", ".join(f"{k} {shown(va)}→{shown(vb)}" for k, va, vb in s.changes) or "name"
+                       for s in f.of("after"))
     return [f"{n} kernel{'s' if n > 1 else ''} changed variant ({fields})"]
 
 
