@@ -124,7 +124,9 @@ TIME_METRICS = tuple(dict.fromkeys(m.name for t in (DIFF_GATES, COMPARE_GATES) f
 BYTE_METRICS = tuple(dict.fromkeys(m.name for t in (DIFF_GATES, COMPARE_GATES) for m in t.metrics
                                    if m.unit == "bytes"))
 #: Why a diff metric is missing when the traces cannot give it (else "not measured").
-MISSING = {"peak_memory": "a trace has no [memory] events: record them with profile_memory=True"}
+MISSING = {"peak_memory": "a trace has no [memory] events: record them with profile_memory=True",
+           "prefill_token_time": "a trace has no prefill iterations with a token count (a serving loop's)",
+           "decode_token_time": "a trace has no decode iterations with a token count (a serving loop's)"}
 _TIME_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 #: Byte units as ``--help`` shows them; read in any case.
 BYTE_UNIT_NAMES = ("B", "KB", "MB", "GB", "KiB", "MiB", "GiB")
