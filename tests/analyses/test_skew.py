@@ -112,3 +112,43 @@ def test_injected_delay_names_rank_and_phase(tmp_path, rank, collective, phase):
         # still rank 1's, so a step-length rule would not name the late rank.
         assert result.slowest == DLRM.format(1) and rank != 1
     assert done["op"]
+
+
+def _calls(rank: int, rows: list[tuple]) -> "pl.DataFrame":
+    """Calls of one rank: (seq, pg, ts, end) in µs, all_reduce of 1 MiB over 2 ranks."""
+    import polars as pl
+
+    from tracekit.analyses.collectives import CALLS_SCHEMA
+
+    frame = pl.DataFrame([{"call": i, "kernels": 1, "step": 1, "stream": 7, "launch_ts": ts * 1000 - 5000,
+                           "ts": ts * 1000, "end": end * 1000, "dur": (end - ts) * 1000, "kind": "all_reduce",
+                           "collective": "allreduce", "pg": pg, "group_size": 2, "seq": seq, "dtype": "Float",
+                           "bytes": 1 << 20, "bytes_from": "metadata", "algbw_gbps": None, "busbw_gbps": None,
+                           "phase": "backward"} for i, (seq, pg, ts, end) in enumerate(rows)], schema=CALLS_SCHEMA)
+    return frame.with_columns(rank=pl.lit(rank, pl.Int64))
+
+
+def test_seq_matching_is_exact_and_clock_offsets_apply():
+    # Hand-built: rank 1's clock runs 1000 µs ahead; rank 1 skipped seq 2 (not profiled), so order
+    # matching would pair its seq 3 with rank 0's seq 2. Seq matching pairs 1↔1, 3↔3 and leaves
+    # rank 0's seq 2 unmatched. Ends are simultaneous on the common clock (500, 900).
+    import polars as pl
+
+    from tracekit.analyses import skew
+
+    calls = pl.concat([_calls(0, [(1, "0", 100, 500), (2, "0", 600, 700), (3, "0", 800, 900)]),
+                       _calls(1, [(1, "0", 1300, 1500), (3, "0", 1850, 1900)])])
+    starts = pl.DataFrame({"rank": [0, 1], "step": [1, 1], "cpu_start_ns": [0, 1_000_000]})
+    phases = pl.DataFrame(schema={"phase": pl.String, "ts": pl.Int64, "end": pl.Int64, "rank": pl.Int64})
+    found = skew.analyze(calls, phases, starts)
+    assert found.match == "seq" and found.unmatched_share == pytest.approx(1 / 5)
+    assert found.offsets.rows() == [(0, 0, 0, 2), (1, 1_000_000, 0, 2)]
+    # Seq 1: rank 0 arrives at 100, rank 1 at 1300 − 1000 = 300: rank 1 last, rank 0 waits 200 µs.
+    # Seq 3: rank 0 at 800, rank 1 at 850: rank 1 last, rank 0 waits 50 µs.
+    assert found.instances.select("position", "last_rank", "wait_ns", "transfer_ns").rows() == [
+        (1, 1, 200_000, 200_000), (3, 1, 50_000, 50_000)]
+    # Bus bandwidth over the last arriver's kernel: 1 MiB / 200 µs × 2(n−1)/n = 5.24 GB/s for n = 2.
+    assert found.instances["busbw_gbps"][0] == pytest.approx((1 << 20) / 200_000 * 1.0)
+    (culprit,) = found.culprits.iter_rows(named=True)
+    assert culprit["rank"] == 1 and culprit["caused_ns"] == 250_000 and culprit["instances"] == 2
+    assert found.ranks.select("rank", "calls", "unmatched", "wait_ns").rows() == [(0, 3, 1, 250_000), (1, 2, 0, 0)]
