@@ -40,6 +40,21 @@ failed request, no ``addr``). ``addr`` is null on every row of traces from befor
 
 ``threads`` — metadata names: kind str (``process`` | ``thread``), pid str, tid str, name str
 
+``comms`` — the collective metadata Kineto records, one row per event that carries a ``Collective
+name`` (``record_param_comms`` ops since PyTorch ~2.1, NCCL/RCCL kernels too since ~2.4; libkineto's
+``CollectiveMetadataFields``), sorted by ``idx``. Traces of older eras (the 2023 DLRM ranks, whose
+``record_param_comms`` carry only ``Input Dims``) have no rows: the collective analysis then reads
+the kind from the ``nccl:*`` annotation or the kernel's name and the size from the annotation's
+``Input Dims``. ``event`` says which frame ``idx`` is in (``op``: ``ops``; ``kernel``: ``gpu``);
+``pg_ranks``, ``in_split``, ``out_split`` are the recorded text (``"[0, 1]"``), a list written as
+JSON text:
+    idx u32, event str, collective str (``allreduce``, ``_allgather_base``, ``all_to_allv``,
+    ``wait``, …), pg_name str? (``Process Group Name``), pg_desc str? (``Process Group
+    Description``), pg_ranks str?, group_size i64? (``Group size``), seq i64? (``Seq``: the
+    collective's number within its process group, the same on every rank), in_nelems i64?,
+    out_nelems i64? (``In``/``Out msg nelems``: elements of the message on this rank), dtype str?
+    (``Float``, ``BFloat16``, …), in_split str?, out_split str? (``In``/``Out split size``)
+
 ``steps`` — one row per ``ProfilerStep#N`` span, sorted by ``ts``:
     name str, number i64, ts i64, dur i64, end i64, pid str, tid str
 """
@@ -84,6 +99,12 @@ MEMORY_SCHEMA: dict[str, pl.DataType] = {
 THREADS_SCHEMA: dict[str, pl.DataType] = {
     "kind": pl.String, "pid": pl.String, "tid": pl.String, "name": pl.String,
 }
+COMMS_SCHEMA: dict[str, pl.DataType] = {
+    "idx": pl.UInt32, "event": pl.String, "collective": pl.String, "pg_name": pl.String,
+    "pg_desc": pl.String, "pg_ranks": pl.String, "group_size": pl.Int64, "seq": pl.Int64,
+    "in_nelems": pl.Int64, "out_nelems": pl.Int64, "dtype": pl.String, "in_split": pl.String,
+    "out_split": pl.String,
+}
 STEPS_SCHEMA: dict[str, pl.DataType] = {
     "name": pl.String, "number": pl.Int64, "ts": pl.Int64, "dur": pl.Int64, "end": pl.Int64,
     "pid": pl.String, "tid": pl.String,
@@ -93,7 +114,7 @@ STEPS_SCHEMA: dict[str, pl.DataType] = {
 #: the trace's events (``steps`` is derived from ``ops``).
 LOADED_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "ops": OPS_SCHEMA, "launches": LAUNCHES_SCHEMA, "gpu": GPU_SCHEMA, "overhead": OVERHEAD_SCHEMA,
-    "flows": FLOWS_SCHEMA, "memory": MEMORY_SCHEMA, "threads": THREADS_SCHEMA,
+    "flows": FLOWS_SCHEMA, "memory": MEMORY_SCHEMA, "threads": THREADS_SCHEMA, "comms": COMMS_SCHEMA,
 }
 FRAME_SCHEMAS: dict[str, dict[str, pl.DataType]] = {**LOADED_SCHEMAS, "steps": STEPS_SCHEMA}
 
@@ -211,6 +232,7 @@ class Trace:
     memory: pl.DataFrame
     threads: pl.DataFrame
     steps: pl.DataFrame
+    comms: pl.DataFrame = field(default_factory=lambda: empty_frame(COMMS_SCHEMA))
 
     @property
     def kernels(self) -> pl.DataFrame:

@@ -104,13 +104,15 @@ def test_scores_count_true_over_judged():
 def test_todays_figures():
     """Today's precision and recall, pinned: update with the key when a rule changes."""
     figures = {corpus: score(KEY, KEY.findings, corpus) for corpus in (None, "sample", "real")}
-    assert figures[None] == Scores(warnings=50, true_warnings=50, findings=66, true_findings=61,
+    # exposed_comm on the communication-bound DLRM ranks 1, 3 and TP2 ranks 0, 1: four warnings judged
+    # misdiagnosed (victims waiting for a peer; exposed_comm.toml says why).
+    assert figures[None] == Scores(warnings=54, true_warnings=50, findings=70, true_findings=61,
                                    planted=13, caught=13)
     assert figures["sample"] == Scores(warnings=23, true_warnings=23, findings=36, true_findings=33,
                                        planted=13, caught=13)
-    assert figures["real"] == Scores(warnings=27, true_warnings=27, findings=30, true_findings=28,
+    assert figures["real"] == Scores(warnings=31, true_warnings=27, findings=34, true_findings=28,
                                      planted=0, caught=0)
-    assert Counter(f.verdict for f in KEY.findings) == {'true': 61, 'trivial': 5}
+    assert Counter(f.verdict for f in KEY.findings) == {'true': 61, 'trivial': 5, 'misdiagnosed': 4}
 
 def test_docs_state_the_keys_precision(request):
     """The precision table of docs/reference/findings.md is the key's (refresh with ``pytest

@@ -155,6 +155,28 @@ def _streams(work: pl.DataFrame, busy: pl.DataFrame) -> pl.DataFrame:
             .sort(["scope", "unit", "device", "stream"]))
 
 
+EXPOSED_SCHEMA: dict[str, pl.DataType] = {
+    "step": pl.Int64, "comm_ns": pl.Int64, "overlapped_ns": pl.Int64, "exposed_comm_ns": pl.Int64,
+}
+
+
+def exposed_per_unit(gpu: pl.DataFrame) -> pl.DataFrame:
+    """Per unit of the attributed GPU work ``gpu``: the communication kernels' merged time
+    (``comm_ns``), the part of it some compute kernel overlaps (``overlapped_ns``, as in
+    ``overlap``) and the rest, ``exposed_comm_ns = comm_ns − overlapped_ns``: communication with no
+    compute on any stream beside it (:data:`EXPOSED_SCHEMA`, units with communication only,
+    sorted by step)."""
+    work = gpu.filter((pl.col("kind") == "kernel") & pl.col("step").is_not_null()).select(
+        "kind", "kernel_class", "ts", "end", "step").sort("ts")
+    if work.filter(pl.col("kernel_class") == COMMUNICATION).height == 0:
+        return pl.DataFrame(schema=EXPOSED_SCHEMA)
+    units = work.select(pl.lit("unit").alias("scope"), pl.col("step").alias("unit")).unique()
+    found = _overlap(work, units).filter((pl.col("scope") == "unit") & (pl.col("comm_ns") > 0))
+    return (found.select(step="unit", comm_ns="comm_ns", overlapped_ns="overlapped_ns",
+                         exposed_comm_ns=pl.col("comm_ns") - pl.col("overlapped_ns"))
+            .cast(EXPOSED_SCHEMA).sort("step"))  # type: ignore[arg-type]
+
+
 def _overlap(work: pl.DataFrame, scopes: pl.DataFrame) -> pl.DataFrame:
     """Per scope of ``scopes`` (``scope, unit``: each scope with work once)."""
     by = ["scope", "unit"]

@@ -267,16 +267,22 @@ def host_spans(trace: Trace, gpu: pl.DataFrame, pids: pl.Series) -> pl.DataFrame
     blocking = blocking_call(pl.col("name"), pl.col("idx").is_in(pageable.implode()))
     launches = (trace.launches.lazy().filter(pl.col("pid").is_in(pids.implode()))
                 .select("pid", "ts", "end", layer=pl.when(blocking).then(1).otherwise(3).cast(pl.Int8)))
-    name = pl.col("name")
-    data = (pl.any_horizontal(*(name.str.starts_with(prefix) for prefix in DATA_PREFIXES))
-            | ((pl.col("cat") == "python_function") & name.str.contains(DATA_FUNCTION_PATTERN))
-            | ((pl.col("cat") == "user_annotation") & name.str.to_lowercase().is_in(list(DATA_ANNOTATIONS))))
+    data = data_span()
     # Annotations and Python frames are labels over ops, not work: only the data-loading ones count.
     ops = (trace.ops.lazy().filter(pl.col("pid").is_in(pids.implode()))
            .select("pid", "ts", "end", layer=pl.when(data).then(2).when(pl.col("cat") == "cpu_op").then(3)
                    .cast(pl.Int8))
            .filter(pl.col("layer").is_not_null()))
     return pl.concat([launches, ops]).cast(_SPANS).collect()  # type: ignore[arg-type]
+
+
+def data_span() -> pl.Expr:
+    """Whether an op (``name``, ``cat``) is a data-loading span (:data:`DATA_PREFIXES`,
+    :data:`DATA_FUNCTION_PATTERN`, :data:`DATA_ANNOTATIONS`)."""
+    name = pl.col("name")
+    return (pl.any_horizontal(*(name.str.starts_with(prefix) for prefix in DATA_PREFIXES))
+            | ((pl.col("cat") == "python_function") & name.str.contains(DATA_FUNCTION_PATTERN))
+            | ((pl.col("cat") == "user_annotation") & name.str.to_lowercase().is_in(list(DATA_ANNOTATIONS))))
 
 
 def blocking_call(name: pl.Expr, pageable_copy: pl.Expr) -> pl.Expr:

@@ -86,7 +86,8 @@ THRESHOLDS: dict[str, Any] = {
                     "GPU busy >= 80% of wall; overhead-bound if CPU dispatch >= 2x GPU busy; else mixed; "
                     "then a step whose decomposition limit is data (the host mostly waits for its data loader) is "
                     "input-bound unless GPU busy >= 80% of wall, and an overhead-bound or mixed one whose limit "
-                    "is op-free (Python, sleeps: no op) is host-bound",
+                    "is op-free (Python, sleeps: no op) is host-bound, and a compute-bound one whose communication "
+                    "kernels run with no compute beside them for >= 50% of its GPU busy time is communication-bound",
     "cold_rule": "first step wall > 2x median wall of the other steps; so is a new input shape's first step "
                  "against the other steps of that shape, and a step warming up a CUDA-graph tree",
     "steady_rule": "Not steady state (left out of diff medians): warm-up = the steps after a cold first step "

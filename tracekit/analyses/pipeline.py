@@ -223,7 +223,8 @@ def _decompose(scoped: Trace, attributed: attribution_mod.Attribution,
     """The step decomposition, and the summary with its verdicts read against it
     (:func:`tracekit.analyses.steps.refine_verdict`)."""
     parts = decomposition_mod.analyze(scoped, attributed.gpu, summary)
-    return steps_analysis.refine_verdict(summary, parts.units), parts
+    exposed = breakdown_mod.exposed_per_unit(attributed.gpu)
+    return steps_analysis.refine_verdict(summary, parts.units, exposed), parts
 
 
 def _ceilings(trace: Trace, attributed: attribution_mod.Attribution,

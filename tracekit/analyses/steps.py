@@ -38,7 +38,13 @@ returns :data:`SUMMARY_SCHEMA`, sorted by ``cpu_start_ns`` then ``step``:
   mostly waits for its data loader is ``input-bound`` unless its GPU was saturated (a DataLoader wait
   is invisible to CPU dispatch, so the rule above calls such a step compute-bound), and an
   ``overhead-bound`` or ``mixed`` step whose host mostly runs no op (Python, sleeps) is
-  ``host-bound`` — overhead-bound only when dispatch dominates. A host blocked on the GPU keeps the
+  ``host-bound`` — overhead-bound only when dispatch dominates; and a ``compute-bound`` step whose
+  communication kernels run with no compute beside them for at least
+  :data:`COMMUNICATION_BOUND_MIN_BUSY_SHARE` of its GPU busy time is ``communication-bound``
+  (:func:`tracekit.analyses.breakdown.exposed_per_unit`): NCCL time is GPU-busy time, and much of it
+  is a rank waiting inside the collective for its peers (the public 8-rank DLRM step: 85–92 % of
+  rank 1's GPU time is collectives, most of it waiting for rank 7), so calling such a step
+  compute-bound points at the wrong fix. A host blocked on the GPU keeps the
   verdict: it waits for GPU work, which the rule above already weighs. The busy fraction alone is not the test because captures that synchronise after every
   step (the sample traces do) serialise the step's CPU prologue (ProfilerStep, record_function,
   Python before the first launch: ~60 µs on the H200) with the GPU work, so a 4096² matmul whose
@@ -83,7 +89,12 @@ OVERHEAD_BOUND_MIN_CPU_OVER_GPU = 2.0
 COLD_STEP_FACTOR = 2.0
 #: Host calls that block until the GPU catches up.
 SYNC_CALL_SUFFIX = "Synchronize"
-VERDICTS = ("overhead-bound", "compute-bound", "mixed", "no-gpu", "not-analysed", "input-bound", "host-bound")
+#: Exposed communication (no compute kernel beside it) at this share of a compute-bound step's GPU
+#: busy time makes it communication-bound: then most of what the GPU does in the step is move data
+#: or wait for peers, not compute.
+COMMUNICATION_BOUND_MIN_BUSY_SHARE = 0.5
+VERDICTS = ("overhead-bound", "compute-bound", "mixed", "no-gpu", "not-analysed", "input-bound", "host-bound",
+            "communication-bound")
 
 SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "step": pl.Int64, "name": pl.String, "cpu_start_ns": pl.Int64, "cpu_span_ns": pl.Int64,
@@ -239,11 +250,22 @@ def verdict_expr(*, unanalysed_device: bool = False) -> pl.Expr:
     )
 
 
-def refine_verdict(summary: pl.DataFrame, limits: pl.DataFrame) -> pl.DataFrame:
+def refine_verdict(summary: pl.DataFrame, limits: pl.DataFrame,
+                   exposed: pl.DataFrame | None = None) -> pl.DataFrame:
     """``summary`` with its verdicts read against each unit's decomposition limit (``limits``:
     ``step i64, limit str``; module docstring): ``data`` makes a step ``input-bound`` unless its GPU
-    was saturated, ``op_free`` makes an ``overhead-bound`` or ``mixed`` one ``host-bound``; other
-    verdicts, and units without a limit, are unchanged."""
+    was saturated, ``op_free`` makes an ``overhead-bound`` or ``mixed`` one ``host-bound``; and
+    against its exposed communication (``exposed``: ``step i64, exposed_comm_ns i64``): a
+    ``compute-bound`` step whose exposed communication is at least
+    :data:`COMMUNICATION_BOUND_MIN_BUSY_SHARE` of its GPU busy time is ``communication-bound``;
+    other verdicts, and units without a limit, are unchanged."""
+    if summary.height and exposed is not None and exposed.height:
+        shown = summary.select("step").join(exposed.select("step", "exposed_comm_ns"), on="step", how="left",
+                                            maintain_order="left")["exposed_comm_ns"].fill_null(0)
+        summary = summary.with_columns(verdict=pl.when(
+            (pl.col("verdict") == "compute-bound") & (pl.col("gpu_busy_ns") > 0)
+            & (shown >= COMMUNICATION_BOUND_MIN_BUSY_SHARE * pl.col("gpu_busy_ns")))
+            .then(pl.lit("communication-bound")).otherwise(pl.col("verdict")))
     if summary.height == 0 or limits.height == 0:
         return summary
     limit = summary.select("step").join(limits.select("step", "limit"), on="step", how="left",

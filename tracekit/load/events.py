@@ -61,6 +61,20 @@ ARGS_FIELDS: tuple[tuple[str, str, Any, Any], ...] = (
     ("total_reserved", "Total Reserved", int | None, None),
     ("device_type", "Device Type", int | None, None),
     ("device_id", "Device Id", int | None, None),
+    # Collective metadata (record_param_comms ops since PyTorch ~2.1; NCCL kernels too since ~2.4):
+    # libkineto's CollectiveMetadataFields. Ranks and split sizes are written as text ("[0, 1]")
+    # or as lists, so they stay raw.
+    ("collective", "Collective name", str | None, None),
+    ("pg_name", "Process Group Name", str | int | None, None),
+    ("pg_desc", "Process Group Description", str | None, None),
+    ("pg_ranks", "Process Group Ranks", msgspec.Raw, EMPTY_RAW),
+    ("group_size", "Group size", int | str | None, None),
+    ("seq", "Seq", int | str | None, None),
+    ("in_nelems", "In msg nelems", int | str | None, None),
+    ("out_nelems", "Out msg nelems", int | str | None, None),
+    ("dtype", "dtype", str | None, None),
+    ("in_split", "In split size", msgspec.Raw, EMPTY_RAW),
+    ("out_split", "Out split size", msgspec.Raw, EMPTY_RAW),
 )
 
 #: An event's own fields, as :data:`ARGS_FIELDS` (``args`` itself is added per struct below).

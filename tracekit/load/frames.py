@@ -272,12 +272,15 @@ _MEMORY_COLS = ("idx", "pid", "tid", "ts", "addr", "bytes", "total_allocated", "
                 "device_type", "device_id", "oom")
 _OVERHEAD_COLS = ("idx", "name", "pid", "tid", "ts", "dur")
 _THREAD_COLS = ("kind", "pid", "tid", "name")
+_COMMS_COLS = ("idx", "event", "collective", "pg_name", "pg_desc", "pg_ranks", "group_size", "seq",
+               "in_nelems", "out_nelems", "dtype", "in_split", "out_split")
 
 #: How each column's Python values become a series.
 _KIND = {
     "idx": "idx", "cat": "str", "kind": "str", "name": "str", "ph": "str", "pid": "id", "tid": "id",
     "ts": "time", "dur": "time", "input_dims": "raw", "input_types": "raw", "grid": "raw",
-    "block": "raw", "oom": "bool",
+    "block": "raw", "oom": "bool", "event": "str", "collective": "str", "pg_name": "str",
+    "pg_desc": "str", "dtype": "str", "pg_ranks": "raw", "in_split": "raw", "out_split": "raw",
 }
 #: Rows gathered before they are turned into series (bounds the Python objects held).
 FLUSH_ROWS = 50_000
@@ -295,6 +298,7 @@ class FrameBuilder:
         self.layout = {
             "ops": _OPS_COLS, "launches": _LAUNCH_COLS, "gpu": _GPU_COLS, "flows": _FLOW_COLS,
             "memory": _MEMORY_COLS, "overhead": _OVERHEAD_COLS, "threads": _THREAD_COLS,
+            "comms": _COMMS_COLS,
         }
         self.cols: dict[str, tuple[list[Any], ...]] = {
             name: tuple([] for _ in cols) for name, cols in self.layout.items()
@@ -347,6 +351,7 @@ class FrameBuilder:
                 [a.external_id for a in args], [a.record_function_id for a in args],
                 [a.sequence_number for a in args], [a.input_dims for a in args],
                 [a.input_types for a in args]))
+            self._add_comms(ops, args, offset, "op")
         if flows:
             ev = [events[k] for k in flows]
             self._extend("flows", (
@@ -360,6 +365,7 @@ class FrameBuilder:
                 [a.external_id if a.external_id is not None else a.external_id_lc for a in args],
                 [a.grid for a in args], [a.block for a in args], [a.registers for a in args],
                 [a.shared_memory for a in args], [a.bytes for a in args]))
+            self._add_comms(gpu, args, offset, "kernel")
         if launches:
             ev = [events[k] for k in launches]
             args = [e.args or no_args for e in ev]
@@ -378,6 +384,19 @@ class FrameBuilder:
         routes = self.routes
         return ([offset + k for k in positions], [routes[e.cat][1] for e in ev], [e.name for e in ev],
                 [e.pid for e in ev], [e.tid for e in ev], [e.ts for e in ev], [e.dur for e in ev])
+
+    def _add_comms(self, positions: list[int], args: list[Any], offset: int, event: str) -> None:
+        """The collective metadata of the events that carry a ``Collective name`` (few: one op and,
+        in newer eras, one kernel per collective call)."""
+        rows = [(k, a) for k, a in zip(positions, args) if a.collective is not None]
+        if not rows:
+            return
+        self._extend("comms", (
+            [offset + k for k, _ in rows], [event] * len(rows), [a.collective for _, a in rows],
+            [a.pg_name for _, a in rows], [a.pg_desc for _, a in rows], [a.pg_ranks for _, a in rows],
+            [a.group_size for _, a in rows], [a.seq for _, a in rows], [a.in_nelems for _, a in rows],
+            [a.out_nelems for _, a in rows], [a.dtype for _, a in rows], [a.in_split for _, a in rows],
+            [a.out_split for _, a in rows]))
 
     def _extend(self, frame: str, columns: tuple[list[Any], ...]) -> None:
         for target, values in zip(self.cols[frame], columns, strict=True):
@@ -482,6 +501,9 @@ class FrameBuilder:
                 else:  # pragma: no cover - every builder writes all its columns
                     exprs.append(pl.lit(None, dtype=dtype).alias(col))
             frames[name] = df.select(exprs)
+            if name == "comms":  # a list recorded as text or as a list: both kept as its text
+                frames[name] = frames[name].with_columns(
+                    pl.col(c).str.strip_chars('"') for c in ("pg_ranks", "in_split", "out_split"))
         return sort_frames(frames) if sort else frames
 
 
@@ -491,6 +513,8 @@ def sort_frames(frames: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     for name, df in frames.items():
         if name == "threads":
             out[name] = df.unique(maintain_order=True)
+        elif "ts" not in df.columns:  # comms: in event order
+            out[name] = df.sort("idx")
         elif df["idx"].is_sorted():
             # Rows are in event order, so a stable sort on ts alone is the (ts, idx) order,
             # and far cheaper than a two-key sort (which row-encodes both keys).

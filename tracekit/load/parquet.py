@@ -2,7 +2,7 @@
 
 Contract: :func:`write` writes every frame of the trace into a single Parquet file: the frames are
 stacked with a ``table`` column naming the frame (``ops``, ``launches``, ``gpu``, ``overhead``,
-``flows``, ``memory``, ``threads``, ``steps``), columns a frame lacks are null. The trace's
+``flows``, ``memory``, ``threads``, ``comms``, ``steps``), columns a frame lacks are null. The trace's
 :class:`TraceMeta` travels as JSON in the file's key-value metadata under ``tracekit.meta``, with
 the format version under ``tracekit.format``. :func:`load_parquet` restores an equal ``Trace``.
 
@@ -39,7 +39,7 @@ from tracekit.errors import TraceError
 from tracekit.load import read_options
 from tracekit.load.parquet_size import ParquetLayoutError, column_bounds, logical_bytes
 from tracekit.output import atomic_path
-from tracekit.trace import FRAME_SCHEMAS, Trace, TraceMeta
+from tracekit.trace import COMMS_SCHEMA, FRAME_SCHEMAS, Trace, TraceMeta
 
 PARQUET_MAGIC = b"PAR1"
 FORMAT = "tracekit.parquet/1"
@@ -175,6 +175,9 @@ def check_read(path: str | os.PathLike[str], size: int, cap: int, *, what: str) 
 _ADDED_COLUMNS = {
     # Before it, an [OutOfMemory] event was the memory row without an address.
     "oom": pl.col("addr").is_null(),
+    # The comms frame (collective metadata) came later: a file written before it read none, so its
+    # comms rows are none (no row has ``table == "comms"``) and these columns are only named.
+    **{name: pl.lit(None) for name in COMMS_SCHEMA if name != "idx"},
 }
 
 

@@ -196,14 +196,17 @@ def class_ab_rows(diff: Diff) -> tuple[list[dict[str, Any]], tuple[str, str]]:
 
 def rank_rows(ranks: RankReport) -> list[dict[str, Any]]:
     """Step time per rank: rows ``{"rank": label, "order": i, "mean_us", "max_us", "slowest": bool,
-    "what"}`` for the rank traces with steps, in the result's order (rank, then file)."""
+    "what"}`` for the rank traces with steps, in the result's order (rank, then file). ``slowest``
+    (drawn in red) marks the rank the others waited for (:attr:`RankReport.culprit`), never the
+    longest step: that is most often the rank that waited."""
     rows = []
+    culprit = ranks.culprit
     for r in ranks.ranks.iter_rows(named=True):
         if r["error"] or r["mean_step_ns"] is None:
             continue
         name = f"rank {r['rank']}" if r["rank"] is not None else label(r["file"], UNIT_LIMIT, keep_end=8)
-        slowest = r["file"] == ranks.slowest
-        rows.append({"rank": name + (" (slowest)" if slowest else ""), "order": len(rows),
+        slowest = culprit is not None and r["rank"] == culprit
+        rows.append({"rank": name + (" (waited for)" if slowest else ""), "order": len(rows),
                      "mean_us": r["mean_step_ns"] / 1e3, "max_us": r["max_step_ns"] / 1e3, "slowest": slowest,
                      "what": f"{name}: mean step {r['mean_step_ns'] / 1e3:,.1f} µs, longest {r['max_step_ns'] / 1e3:,.1f} µs"
                              f" over {r['steps']} steps ({label(r['file'])})"})
@@ -393,7 +396,7 @@ def rank_step_times_spec(rows: list[dict[str, Any]]) -> dict[str, Any]:
     ranks = [r["rank"] for r in sorted(rows, key=lambda r: r["order"])]
     y = {"field": "rank", "type": "nominal", "title": None, "sort": ranks}
     return {
-        "title": _title("Step time per rank", "bar: mean step (CPU span) · tick: longest step · red: the slowest rank"),
+        "title": _title("Step time per rank", "bar: mean step (CPU span) · tick: longest step · red: the rank the others waited for"),
         "data": {"values": rows}, "width": 560, "height": {"step": 22},
         "layer": [
             {"mark": {"type": "bar"},
@@ -494,8 +497,8 @@ def memory_timeline(report: Report) -> str | None:
 
 
 def rank_step_times(ranks: RankReport) -> str | None:
-    """Per rank, the mean step as a bar and the longest step as a tick on one time axis, the slowest
-    rank in red (``tracekit report DIR``); None when no rank trace has a step."""
+    """Per rank, the mean step as a bar and the longest step as a tick on one time axis, the rank
+    the others waited for in red (``tracekit report DIR``); None when no rank trace has a step."""
     rows = rank_rows(ranks)
     return to_svg(rank_step_times_spec(rows)) if rows else None
 

@@ -9,10 +9,14 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from tracekit.analyses.skew import Skew
+
 
 RANK_SCHEMA = {
     "file": pl.String, "rank": pl.Int64, "steps": pl.UInt32, "mean_step_ns": pl.Int64,
     "max_step_ns": pl.Int64, "gpu_busy_ns": pl.Int64, "kernel_count": pl.UInt32, "error": pl.String,
+    "verdict": pl.String, "comm_ns": pl.Int64, "exposed_comm_ns": pl.Int64, "wait_ns": pl.Int64,
+    "caused_ns": pl.Int64,
 }
 
 
@@ -26,10 +30,21 @@ class RankReport:
         The directory as given.
     ranks : DataFrame
         One row per trace file (:data:`RANK_SCHEMA`): ``file str, rank i64?, steps u32,
-        mean_step_ns i64?, max_step_ns i64?, gpu_busy_ns i64, kernel_count u32, error str?``, sorted
-        by rank then file.
+        mean_step_ns i64?, max_step_ns i64?, gpu_busy_ns i64, kernel_count u32, error str?,
+        verdict str?`` (the verdict most of its steps have, ties: the first in
+        :data:`tracekit.analyses.steps.VERDICTS` order), ``comm_ns i64?`` and ``exposed_comm_ns
+        i64?`` (its communication kernels' merged time over all steps and the part no compute
+        overlaps: :func:`tracekit.analyses.breakdown.exposed_per_unit`), ``wait_ns i64?`` (what it
+        waited at matched collectives for the last arriver) and ``caused_ns i64?`` (what the
+        others waited for it), sorted by rank then file.
     slowest : str or None
-        The file whose mean step is longest (ties: lowest rank); None when no file has a step.
+        The file whose mean step is longest (ties: lowest rank); None when no file has a step. The
+        longest step is often the rank that waited most, not the one that was late: ``skew`` names
+        that one.
+    skew : tracekit.analyses.skew.Skew or None
+        The collectives matched across the ranks: clock offsets, each instance's last arriver and
+        waits, the culprit per step (:mod:`tracekit.analyses.skew`); None when fewer than two ranks
+        have collective calls.
     world_size : int or None
         The run's world size, as the traces' ``distributedInfo.world_size`` state it (they agree:
         :func:`tracekit.ranks.check_set`); None when none states it.
@@ -47,3 +62,13 @@ class RankReport:
     slowest: str | None
     world_size: int | None = None
     missing: tuple[tuple[int, int], ...] = ()
+    skew: Skew | None = None
+
+    @property
+    def culprit(self) -> int | None:
+        """The rank the others waited for most over all steps (ties: lowest rank); None when no
+        rank waited."""
+        if self.skew is None or self.skew.ranks.height == 0:
+            return None
+        top = self.skew.ranks.sort("caused_ns", "rank", descending=[True, False]).row(0, named=True)
+        return top["rank"] if top["caused_ns"] > 0 else None
