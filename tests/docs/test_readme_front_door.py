@@ -30,4 +30,4 @@ def test_the_readme_commands_are_what_ci_runs():
     quick_start = next(b for b in blocks if "tracekit report sample_traces/" in b and "pip install" in b)
     command = quick_start.split("&&", 1)[1].strip()
     assert command in ci  # the shipped sample CI reports on
-    assert any(b.strip() == "python -m pytest -q" for b in blocks) and "\npython -m pytest -q\n" in ci
+    assert any(b.strip() == "python -m pytest" for b in blocks) and ci.rstrip().endswith("\npython -m pytest")
