@@ -175,6 +175,10 @@ def check_read(path: str | os.PathLike[str], size: int, cap: int, *, what: str) 
 _ADDED_COLUMNS = {
     # Before it, an [OutOfMemory] event was the memory row without an address.
     "oom": pl.col("addr").is_null(),
+    # Before them, no file held CUDA-graph ids or annotations: unknown, which is what null means.
+    "graph_id": pl.lit(None, pl.Int64),
+    "graph_node_id": pl.lit(None, pl.Int64),
+    "graph_annotation": pl.lit(None, pl.String),
 }
 
 
