@@ -101,13 +101,13 @@ def test_scores_count_true_over_judged():
 def test_todays_figures():
     """Today's precision and recall, pinned: update with the key when a rule changes."""
     figures = {corpus: score(KEY, KEY.findings, corpus) for corpus in (None, "sample", "real")}
-    assert figures[None] == Scores(warnings=50, true_warnings=50, findings=66, true_findings=61,
+    assert figures[None] == Scores(warnings=56, true_warnings=56, findings=73, true_findings=68,
                                    planted=13, caught=13)
-    assert figures["sample"] == Scores(warnings=23, true_warnings=23, findings=36, true_findings=33,
+    assert figures["sample"] == Scores(warnings=29, true_warnings=29, findings=43, true_findings=40,
                                        planted=13, caught=13)
     assert figures["real"] == Scores(warnings=27, true_warnings=27, findings=30, true_findings=28,
                                      planted=0, caught=0)
-    assert Counter(f.verdict for f in KEY.findings) == {'true': 61, 'trivial': 5}
+    assert Counter(f.verdict for f in KEY.findings) == {'true': 68, 'trivial': 5}
 
 def test_docs_state_the_keys_precision(request):
     """The precision table of docs/reference/findings.md is the key's (refresh with ``pytest

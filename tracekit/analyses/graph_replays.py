@@ -42,7 +42,8 @@ module`` replaced by the capture's (``annotation`` also from the annotation scri
     launch_ns_median i64? (the ``cudaGraphLaunch`` call), eager_launch_ns i64? (the matched
     companion window's launch calls, the host time a replay saves vs eager: eager companions only)
 
-and the totals (``replayed_ns``, ``attributed_ns``, ``annotated_ns``), the captures found, whether the
+and the totals (``gpu_ns`` of all activities, ``replayed_ns``, ``attributed_ns``, ``annotated_ns``),
+the captures found, whether the
 trace was rewritten by PyTorch's annotation script (``rewritten``: a replayed activity carries an
 annotation ``name``; that script also moves every replayed activity onto a lane of its own choosing
 — stream 7, 8 for overlaps, 60+ per annotated stream — and clamps their timestamps, so those
@@ -92,6 +93,8 @@ class GraphReplays:
     """What the trace's CUDA-graph replays are and how they were attributed (module docstring)."""
 
     graphs: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=GRAPHS_SCHEMA))
+    #: GPU time of every kernel, memcpy and memset of the trace, replayed or not.
+    gpu_ns: int = 0
     replayed_ns: int = 0
     attributed_ns: int = 0
     annotated_ns: int = 0
@@ -180,7 +183,8 @@ def attribute(trace: Trace, linked: pl.DataFrame, launches: pl.DataFrame,
     annotated = linked.filter(pl.col("graph_annotation").is_not_null())
     rewritten = annotated.height > 0
     if replayed.height == 0 and not rewritten:
-        return linked, GraphReplays(companion=other.path if other else None)
+        return linked, GraphReplays(companion=other.path if other else None,
+                                    gpu_ns=int(linked.get_column("dur").sum() or 0))
     found = captures(trace, launches)
     plan = _Plan(replayed, found, other)
     mapping = plan.mapping()
@@ -213,6 +217,7 @@ class _Plan:
         self.graphs: dict[str, dict] = {}  # graph -> its facts, in first-replay order
         self.found, self.other = found, other
         signatures: dict[tuple, str] = {}
+        agreeing: dict[tuple, list[int]] = {}  # signature -> the captures that agree with it
         cols = replayed.select("idx", "launch_idx", "kind", "name", "graph_id", "graph_node_id", "ts", "end",
                                "dur", "launch_ts", "launch_end")
         for (launch,), part in cols.group_by("launch_idx", maintain_order=True):
@@ -222,19 +227,27 @@ class _Plan:
                 rows.sort(key=lambda r: (r["graph_node_id"], r["ts"], r["idx"]))
             gid = rows[0]["graph_id"] if rows[0]["graph_id"] else None
             sig = tuple((r["kind"], r["name"]) for r in rows)
-            if gid is not None:
-                key = f"graph {gid}"
-            else:
-                key = signatures.setdefault(sig, f"graph #{len(signatures) + 1}")
-            facts = self.graphs.get(key)
-            if facts is None:
-                facts = self.graphs[key] = {"graph_id": gid, "signature": sig, "by_node": by_node,
-                                            "first_ts": rows[0]["launch_ts"], "replays": []}
             if by_node:
                 low = [r["graph_node_id"] & 0xFFFFFFFF for r in rows]
                 positions = low if len(set(low)) == len(low) else list(range(len(rows)))
             else:
                 positions = list(range(len(rows)))
+            if gid is not None:
+                key = f"graph {gid}"
+                capture = None
+            else:
+                # Without CUPTI's graph id, graphs of two shapes can replay the same kernels (a
+                # persistent GEMM's grid does not follow the shape): a replay is of the graph its
+                # latest agreeing capture made, so that capture is part of the graph's identity.
+                if sig not in agreeing:
+                    agreeing[sig] = [i for i, cap in enumerate(found) if _agreeing(rows, positions, [cap])]
+                before = [i for i in agreeing[sig] if found[i].end_ts <= rows[0]["launch_ts"]]
+                capture = before[-1] if before else None
+                key = signatures.setdefault((sig, capture), f"graph #{len(signatures) + 1}")
+            facts = self.graphs.get(key)
+            if facts is None:
+                facts = self.graphs[key] = {"graph_id": gid, "signature": sig, "by_node": by_node,
+                                            "first_ts": rows[0]["launch_ts"], "replays": [], "capture": capture}
             facts["replays"].append((rows, positions))
             for r, p in zip(rows, positions):
                 self.row_idx.append(r["idx"])
@@ -264,6 +277,9 @@ class _Plan:
         """(source, match, score, {position: call}, eager launch ns) of one graph."""
         rows, positions = facts["replays"][0]
         match = "graph node id" if facts["by_node"] else "replay order"
+        if facts["capture"] is not None:
+            cap = self.found[facts["capture"]]
+            return ("capture", match, 1.0, {p: cap.calls[p] for p in positions}, None)
         before = [c for c in self.found if c.end_ts <= facts["first_ts"]]
         best = _best_capture(rows, positions, before[::-1])
         if best is not None:
@@ -382,7 +398,8 @@ def _report(out: pl.DataFrame, plan: _Plan, replayed: pl.DataFrame, found: list[
     if unlinked.height:
         notes.append(f"{unlinked.height} replayed activities have no graph launch call in the trace")
     return GraphReplays(
-        graphs=graphs, replayed_ns=int(replayed.get_column("dur").sum() or 0),
+        graphs=graphs, gpu_ns=int(out.get_column("dur").sum() or 0),
+        replayed_ns=int(replayed.get_column("dur").sum() or 0),
         attributed_ns=int(attributed.get_column("dur").sum() or 0),
         annotated_ns=int(annotated.get_column("dur").sum() or 0), captures=len(found),
         companion=other.path if other else None, rewritten=rewritten, lanes=lanes, foreign_ops=foreign,

@@ -58,6 +58,7 @@ from tracekit.analyses.decomposition import Decomposition
 from tracekit.analyses.launch_gaps import LaunchGapsReport
 from tracekit.analyses.memory import MemoryReport
 from tracekit.analyses.round_trips import RoundTripReport
+from tracekit.analyses.graph_replays import GraphReplays
 from tracekit.analyses.serving import Serving
 from tracekit.analyses.throughput import ThroughputReport
 from tracekit.analyses.units import Units
@@ -71,7 +72,7 @@ from tracekit.trace import Trace
 #: The classes a skeleton may name, by name.
 _CLASSES = {cls.__name__: cls for cls in (Report, Facts, LaunchGapsReport, RoundTripReport, ThroughputReport,
                                           Units, Breakdown, Compilations, Finding, Evidence, MemoryReport,
-                                          Decomposition, Serving)}
+                                          Decomposition, Serving, GraphReplays)}
 #: Report fields not stored (see the module docstring).
 _SKIPPED = {"attribution", "timelines"}
 #: Frames stored with their columns but no rows: per-kernel working tables that the analyses
