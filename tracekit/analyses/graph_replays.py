@@ -29,7 +29,8 @@ data allows it, and says which join it used:
 Contract: :func:`attribute` takes the linked GPU activities of :mod:`tracekit.analyses.attribution`
 (columns of ``Trace.gpu`` plus the launch's ``launch_idx, launch_api, launch_ts, op_idx, cpu_op, top_op,
 annotation, module``) and returns them with the replayed rows' ``op_idx, cpu_op, top_op, annotation,
-module`` replaced by the capture's (``annotation`` also from the annotation script), plus
+module`` replaced by the capture's (``annotation`` by the annotation script's name where it wrote
+one: a ``mark_kernels`` scope is the innermost label the node got at capture), plus
 ``graph str?`` (the graph a replayed row belongs to: ``"graph <id>"`` with CUPTI's id, else
 ``"graph #N"`` numbered by first replay), ``graph_source str?`` (``capture`` | ``companion capture`` |
 ``companion`` | ``annotation``; null when not replayed or not attributed); and a :class:`GraphReplays`:
@@ -197,9 +198,8 @@ def attribute(trace: Trace, linked: pl.DataFrame, launches: pl.DataFrame,
         *[pl.when(hit).then(pl.col("_" + c)).otherwise(pl.col(c)).alias(c) for c in _OP_COLUMNS],
         graph=pl.col("_graph"), graph_source=pl.col("_source"),
     ).with_columns(
-        # The annotation script's name, where no capture told the annotation.
-        annotation=pl.when(pl.col("graph_annotation").is_not_null() & ~hit)
-        .then(pl.col("graph_annotation")).otherwise(pl.col("annotation")),
+        # A mark_kernels scope is the innermost label the user gave the node at capture.
+        annotation=pl.coalesce("graph_annotation", "annotation"),
         graph_source=pl.when(pl.col("graph_annotation").is_not_null() & ~hit).then(pl.lit("annotation"))
         .otherwise(pl.col("graph_source")),
     ).drop([c for c in joined.columns if c.startswith("_")])
