@@ -45,6 +45,7 @@ from tracekit.load.source import TraceSource
 from tracekit.trace import Trace, TraceMeta
 
 if TYPE_CHECKING:
+    from tracekit.analyses.graph_replays import Companion
     from tracekit.analyses.pipeline import Analyses
     from tracekit.analyses.profile import Profile
     from tracekit.results.diff import Diff
@@ -56,7 +57,8 @@ ExecutionTraceChoice = Literal["auto"] | str | os.PathLike[str] | None
 
 
 def open(path: str | os.PathLike[str], *, execution_trace: ExecutionTraceChoice = "auto",  # noqa: A001
-         workers: int | None = None, show_progress: bool = False) -> Session:
+         workers: int | None = None, show_progress: bool = False,
+         graph_companion: str | os.PathLike[str] | None = None) -> Session:
     """Open a trace for analysis.
 
     Parameters
@@ -76,6 +78,10 @@ def open(path: str | os.PathLike[str], *, execution_trace: ExecutionTraceChoice 
         Show a progress bar on stderr while the trace loads, while it is analysed and while
         ``save`` writes (:mod:`tracekit.progress`: only on a terminal, only once a phase passes a
         second).
+    graph_companion
+        A trace of the CUDA-graph capture phase, or of the same code run eagerly, that the trace's
+        graph replays are attributed from when its own captures do not tell their ops
+        (:mod:`tracekit.analyses.graph_replays`).
 
     Returns
     -------
@@ -95,7 +101,8 @@ def open(path: str | os.PathLike[str], *, execution_trace: ExecutionTraceChoice 
     'mlp_eager.et.json.gz'
     >>> s.report().kernels.select("name", "kernel_class", "count").head(2)  # doctest: +SKIP
     """
-    return Session(path, execution_trace=execution_trace, workers=workers, show_progress=show_progress)
+    return Session(path, execution_trace=execution_trace, workers=workers, show_progress=show_progress,
+                   graph_companion=graph_companion)
 
 
 def _note_ignored(reason: str) -> None:
@@ -117,8 +124,12 @@ class Session:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, execution_trace: ExecutionTraceChoice = "auto",
-                 workers: int | None = None, show_progress: bool = False) -> None:
+                 workers: int | None = None, show_progress: bool = False,
+                 graph_companion: str | os.PathLike[str] | None = None) -> None:
         self.path = os.fspath(path)
+        #: A trace of the capture phase, or of the same code run eagerly, that CUDA-graph replays
+        #: are attributed from (``--graph-companion``; :mod:`tracekit.analyses.graph_replays`).
+        self.graph_companion = None if graph_companion is None else os.fspath(graph_companion)
         self.workers = workers
         self.show_progress = show_progress
         self.is_parquet = parquet.is_parquet(self.path)
@@ -160,6 +171,16 @@ class Session:
         return TraceSource(self.path)
 
     @cached_property
+    def companion(self) -> Companion | None:
+        """The graph companion as graph attribution reads it (None without one)."""
+        if self.graph_companion is None:
+            return None
+        from tracekit.analyses.attribution import companion_of
+
+        return companion_of(open_trace(self.graph_companion, show_progress=self.show_progress,
+                                       workers=self.workers), self.graph_companion)
+
+    @cached_property
     def execution_trace(self) -> et_mod.ExecutionTrace | None:
         """The loaded execution trace, or None when the session uses none."""
         return et_mod.load(self.execution_trace_path) if self.execution_trace_path else None
@@ -169,8 +190,8 @@ class Session:
     def stored_report(self) -> Report | None:
         """The report ``convert`` stored in a Parquet input, if it is still valid for this code and
         execution trace; else None (and always None for a JSON input)."""
-        if self._footer is None:
-            return None
+        if self._footer is None or self.graph_companion is not None:
+            return None  # a stored report was made without the companion
         et = self.execution_trace_path
         if et is not None and not et.is_file():
             return None  # a named execution trace that is missing: analysing again says so
@@ -192,7 +213,7 @@ class Session:
                 trace = self.trace  # loaded first, under its own bar
                 with self._phase("analysing"):
                     self._analyses[key] = pipeline.run(trace, execution_trace=self.execution_trace, unit=unit,
-                                                       ceilings=ceilings)
+                                                       ceilings=ceilings, companion=self.companion)
         return self._analyses[key]
 
     def _phase(self, doing: str) -> AbstractContextManager[progress.Phase]:
@@ -344,9 +365,10 @@ def _frozen(ceilings: dict[str, float] | None) -> tuple:
 
 
 def profile_of(path: str, unit: str | None, execution_trace: ExecutionTraceChoice = "auto",
-               workers: int | None = None, timelines: bool = False) -> Profile:
+               workers: int | None = None, timelines: bool = False, graph_companion: str | None = None) -> Profile:
     """``Session(path).profile(unit)`` as one picklable call (``diff`` profiles A and B in two processes)."""
-    return Session(path, execution_trace=execution_trace, workers=workers).profile(unit, timelines=timelines)
+    return Session(path, execution_trace=execution_trace, workers=workers,
+                   graph_companion=graph_companion).profile(unit, timelines=timelines)
 
 
 __all__ = ["ExecutionTraceChoice", "Session", "open", "profile_of", "read_expectations"]

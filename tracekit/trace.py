@@ -23,7 +23,11 @@ Frames and their columns (dtypes):
     idx u32, kind str (``kernel`` | ``memcpy`` | ``memset`` | ``annotation`` | ``sync``), name str,
     pid str, tid str, ts i64, dur i64, end i64, device i64?, stream i64?, correlation i64?,
     external_id i64?, grid str? (raw JSON), block str? (raw JSON), registers i64?,
-    shared_memory i64?, bytes i64?
+    shared_memory i64?, bytes i64?, graph_id i64?, graph_node_id i64? (CUPTI's ``graph id`` / ``graph
+    node id`` of a replayed CUDA-graph activity, 0 or null when it was not replayed; the node id packs
+    the exec graph's id in its upper 32 bits and the node's capture order in the lower 32),
+    graph_annotation str? (the ``name`` PyTorch's CUDA-graph annotation script,
+    ``torch.cuda._annotate_cuda_graph_trace``, writes into a replayed activity's args)
 
 ``overhead`` — profiler overhead spans (category ``overhead``, e.g. "Activity Buffer Request"):
     idx u32, name str, pid str, tid str, ts i64, dur i64, end i64
@@ -81,7 +85,8 @@ GPU_SCHEMA: dict[str, pl.DataType] = {
     "idx": pl.UInt32, "kind": pl.String, "name": pl.String, "pid": pl.String, "tid": pl.String,
     "ts": pl.Int64, "dur": pl.Int64, "end": pl.Int64, "device": pl.Int64, "stream": pl.Int64,
     "correlation": pl.Int64, "external_id": pl.Int64, "grid": pl.String, "block": pl.String,
-    "registers": pl.Int64, "shared_memory": pl.Int64, "bytes": pl.Int64,
+    "registers": pl.Int64, "shared_memory": pl.Int64, "bytes": pl.Int64, "graph_id": pl.Int64,
+    "graph_node_id": pl.Int64, "graph_annotation": pl.String,
 }
 OVERHEAD_SCHEMA: dict[str, pl.DataType] = {
     "idx": pl.UInt32, "name": pl.String, "pid": pl.String, "tid": pl.String,

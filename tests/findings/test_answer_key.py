@@ -101,13 +101,13 @@ def test_scores_count_true_over_judged():
 def test_todays_figures():
     """Today's precision and recall, pinned: update with the key when a rule changes."""
     figures = {corpus: score(KEY, KEY.findings, corpus) for corpus in (None, "sample", "real")}
-    assert figures[None] == Scores(warnings=51, true_warnings=51, findings=67, true_findings=62,
+    assert figures[None] == Scores(warnings=57, true_warnings=57, findings=74, true_findings=69,
                                    planted=13, caught=13)
-    assert figures["sample"] == Scores(warnings=24, true_warnings=24, findings=37, true_findings=34,
+    assert figures["sample"] == Scores(warnings=30, true_warnings=30, findings=44, true_findings=41,
                                        planted=13, caught=13)
     assert figures["real"] == Scores(warnings=27, true_warnings=27, findings=30, true_findings=28,
                                      planted=0, caught=0)
-    assert Counter(f.verdict for f in KEY.findings) == {'true': 62, 'trivial': 5}
+    assert Counter(f.verdict for f in KEY.findings) == {'true': 69, 'trivial': 5}
 
 def test_docs_state_the_keys_precision(request):
     """The precision table of docs/reference/findings.md is the key's (refresh with ``pytest

@@ -9,14 +9,17 @@ memcpy and memset of the trace (annotations and syncs excluded) with:
     op_idx u32?, cpu_op str?, top_op str?, annotation str?, module str?,
     step i64? (the ProfilerStep#N whose span contains the launch call; null when the launch call is
                not in the trace — see :func:`orphans`),
+    graph str?, graph_source str? (a CUDA-graph replay's graph, and where its op came from:
+               :mod:`tracekit.analyses.graph_replays`),
     kernel_class str, library str, decoded str (JSON object), rule str,
     aux_before str? ("+"-joined non-kernel calls issued just before this launch in the same op:
                      cudaMemsetAsync, cudaMemcpyAsync, cudaOccupancy…; null when none),
     occupancy_query bool (an occupancy query preceded this launch in the same op)
 
 Linking: equal ``correlation`` first (one launch may own many activities: ``cudaGraphLaunch``
-replays a whole graph under one correlation, so every kernel of a replay is attributed to the
-graph launch and its op). Activities whose correlation matches no launch fall back to ``ac2g``
+replays a whole graph under one correlation; each replayed activity keeps the graph launch as its
+launch, and gets the op, module and annotation that launched its node at capture where
+:mod:`tracekit.analyses.graph_replays` can tell them — else those of the graph launch). Activities whose correlation matches no launch fall back to ``ac2g``
 flows: the flow finish sits on the activity (same pid/tid/ts), its start on the launch call.
 
 Orphans: an activity whose launch call is not in the trace (no launch with its correlation, no
@@ -31,11 +34,11 @@ lost; :func:`orphans` counts them by that reason so the report can state them on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
-from tracekit.analyses import intervals, op_tree
+from tracekit.analyses import graph_replays, intervals, op_tree
 from tracekit.analyses import steps as steps_analysis
 from tracekit.classify import classify_frame
 from tracekit.trace import GPU_WORK_KINDS, Trace
@@ -52,17 +55,30 @@ class Attribution:
     tree: op_tree.OpTree
     gpu: pl.DataFrame
     launches: pl.DataFrame
+    #: CUDA-graph replays and how their activities were attributed (:mod:`tracekit.analyses.graph_replays`).
+    graphs: graph_replays.GraphReplays = field(default_factory=graph_replays.GraphReplays)
 
 
-def analyze(trace: Trace) -> Attribution:
-    """Attribute every kernel/memcpy/memset of ``trace``; pure, no I/O."""
+def analyze(trace: Trace, *, companion: graph_replays.Companion | None = None) -> Attribution:
+    """Attribute every kernel/memcpy/memset of ``trace``; pure, no I/O. ``companion``
+    (:func:`companion_of`) attributes CUDA-graph replays that the trace's own captures do not."""
     work = trace.gpu.filter(pl.col("kind").is_in(GPU_WORK_KINDS))
     tree = op_tree.build(trace, work["correlation"])
     launches = _annotate_launches(tree.launches, work)
     gpu = _link(trace, work, launches)
+    gpu, graphs = graph_replays.attribute(trace, gpu, launches, companion)
     gpu = _assign_steps(gpu, trace.steps)
     gpu = classify_frame(gpu, vendor=trace.meta.vendor)
-    return Attribution(tree=tree, gpu=_by_ts_idx(gpu), launches=launches)
+    return Attribution(tree=tree, gpu=_by_ts_idx(gpu), launches=launches, graphs=graphs)
+
+
+def companion_of(trace: Trace, path: str) -> graph_replays.Companion:
+    """A companion trace (``--graph-companion``) as graph attribution reads it: its captures and its
+    launched activities with their ops (``path``: how the report names it)."""
+    work = trace.gpu.filter(pl.col("kind").is_in(GPU_WORK_KINDS))
+    tree = op_tree.build(trace, work["correlation"])
+    launches = _annotate_launches(tree.launches, work)
+    return graph_replays.companion(path, trace, launches, _link(trace, work, launches), tree.ops)
 
 
 def _by_ts_idx(frame: pl.DataFrame) -> pl.DataFrame:

@@ -47,6 +47,7 @@ from tracekit.analyses import serving as serving_mod
 from tracekit.analyses import steps as steps_analysis
 from tracekit.analyses import syncs as syncs_mod
 from tracekit.analyses import units as units_mod
+from tracekit.analyses.graph_replays import Companion
 from tracekit.analyses.throughput import device_name
 from tracekit.errors import UsageError
 from tracekit.execution_trace import ExecutionTrace
@@ -135,17 +136,17 @@ class Analyses(Basis):
     serving: serving_mod.Serving | None = None
 
 
-def basis(trace: Trace, *, unit: str | None = None) -> Basis:
+def basis(trace: Trace, *, unit: str | None = None, companion: Companion | None = None) -> Basis:
     """Stages 1–4 of ``trace``: attribution, units (``unit``: a span name to use, as ``--unit``),
     compilations and the per-unit summary."""
-    scoped, attributed, found, compiled = _scope(trace, unit)
+    scoped, attributed, found, compiled = _scope(trace, unit, companion)
     summary, compiled = _summarize(scoped, attributed, found, compiled)
     summary, _ = _decompose(scoped, attributed, summary)
     return Basis(trace=scoped, attribution=attributed, units=found, compilation=compiled, steps=summary)
 
 
 def run(trace: Trace, *, execution_trace: ExecutionTrace | None = None, unit: str | None = None,
-        ceilings: dict[str, Any] | None = None) -> Analyses:
+        ceilings: dict[str, Any] | None = None, companion: Companion | None = None) -> Analyses:
     """Every analysis of ``trace`` (module docstring), then its findings.
 
     Parameters
@@ -158,13 +159,16 @@ def run(trace: Trace, *, execution_trace: ExecutionTrace | None = None, unit: st
         A span name to use as the units (``--unit``); None: the trace's own (ProfilerSteps, else found).
     ceilings
         Device ceilings to replace (``{"hbm_gbps": 4300, "bf16_tflops": 790}``, ``--ceiling``).
+    companion
+        A companion trace for CUDA-graph replays (``--graph-companion``,
+        :func:`tracekit.analyses.attribution.companion_of`).
 
     Raises
     ------
     tracekit.errors.UsageError
         When ``unit`` names no span of the trace, or ``ceilings`` names an unknown ceiling.
     """
-    scoped, attributed, found, compiled = _scope(trace, unit)
+    scoped, attributed, found, compiled = _scope(trace, unit, companion)
     with ThreadPoolExecutor(max_workers=1) as pool:
         trips = pool.submit(round_trips_mod.analyze, scoped, attributed, execution_trace=execution_trace)
         summary, compiled = _summarize(scoped, attributed, found, compiled)
@@ -196,11 +200,11 @@ def with_ceilings(bundle: Analyses, ceilings: dict[str, Any] | None) -> Analyses
     return replace(priced, findings=findings(priced))
 
 
-def _scope(trace: Trace, unit: str | None) -> tuple[Trace, attribution_mod.Attribution, units_mod.Units,
-                                                      compilations_mod.Compilations]:
+def _scope(trace: Trace, unit: str | None, companion: Companion | None = None) -> tuple[
+        Trace, attribution_mod.Attribution, units_mod.Units, compilations_mod.Compilations]:
     """Stages 1–3: the trace with its units as steps, its attribution (the workload only), its
     units and its compilations."""
-    attributed = attribution_mod.analyze(trace)
+    attributed = attribution_mod.analyze(trace, companion=companion)
     found = units_mod.detect(trace, attributed.gpu, unit)
     if found.kind != "ProfilerStep":
         attributed = replace(attributed, gpu=found.tag(attributed.gpu))

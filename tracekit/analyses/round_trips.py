@@ -57,11 +57,14 @@ not a kernel reading it: neither is a round trip.
 Inductor's written argument (``in_out_ptr0`` first vs ``out_ptr0`` last) is decided by whether the
 last argument holds a live value of the step (exact: its storage range; inferred: a matching value).
 
-CUDA-graph replays: the kernels replayed by ``cudaGraphLaunch`` carry the launch's correlation only;
-neither Kineto nor the execution trace records the graph's ops, shapes or tensors (the ET shows the
-compiled region and its input copy, not the replay). They are listed with ``op = "cudaGraphLaunch"``
-and model ``unknown`` (memsets keep their bytes); neither method can link through them, so such steps
-report ``unknown_kernels`` > 0 rather than a silent zero.
+CUDA-graph replays: the kernels replayed by ``cudaGraphLaunch`` carry the launch's correlation only.
+Where :mod:`tracekit.analyses.graph_replays` tied them to the ops that launched them at capture (a
+capture in the trace, or a companion trace), each replay's activities of one captured op form a call
+of that op, modelled from its shapes like any launched call (a companion's ops join no execution
+trace node: with one, links are then inferred from shapes, and a note says so). Replayed activities
+it could not tie are listed with ``op = "cudaGraphLaunch"`` and model ``unknown`` (memsets keep their
+bytes); no method can link through them, so such steps report ``unknown_kernels`` > 0 rather than a
+silent zero, and the report words their bytes as unknown.
 """
 
 from __future__ import annotations
@@ -74,11 +77,11 @@ import polars as pl
 
 from tracekit.analyses import traffic as traffic_models
 from tracekit.analyses.attribution import Attribution
+from tracekit.analyses.graph_replays import GRAPH_LAUNCH_APIS
 from tracekit.analyses.traffic import Access, OpTraffic, TensorSpec
 from tracekit.execution_trace import EtNode, EtTensor, ExecutionTrace
 from tracekit.trace import GPU_WORK_KINDS, Trace
 
-GRAPH_LAUNCH_APIS = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
 
 TRAFFIC_SCHEMA = {
     "idx": pl.UInt32, "step": pl.Int64, "kind": pl.String, "name": pl.String,
@@ -95,7 +98,9 @@ UNKNOWN_SCHEMA = {"op": pl.String, "count": pl.UInt32}
 TENSOR_KERNELS_SCHEMA = {"step": pl.Int64, "producer_idx": pl.UInt32, "consumer_idx": pl.UInt32}
 #: The columns of ``attributed.gpu`` this analysis reads.
 _GPU_COLUMNS = ("idx", "ts", "dur", "kind", "name", "kernel_class", "bytes", "step", "op_idx", "cpu_op",
-                "launch_api")
+                "launch_api", "launch_idx", "graph_source")
+#: ``graph_source`` values that tie a replayed activity to the op that launched it at capture.
+_TIED = ("capture", "companion capture", "companion")
 
 
 @dataclass(frozen=True)
@@ -127,7 +132,14 @@ def analyze(trace: Trace, attributed: Attribution, *,
     # Only the columns read here travel through the sort and the joins (the frame has ~35).
     gpu = attributed.gpu.select(_GPU_COLUMNS).filter(pl.col("kind").is_in(GPU_WORK_KINDS)).sort(["ts", "idx"])
     ops = attributed.tree.ops
+    foreign = attributed.graphs.foreign_ops
     et, notes = _joined(ops, execution_trace)
+    if et is not None and foreign.height:
+        et = None
+        notes.append("CUDA-graph replays attributed through a companion trace, whose ops join no node of "
+                     "the execution trace: links inferred from shapes")
+    if foreign.height:
+        ops = pl.concat([ops.select(foreign.columns), foreign], how="vertical_relaxed")
     work, calls, names = _group_calls(gpu, ops)
     calls, kineto_models = _with_kineto_models(calls)
     figures, links = _link_steps(calls, kineto_models, names, et)
@@ -426,14 +438,16 @@ def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl
     the distinct names), ``kernel_call`` (its primary activities are kernels), ``op_name`` (the op's name, else the first activity's ``cpu_op``,
     else "?"), ``record_function_id``, ``input_dims`` and ``input_types``."""
     kind = pl.col("kind")
-    alone = (pl.col("op_idx").is_null()
-             | pl.col("launch_api").is_in(list(GRAPH_LAUNCH_APIS)).fill_null(False))
+    replayed = pl.col("launch_api").is_in(list(GRAPH_LAUNCH_APIS)).fill_null(False)
+    alone = pl.col("op_idx").is_null() | (replayed & ~pl.col("graph_source").is_in(list(_TIED)).fill_null(False))
     rank = pl.when(kind == "kernel").then(0).when(kind == "memcpy").then(1).otherwise(2)
-    group = ["op_idx", "step", "alone"]
+    # A captured op's activities form one call per replay (the graph launch), not one per step.
+    group = ["op_idx", "step", "alone", "replay"]
     names = gpu.select("name").unique(maintain_order=True).with_row_index("code")
     work = gpu.with_row_index("pos").join(
         names, on="name", how="left", nulls_equal=True, maintain_order="left",
-    ).with_columns(alone=alone, rank=rank).with_columns(
+    ).with_columns(alone=alone, rank=rank,
+                   replay=pl.when(replayed).then(pl.col("launch_idx"))).with_columns(
         primary=~pl.col("alone") & (pl.col("rank") == pl.col("rank").min().over(group)),
         group_first=pl.col("pos").min().over(group),  # rows are in ``pos`` order
     ).with_columns(

@@ -18,7 +18,8 @@ from tracekit.output import refuse_inputs
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 
 
-def profiles(a_path: str, b_path: str, unit: str | None, execution_trace: str | None, timelines: bool = False):
+def profiles(a_path: str, b_path: str, unit: str | None, execution_trace: str | None, timelines: bool = False,
+             companions: tuple[str | None, str | None] = (None, None)):
     """Profiles of A and B (with every unit's timeline when ``timelines``); big inputs in two spawned
     processes (each trace's load and analyses are independent, and a machine with two cores then
     takes about the time of one report)."""
@@ -27,11 +28,11 @@ def profiles(a_path: str, b_path: str, unit: str | None, execution_trace: str | 
 
     sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in (a_path, b_path)]
     if sum(sizes) < PARALLEL_MIN_BYTES or parallel.cores() < 2:
-        return (profile_of(a_path, unit, execution_trace, None, timelines),
-                profile_of(b_path, unit, execution_trace, None, timelines))
+        return (profile_of(a_path, unit, execution_trace, None, timelines, companions[0]),
+                profile_of(b_path, unit, execution_trace, None, timelines, companions[1]))
     with parallel.spawn_pool(2) as pool:  # one process per trace, each loading with one
-        a = pool.submit(profile_of, a_path, unit, execution_trace, 1, timelines)
-        b = pool.submit(profile_of, b_path, unit, execution_trace, 1, timelines)
+        a = pool.submit(profile_of, a_path, unit, execution_trace, 1, timelines, companions[0])
+        b = pool.submit(profile_of, b_path, unit, execution_trace, 1, timelines, companions[1])
         return a.result(), b.result()
 
 
@@ -50,25 +51,34 @@ def _fail_if_help() -> str:
 @click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR", cls=options.LazyHelp,
               help_text=lambda: _fail_if_help())
 @options.no_execution_trace
+@click.option("--graph-companion", "graph_companions", multiple=True, metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=str),
+              help="A trace of the CUDA-graph capture phase, or of the same code run eagerly, that graph "
+                   "replays are attributed from: once for both A and B, or twice (A's, then B's).")
 @options.output_format
 @options.output
 @options.reading
 def diff(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], no_et: bool,
-         fmt: str | None, output: str | None) -> None:
+         fmt: str | None, output: str | None, graph_companions: tuple[str, ...] = ()) -> None:
     """Compare trace A (before) with trace B (after): fusions, kernel changes, per-step deltas."""
+    from tracekit.errors import UsageError
     from tracekit.diff import gates, pairwise
     from tracekit.session import Session
 
     parsed = [gates.parse(text) for text in fail_if]  # a typo fails before the slow part
+    if len(graph_companions) > 2:
+        raise UsageError("--graph-companion is given once (both traces) or twice (A's, then B's)")
+    companions = ((graph_companions[0], graph_companions[-1]) if graph_companions else (None, None))
     et_choice = options.execution_trace_choice(None, no_et)
     renderer = options.renderer(fmt, output)
     target = renderer.files_target(output)  # a format writing files: where, checked before the slow part
-    inputs = [a_path, b_path, *(Session(p, execution_trace=et_choice).execution_trace_path for p in (a_path, b_path))]
+    inputs = [a_path, b_path, *(Session(p, execution_trace=et_choice).execution_trace_path for p in (a_path, b_path)),
+              *graph_companions]
     if target is None:
         refuse_inputs(output, inputs)
     names = " and ".join(os.path.basename(p) for p in (a_path, b_path))
     with progress.phase(f"reading and analysing {names}"):
-        result = pairwise.diff(*profiles(a_path, b_path, unit, et_choice, renderer.needs_timelines))
+        result = pairwise.diff(*profiles(a_path, b_path, unit, et_choice, renderer.needs_timelines, companions))
     results = gates.evaluate(parsed, result)
     options.write_then_gate(output, lambda out: renderer.render(result, out, results, color=options.colour(output)),
                             results, target=target, inputs=inputs,

@@ -82,6 +82,12 @@ no_execution_trace = click.option("--no-execution-trace", "no_et", is_flag=True,
                                   help="Ignore X.et.json.gz beside a trace; infer round trips from shapes and order.")
 
 
+graph_companion = click.option(
+    "--graph-companion", "graph_companion", type=click.Path(dir_okay=False, path_type=str), default=None,
+    help="A trace of the CUDA-graph capture phase, or of the same code run eagerly: CUDA-graph replays "
+         "are attributed to its ops (by graph node id or launch order, else by kernel names with a match score).")
+
+
 def execution_trace_choice(explicit: str | None, ignore: bool) -> str | None:
     """``Session``'s ``execution_trace`` argument from ``--execution-trace`` / ``--no-execution-trace``."""
     if explicit and ignore:

@@ -36,10 +36,11 @@ def _fail_if_help() -> str:
               "(needs the hta extra).")
 @click.option("--fail-if", "fail_if", multiple=True, metavar="finding:RULE", cls=options.LazyHelp,
               help_text=lambda: _fail_if_help())
+@options.graph_companion
 @options.reading
 def report(trace_path: str, fmt: str | None, output: str | None, step: int | None, unit: str | None,
            et_path: str | None, no_et: bool, ceilings: tuple[str, ...], hta: bool,
-           fail_if: tuple[str, ...] = ()) -> None:
+           fail_if: tuple[str, ...] = (), graph_companion: str | None = None) -> None:
     """Classify kernels, attribute CPU ops and summarise steps of one trace.
 
     TRACE may also be a directory of per-rank traces: each is analysed in its own process and a
@@ -55,8 +56,9 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
     if os.path.isdir(trace_path):
         from tracekit import ranks
 
-        if step is not None or unit is not None or gated:
-            raise UsageError("--step, --unit and --fail-if apply to one trace, not to a directory of ranks")
+        if step is not None or unit is not None or gated or graph_companion:
+            raise UsageError("--step, --unit, --fail-if and --graph-companion apply to one trace, "
+                             "not to a directory of ranks")
         if renderer.writes_files:  # before the ranks are analysed
             raise UsageError(f"--format {renderer.name} draws one trace's report, not a directory of ranks; "
                              "use --format md, html, json or term")
@@ -66,8 +68,8 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
         return
     overrides = options.parse_ceilings(ceilings)
     session = Session(trace_path, execution_trace=options.execution_trace_choice(et_path, no_et),
-                      workers=None, show_progress=True)
-    inputs = [trace_path, session.execution_trace_path]
+                      workers=None, show_progress=True, graph_companion=graph_companion)
+    inputs = [trace_path, session.execution_trace_path, graph_companion]
     if target is None:
         refuse_inputs(output, inputs)
     result = session.report(step=step, ceilings=overrides, hta=hta, unit=unit, timelines=renderer.needs_timelines)

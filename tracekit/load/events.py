@@ -53,6 +53,10 @@ ARGS_FIELDS: tuple[tuple[str, str, Any, Any], ...] = (
     ("shared_memory", "shared memory", int | None, None),
     ("bytes", "bytes", int | str | None, None),
     ("cbid", "cbid", int | None, None),
+    # CUPTI's ids of the CUDA graph (exec graph) and graph node that ran a replayed activity (0 when
+    # the activity was not replayed from a graph); newer Kineto writes them on kernels, memcpys, memsets.
+    ("graph_id", "graph id", int | None, None),
+    ("graph_node_id", "graph node id", int | None, None),
     ("cid", "cid", int | None, None),  # ROCm's name for the callback id
     ("name", "name", str | None, None),  # metadata events: process/thread name
     ("addr", "Addr", int | None, None),

@@ -266,7 +266,8 @@ _OPS_COLS = ("idx", "cat", "name", "pid", "tid", "ts", "dur", "external_id", "re
              "sequence_number", "input_dims", "input_types")
 _LAUNCH_COLS = ("idx", "cat", "name", "pid", "tid", "ts", "dur", "correlation", "external_id", "cbid")
 _GPU_COLS = ("idx", "kind", "name", "pid", "tid", "ts", "dur", "device", "stream", "correlation",
-             "external_id", "grid", "block", "registers", "shared_memory", "bytes")
+             "external_id", "grid", "block", "registers", "shared_memory", "bytes", "graph_id", "graph_node_id",
+             "graph_annotation")
 _FLOW_COLS = ("idx", "cat", "ph", "id", "pid", "tid", "ts")
 _MEMORY_COLS = ("idx", "pid", "tid", "ts", "addr", "bytes", "total_allocated", "total_reserved",
                 "device_type", "device_id", "oom")
@@ -279,8 +280,8 @@ _COMMS_COLS = ("idx", "event", "collective", "pg_name", "pg_desc", "pg_ranks", "
 _KIND = {
     "idx": "idx", "cat": "str", "kind": "str", "name": "str", "ph": "str", "pid": "id", "tid": "id",
     "ts": "time", "dur": "time", "input_dims": "raw", "input_types": "raw", "grid": "raw",
-    "block": "raw", "oom": "bool", "event": "str", "collective": "str", "pg_name": "str",
-    "pg_desc": "str", "dtype": "str", "pg_ranks": "raw", "in_split": "raw", "out_split": "raw",
+    "block": "raw", "oom": "bool", "graph_annotation": "str", "event": "str", "collective": "str",
+    "pg_name": "str", "pg_desc": "str", "dtype": "str", "pg_ranks": "raw", "in_split": "raw", "out_split": "raw",
 }
 #: Rows gathered before they are turned into series (bounds the Python objects held).
 FLUSH_ROWS = 50_000
@@ -364,7 +365,11 @@ class FrameBuilder:
                 [a.device for a in args], [a.stream for a in args], [a.correlation for a in args],
                 [a.external_id if a.external_id is not None else a.external_id_lc for a in args],
                 [a.grid for a in args], [a.block for a in args], [a.registers for a in args],
-                [a.shared_memory for a in args], [a.bytes for a in args]))
+                [a.shared_memory for a in args], [a.bytes for a in args],
+                [a.graph_id for a in args], [a.graph_node_id for a in args],
+                # PyTorch's CUDA-graph annotation script writes a node's annotation as the activity's
+                # args "name" (Kineto itself writes none there).
+                [a.name if isinstance(a.name, str) else None for a in args]))
             self._add_comms(gpu, args, offset, "kernel")
         if launches:
             ev = [events[k] for k in launches]

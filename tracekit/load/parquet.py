@@ -178,6 +178,10 @@ _ADDED_COLUMNS = {
     # The comms frame (collective metadata) came later: a file written before it read none, so its
     # comms rows are none (no row has ``table == "comms"``) and these columns are only named.
     **{name: pl.lit(None) for name in COMMS_SCHEMA if name != "idx"},
+    # Before them, no file held CUDA-graph ids or annotations: unknown, which is what null means.
+    "graph_id": pl.lit(None, pl.Int64),
+    "graph_node_id": pl.lit(None, pl.Int64),
+    "graph_annotation": pl.lit(None, pl.String),
 }
 
 

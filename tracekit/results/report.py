@@ -22,6 +22,7 @@ from tracekit.analyses import pipeline, round_trips, steps as steps_analysis, th
 from tracekit.analyses.compilations import Compilations
 from tracekit.analyses.decomposition import Decomposition
 from tracekit.analyses.memory import MemoryReport
+from tracekit.analyses.graph_replays import GraphReplays
 from tracekit.analyses.serving import Serving
 from tracekit.analyses.timeline import Timelines
 from tracekit.analyses.units import Units
@@ -175,6 +176,9 @@ class Report(Displayed):
     #: A serving or generation loop's phases, tokens and cost per token (every unit, also with
     #: ``--step``); None for any other trace and in a report made before it existed.
     serving: Serving | None = None
+    #: CUDA-graph replays and where their ops came from (every unit, also with ``--step``); None in a
+    #: report made before it existed.
+    graphs: GraphReplays | None = None
 
     def __repr__(self) -> str:
         """One line: the file, its steps and median step wall, what limits it, the findings' rules
@@ -266,6 +270,7 @@ def build(bundle: pipeline.Analyses, *, step: int | None = None) -> Report:
         throughput=rates, attribution=attributed, memory=bundle.memory,
         compilation=bundle.compilation, set_aside_units=aside,
         decomposition=_decomposition_in_step(bundle.decomposition, step), serving=bundle.serving,
+        graphs=attributed.graphs,
     )
 
 

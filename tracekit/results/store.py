@@ -58,6 +58,7 @@ from tracekit.analyses.decomposition import Decomposition
 from tracekit.analyses.launch_gaps import LaunchGapsReport
 from tracekit.analyses.memory import MemoryReport
 from tracekit.analyses.round_trips import RoundTripReport
+from tracekit.analyses.graph_replays import GraphReplays
 from tracekit.analyses.serving import Serving
 from tracekit.analyses.throughput import ThroughputReport
 from tracekit.analyses.units import Units
@@ -71,7 +72,7 @@ from tracekit.trace import Trace
 #: The classes a skeleton may name, by name.
 _CLASSES = {cls.__name__: cls for cls in (Report, Facts, LaunchGapsReport, RoundTripReport, ThroughputReport,
                                           Units, Breakdown, Compilations, Finding, Evidence, MemoryReport,
-                                          Decomposition, Serving)}
+                                          Decomposition, Serving, GraphReplays)}
 #: Report fields not stored (see the module docstring).
 _SKIPPED = {"attribution", "timelines"}
 #: Frames stored with their columns but no rows: per-kernel working tables that the analyses
@@ -119,6 +120,10 @@ _NULLABLE = frozenset({
     "report.memory.steps:annotation", "report.memory.steps:top_op",
     "report.paths:cpu_op", "report.paths:scope", "report.paths:top_op",
     "report.round_trips.bytes_per_step:step",
+    # CUDA graphs: no CUPTI graph id, no source found, no eager companion; a companion op's shapes.
+    *(f"report.graphs.graphs:{c}" for c in ("graph_id", "source", "match", "score", "launch_ns_median",
+                                            "eager_launch_ns")),
+    *(f"report.graphs.foreign_ops:{c}" for c in ("record_function_id", "input_dims", "input_types")),
     *(f"report.round_trips.traffic:{c}" for c in ("bytes_read", "bytes_written", "dtype", "flops", "op", "step")),
     *(f"report.throughput.kernels:{c}" for c in (
         "achieved_bytes_per_s", "achieved_flops_per_s", "achieved_gbps", "achieved_tflops", "bound", "bytes",

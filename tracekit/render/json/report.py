@@ -98,6 +98,13 @@
   requests, tokens, wall_ns, cpu_span_ns, gpu_busy_ns, gpu_idle_ns, ns_per_token (wall / tokens),
   gpu_ns_per_token (GPU busy / tokens); null when some token count is unknown}] (all iterations),
   window_phases: [same] (the steady window's), classes: [{phase, kernel_class, gpu_ns, share}]}``.
+* ``graphs`` — (added in /1) CUDA-graph replays (:mod:`tracekit.analyses.graph_replays`; ns; null in a
+  report made before it existed): ``{gpu_ns (every activity), replayed_ns, attributed_ns, attributed_share (null: nothing
+  replayed), annotated_ns, captures, companion (the --graph-companion path or null), rewritten (by
+  PyTorch's annotation script), lanes (the lanes that script put replayed activities on), graphs:
+  [{graph, graph_id, source ("capture" | "companion capture" | "companion" | null), match ("graph node
+  id" | "replay order" | "kernel names"), score, replays, activities_per_replay, gpu_ns, attributed_ns,
+  replay_ns_median, replay_ns_min, replay_ns_max, launch_ns_median, eager_launch_ns}], notes}``.
   ``units.candidates`` rows also carry (added in /1) ``alike``: for a period candidate (``name``
   ``from:OP``, the ``--unit`` argument), how many of its periods hold the same top-level op sequence
 * ``hta`` — only with ``--hta``: per rank/step/stream busy and idle from tracekit and HTA, the report's
@@ -168,7 +175,18 @@ def data(report: Report) -> dict[str, Any]:
         "set_aside_units": dict(report.set_aside_units),
         "decomposition": decomposition_data(report.decomposition),
         "serving": serving_data(getattr(report, "serving", None)),
+        "graphs": graphs_data(getattr(report, "graphs", None)),
     }
+
+
+def graphs_data(found: Any) -> dict[str, Any] | None:
+    """The ``graphs`` object of ``tracekit.report/1`` (None in a report made before it existed)."""
+    if found is None:
+        return None
+    return {"gpu_ns": found.gpu_ns, "replayed_ns": found.replayed_ns, "attributed_ns": found.attributed_ns,
+            "attributed_share": found.attributed_share, "annotated_ns": found.annotated_ns,
+            "captures": found.captures, "companion": found.companion, "rewritten": found.rewritten,
+            "lanes": list(found.lanes), "graphs": rows(found.graphs), "notes": list(found.notes)}
 
 
 def serving_data(found: Any) -> dict[str, Any] | None:

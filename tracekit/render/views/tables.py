@@ -15,7 +15,7 @@ import polars as pl
 
 from tracekit.classify.names import describe_decoded, short_kernel_name
 from tracekit.render.text import Rows, pct, us
-from tracekit.render.views import compilation, decomposition, memory, serving
+from tracekit.render.views import compilation, decomposition, graphs, memory, serving
 from tracekit.render.views.labels import step_label
 
 if TYPE_CHECKING:
@@ -345,8 +345,18 @@ def round_trip_steps_table(report: Report) -> Rows:
     if trips is not None:
         for r in trips.bytes_per_step.iter_rows(named=True):
             rows.append(["" if r["step"] is None else str(r["step"]), str(r["tensor_count"]),
-                         f"{r['round_trip_bytes']:,}", str(r["unknown_kernels"])])
+                         _trip_bytes(r), str(r["unknown_kernels"])])
     return ("Round-trip bytes per step", ["step", "tensors", "bytes", "kernels without a traffic model"], rows)
+
+
+def _trip_bytes(row: dict) -> str:
+    """A step's round-trip bytes: unknown, never 0, while kernels without a model may hide some;
+    a floor ("≥ N") when some were found besides them."""
+    if not row["unknown_kernels"]:
+        return f"{row['round_trip_bytes']:,}"
+    if not row["round_trip_bytes"]:
+        return "unknown"
+    return f"≥ {row['round_trip_bytes']:,}"
 
 
 def throughput_table(report: Report) -> Rows:
@@ -415,6 +425,7 @@ def notes(report: Report) -> list[str]:
         if offered:
             out.append(offered)
     out += serving.notes(report)
+    out += graphs.notes(report)
     if report.launch_gaps is not None:
         t = report.launch_gaps.thresholds
         out.append(f"Wall: {WALL_RULE}.")
@@ -456,7 +467,8 @@ def all_tables(report: Report) -> list[Rows]:
     """Every table in display order, each cut to :data:`MAX_TABLE_ROWS` rows."""
     tables = [shares_table(report, "class"), shares_table(report, "library"),
               steps_table(report), *([loop] if (loop := serving.table(report)) is not None else []),
-              launch_gaps_table(report), *compilation.report_tables(report),
+              launch_gaps_table(report), *([graphed] if (graphed := graphs.table(report)) is not None else []),
+              *compilation.report_tables(report),
               idle_causes_table(report), streams_table(report)]
     overlap = overlap_table(report)
     if overlap is not None:

@@ -1,0 +1,239 @@
+"""CUDA-graph test traces: graphs captured and replayed inside the profiled window, and their eager twins.
+
+Run on a CUDA host (``python -m capture.graph_traces OUT_DIR``); writes gzipped Kineto traces into
+``OUT_DIR`` and a ``graphs.json`` manifest saying what each one is:
+
+- ``mlp_graph-capture``: the eager GeGLU MLP (bf16, x [64, 128, 768], hidden 3072) captured with
+  ``torch.cuda.graph`` inside the window (``capture#0``), then replayed four times (``replay#N``);
+- ``mlp_graph-eager``: the same MLP run eagerly four times (the capture's companion);
+- ``decode_eager``: a tiny Llama-like model built here (no download) with a static KV cache: one
+  prefill and 16 decode forwards (``prefill#0``, ``decode#N``), no CUDA graph;
+- ``decode_graphs``: the same loop with the decode step captured once inside the window and
+  replayed; with ``enable_annotations=True`` and ``mark_kernels`` scopes when this torch has them;
+- ``decode_reduce-overhead``: the decode step under ``torch.compile(mode="reduce-overhead")``,
+  compiled before the window, its CUDA-graph record and replays inside it.
+
+Every step is a ``record_function`` span (no profiler schedule: a schedule drops a capture's events).
+"""
+
+from __future__ import annotations
+
+import gzip
+import inspect
+import json
+import os
+import shutil
+import sys
+import time
+
+import torch
+from torch import nn
+from torch.profiler import ProfilerActivity, profile, record_function
+
+DEV = "cuda"
+DT = torch.bfloat16
+
+
+class Mlp(nn.Module):
+    def __init__(self, dim: int = 768, hidden: int = 3072) -> None:
+        super().__init__()
+        self.gate = nn.Linear(dim, hidden, bias=False)
+        self.up = nn.Linear(dim, hidden, bias=False)
+        self.down = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        return self.down(nn.functional.gelu(self.gate(x), approximate="tanh") * self.up(x))
+
+
+class Block(nn.Module):
+    def __init__(self, dim: int, heads: int, max_len: int, batch: int) -> None:
+        super().__init__()
+        self.heads, self.hd = heads, dim // heads
+        self.norm1, self.norm2 = nn.RMSNorm(dim), nn.RMSNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.o = nn.Linear(dim, dim, bias=False)
+        self.mlp = Mlp(dim, 4 * dim)
+        self.register_buffer("k", torch.zeros(batch, heads, max_len, self.hd))
+        self.register_buffer("v", torch.zeros(batch, heads, max_len, self.hd))
+
+    def forward(self, x, pos, mask):
+        b, s, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, s, 3, self.heads, self.hd).permute(2, 0, 3, 1, 4)
+        self.k.index_copy_(2, pos, k)
+        self.v.index_copy_(2, pos, v)
+        a = nn.functional.scaled_dot_product_attention(q, self.k, self.v, attn_mask=mask)
+        x = x + self.o(a.transpose(1, 2).reshape(b, s, d))
+        return x + self.mlp(self.norm2(x))
+
+
+class TinyLlama(nn.Module):
+    def __init__(self, vocab=2048, dim=256, heads=4, layers=2, max_len=64, batch=4) -> None:
+        super().__init__()
+        self.max_len = max_len
+        self.emb = nn.Embedding(vocab, dim)
+        self.blocks = nn.ModuleList(Block(dim, heads, max_len, batch) for _ in range(layers))
+        self.norm = nn.RMSNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, tokens, pos):
+        mask = torch.arange(self.max_len, device=tokens.device)[None, :] <= pos[:, None]
+        x = self.emb(tokens)
+        for blk in self.blocks:
+            x = blk(x, pos, mask)
+        return self.head(self.norm(x))
+
+
+def _profiled(out: str, name: str, body) -> None:
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
+        body()
+        torch.cuda.synchronize()
+    raw = os.path.join(out, name + ".json")
+    prof.export_chrome_trace(raw)
+    with open(raw, "rb") as fin, gzip.GzipFile(os.path.join(out, name + ".json.gz"), "wb", 9, mtime=0) as fout:
+        shutil.copyfileobj(fin, fout)
+    os.remove(raw)
+
+
+def mlp_traces(out: str, notes: dict) -> None:
+    torch.manual_seed(0)
+    mlp = Mlp().to(DEV, DT)
+    x = torch.randn(64, 128, 768, device=DEV, dtype=DT)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up on a side stream, as torch.cuda.graph's docs ask
+        for _ in range(3):
+            mlp(x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+
+    def captured():
+        with record_function("capture#0"):
+            with torch.cuda.graph(graph):
+                mlp(x)
+        for i in range(4):
+            with record_function(f"replay#{i}"):
+                graph.replay()
+
+    def eager():
+        for i in range(4):
+            with record_function(f"step#{i}"):
+                mlp(x)
+
+    _profiled(out, "mlp_graph-capture", captured)
+    _profiled(out, "mlp_graph-eager", eager)
+    notes["mlp_graph-capture"] = "eager GeGLU MLP captured with torch.cuda.graph in the window, 4 replays"
+    notes["mlp_graph-eager"] = "the same MLP eagerly, 4 steps: companion of mlp_graph-capture"
+
+
+def _annotations_supported() -> bool:
+    return "enable_annotations" in inspect.signature(torch.cuda.graph).parameters
+
+
+def decode_traces(out: str, notes: dict, steps: int = 16) -> None:
+    torch.manual_seed(0)
+    model = TinyLlama().to(DEV, DT).eval()
+    batch, prompt = 4, 8
+    tokens = torch.randint(0, 2048, (batch, prompt), device=DEV)
+    step_tok = torch.randint(0, 2048, (batch, 1), device=DEV)
+    step_pos = torch.zeros(1, dtype=torch.long, device=DEV)
+
+    def prefill():
+        with record_function("prefill#0"):
+            model(tokens, torch.arange(prompt, device=DEV))
+
+    def decode_step():
+        return model(step_tok, step_pos)
+
+    def eager():
+        with torch.no_grad():
+            prefill()
+            for i in range(steps):
+                step_pos.fill_(prompt + i)
+                with record_function(f"decode#{i}"):
+                    decode_step()
+
+    _profiled(out, "decode_eager", eager)
+    notes["decode_eager"] = f"tiny Llama (2 layers, dim 256, batch 4), prefill of {prompt} + {steps} decode forwards, eager"
+
+    annotate = _annotations_supported()
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                decode_step()
+        torch.cuda.current_stream().wait_stream(side)
+
+    def graphed():
+        with torch.no_grad():
+            prefill()
+            with record_function("capture#0"):
+                if annotate:
+                    from torch.cuda._graph_annotations import mark_kernels
+                    scopes = []
+
+                    def enter(m, a, n):
+                        scopes.append(mark_kernels({"name": f"layer {n}"}))
+                        scopes[-1].__enter__()
+
+                    hooks = [h for n, blk in enumerate(model.blocks) for h in (
+                        blk.register_forward_pre_hook(lambda m, a, n=n: enter(m, a, n)),
+                        blk.register_forward_hook(lambda m, a, r: scopes.pop().__exit__(None, None, None)))]
+                    with torch.cuda.graph(graph, enable_annotations=True):
+                        with mark_kernels("decode_step"):
+                            decode_step()
+                    for h in hooks:
+                        h.remove()
+                else:
+                    with torch.cuda.graph(graph):
+                        decode_step()
+            for i in range(steps):
+                step_pos.fill_(prompt + i)
+                with record_function(f"decode#{i}"):
+                    graph.replay()
+
+    _profiled(out, "decode_graphs", graphed)
+    notes["decode_graphs"] = (f"the same loop, decode step captured once in the window and replayed {steps} times; "
+                              f"annotations: {'enable_annotations=True' if annotate else 'not in this torch'}")
+    if annotate:
+        from torch.cuda._graph_annotations import get_kernel_annotations
+        with open(os.path.join(out, "decode_graphs.annotations.json"), "w") as fh:
+            json.dump({str(k): v for k, v in get_kernel_annotations().items()}, fh, default=str)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(decode_step, mode="reduce-overhead")
+    with torch.no_grad():
+        step_pos.fill_(prompt)
+        compiled()  # compile and the cudagraph tree's warm-up run, before the window
+
+        def reduce_overhead():
+            for i in range(steps):
+                step_pos.fill_(prompt + i)
+                with record_function(f"decode#{i}"):
+                    compiled()
+
+        _profiled(out, "decode_reduce-overhead", reduce_overhead)
+    notes["decode_reduce-overhead"] = (f"decode step under torch.compile(mode='reduce-overhead'), compiled and warmed "
+                                       f"before the window; graph record and {steps} calls inside it")
+
+
+def main(out: str) -> None:
+    os.makedirs(out, exist_ok=True)
+    notes: dict = {"torch": torch.__version__, "device": torch.cuda.get_device_name(),
+                   "annotations_supported": _annotations_supported()}
+    t0 = time.time()
+    for part in (mlp_traces, decode_traces):
+        try:
+            part(out, notes)
+        except Exception as err:  # one part failing must not lose the others' traces
+            notes[part.__name__ + "_error"] = f"{type(err).__name__}: {err}"[:500]
+    notes["seconds"] = round(time.time() - t0, 1)
+    with open(os.path.join(out, "graphs.json"), "w") as fh:
+        json.dump(notes, fh, indent=1, sort_keys=True)
+    print(json.dumps(notes, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "graph_traces")
