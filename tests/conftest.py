@@ -112,3 +112,16 @@ def sample() -> Callable[..., tracekit.Session]:
         return sessions.setdefault((path, opened.execution_trace_path), opened)
 
     return open_sample
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """A real headless Chromium (tests/browser.py), one per test module; the test is skipped where
+    none is installed (.ci/run installs Debian's)."""
+    from browser import Browser, chromium_binary
+
+    binary = chromium_binary()
+    if binary is None:
+        pytest.skip("no chromium binary on PATH (Debian: apt-get install chromium; .ci/run installs it)")
+    with Browser(binary) as browser:
+        yield browser

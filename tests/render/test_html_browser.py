@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import Browser, chromium_binary, png_colours
+from browser import png_colours
 from factory import copy_as_rank, make_kernel, make_launch, make_op, make_step, write_trace
 from tracekit.commands import main
 from tracekit.render.text import for_display
@@ -52,15 +52,6 @@ def tracekit(*argv: object) -> None:
     with pytest.raises(SystemExit) as exit_:
         main([str(a) for a in argv])
     assert exit_.value.code == 0, argv
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    binary = chromium_binary()
-    if binary is None:
-        pytest.skip("no chromium binary on PATH (Debian: apt-get install chromium; .ci/run installs it)")
-    with Browser(binary) as browser:
-        yield browser
 
 
 @pytest.fixture(scope="module")

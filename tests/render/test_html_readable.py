@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from browser import Browser, chromium_binary
 from tracekit.commands import main
 from tracekit.analyses import timeline as analysis
 from tracekit.render import timeline as drawing
@@ -37,15 +36,6 @@ def tracekit(*argv: object) -> None:
     with pytest.raises(SystemExit) as exit_:
         main([str(a) for a in argv])
     assert exit_.value.code == 0, argv
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    binary = chromium_binary()
-    if binary is None:
-        pytest.skip("no chromium binary on PATH (Debian: apt-get install chromium; .ci/run installs it)")
-    with Browser(binary) as browser:
-        yield browser
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from browser import Browser, chromium_binary
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -185,15 +184,6 @@ def test_without_the_renderers_a_result_has_no_html(eager, monkeypatch):
 
     monkeypatch.setattr(display, "_html", None)
     assert eager.report()._repr_html_() is None  # the notebook then shows the short repr
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    binary = chromium_binary()
-    if binary is None:
-        pytest.skip("no chromium binary on PATH (Debian: apt-get install chromium; .ci/run installs it)")
-    with Browser(binary) as browser:
-        yield browser
 
 
 def test_the_fragments_render_in_chromium_as_a_notebook_shows_them(chromium, eager, diff, tmp_path):
