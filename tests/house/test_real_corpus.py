@@ -240,7 +240,9 @@ def test_a_single_forward_is_one_unit_named_after_its_annotation():
     assert (report.units.kind, report.units.name, report.steps["name"].to_list()) == (
         "span", "Model_Forward", ["Model_Forward#1"])
     assert report.steps["kernel_count"].to_list() == [156]  # every kernel of the file
-    assert report.launch_gaps.per_step["verdict"].to_list() == ["compute-bound"]
+    # 551 ms of AllGather/ReduceScatter with no compute beside them against 23 ms of compute:
+    # the exposed communication is far more than half the GPU busy time (was "compute-bound").
+    assert report.launch_gaps.per_step["verdict"].to_list() == ["communication-bound"]
 
 
 def test_training_step_annotation_and_whole_trace_fallback():
