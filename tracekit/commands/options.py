@@ -102,7 +102,7 @@ def write_result(output: str | None, stream: Callable[[TextIO], None], *,
     :meth:`~tracekit.render.base.Renderer.files_target`, asked before the slow part; no file that
     is one of ``inputs`` is written). A progress bar shows while it renders
     (:mod:`tracekit.progress`: a terminal on stderr only; on stdout, until the first byte)."""
-    from tracekit.output import open_output, write_files
+    from tracekit.output import open_output, stdout_writes, write_files
 
     if target is not None and files is not None:
         directory, index = target
@@ -115,8 +115,12 @@ def write_result(output: str | None, stream: Callable[[TextIO], None], *,
     to_file = output is not None and output != "-"
     with progress.phase(f"writing {os.path.basename(output) if to_file else 'the output'}") as bar, \
             open_output(output) as out:
-        # On stdout the output may share the bar's terminal: its first byte ends the bar.
-        stream(out if to_file else bar.guard(out))
+        if to_file:
+            stream(out)
+        else:
+            with stdout_writes():  # a full or closed stdout: one line, exit 2
+                # On stdout the output may share the bar's terminal: its first byte ends the bar.
+                stream(bar.guard(out))
     wrote(output)
 
 
