@@ -89,7 +89,10 @@ def atomic_path(path: str | os.PathLike[str], *, make_parents: bool = False) -> 
     except OSError:
         existing = None
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        # The name's first 64 bytes only: a target named near the file system's limit (255 bytes)
+        # must not make its temp file's name too long.
+        stem = os.fsdecode(os.fsencode(target.name)[:64])
+        fd, name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".tmp", dir=directory)
     except OSError as err:
         raise UsageError(f"{text}: cannot write ({err.strerror or err})") from None
     os.close(fd)
