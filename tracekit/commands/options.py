@@ -45,6 +45,33 @@ class DocumentFormat(click.Choice):
         return super().convert(value, param, ctx)
 
 
+class FilePath(click.Path):
+    """A path that must name a file, not a directory: a directory is refused in one line naming the
+    parameter and what it expects (``--execution-trace: runs/ is a directory, expected an execution
+    trace file``), where click's own refusal prints the command's usage text. Shown as ``FILE`` in
+    ``--help``, as click's file-only path is."""
+
+    def __init__(self, expected: str) -> None:
+        super().__init__(dir_okay=True, path_type=str)
+        self.name = "file"
+        self.expected = expected
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        path = super().convert(value, param, ctx)
+        if os.path.isdir(path):
+            raise UsageError(f"{_parameter_name(param)}: {path} is a directory, expected {self.expected}")
+        return path
+
+
+def _parameter_name(param: click.Parameter | None) -> str:
+    """How a message names ``param``: an option's long flag, an argument's metavar."""
+    if isinstance(param, click.Option):
+        return next((o for o in param.opts if o.startswith("--")), param.opts[0])
+    if param is not None:
+        return param.human_readable_name.removesuffix("...").removesuffix("…")
+    return "a path"
+
+
 #: ``--format`` and ``-o`` of a command without pictures (check, compare).
 document_format = click.option("--format", "fmt", type=DocumentFormat(), default=None,
                                help="Output format (default: from -o's extension, else term).")
