@@ -8,8 +8,9 @@ Accuracy reads tests/data/real_kernel_names.json (the tuned table) and tests/dat
 (names gathered after the rules were written) and prints class+library and class-only accuracy.
 
 Speed: ``classify_frame`` on a frame of N distinct real-looking names (each real name of the table made
-unique by a suffix or an inserted token, so nothing is served from the cache), and ``classify_kernel`` on
-hostile names of 300,000 characters (runs of what the rules look for, without what completes a match).
+unique by a suffix or an inserted token, so nothing is served from the cache), on 20,000 distinct names of
+about 2 KB (a real name with a long random template argument), and ``classify_kernel`` on hostile names of
+300,000 characters (runs of what the rules look for, without what completes a match).
 
 Class changes: each TRACE is loaded and attributed with this checkout (kernel name, launch API, innermost CPU
 op, duration); every distinct kernel is classified by the current rules and by the rules of ``--before``
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 import tarfile
@@ -86,6 +88,19 @@ def speed(n: int) -> None:
     mean_len = sum(map(len, names)) / n
     print(f"classify_frame: {n:,} distinct names (mean {mean_len:.0f} chars) in {took:.2f} s "
           f"({1e6 * took / n:.0f} us/name); {out['kernel_class'].n_unique()} classes")
+    # Many long distinct names (generated code, a name per shape): every name is read by every
+    # substring test of the table unless the tests share one scan (rules.classify_many).
+    rng = random.Random(0)
+    alphabet = "abcdefghijklmnopqrstuvwxyz_0123456789"
+    long_names = [f"{base[i % len(base)]}<{''.join(rng.choice(alphabet) for _ in range(2000))}>{i}"
+                  for i in range(20_000)]
+    long_frame = pl.DataFrame({"name": long_names, "kind": ["kernel"] * len(long_names)})
+    _classify.cache_clear()
+    t0 = time.perf_counter()
+    classify_frame(long_frame)
+    took = time.perf_counter() - t0
+    print(f"classify_frame: {len(long_names):,} distinct names of ~2 KB in {took:.2f} s "
+          f"({1e6 * took / len(long_names):.0f} us/name)")
     long = 300_000
     hostile = {
         "letters": "a" * long,

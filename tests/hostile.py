@@ -10,17 +10,21 @@ Used by ``tests/commands/test_hostile_inputs.py`` (the corpus and hypothesis mut
   insert an entry, change a metadata field) applied to a decoded trace; :func:`random_mutations`
   draws them without hypothesis (the fuzzer's fallback).
 - :func:`run_matrix`: every command (report, convert then report of the Parquet, diff, check,
-  annotate then report of the annotated trace) in
+  compare, annotate then report of the annotated trace) in
   every format (term, md, json), in this process; :func:`check_outcomes` states what each may
   end in: exit 0 with output, exit 2 with one line on stderr (1 for a broken expectation), never a
   traceback or an internal error. ``python tests/hostile.py serve`` runs matrices for a parent
   that sends cases as JSON lines, under an address-space limit (the tests' bounded child).
+- :func:`write_failures`: every writer against an output that cannot be written (a full or closed
+  stdout, ``/dev/full``, a file-size limit, a full file system); :func:`run_write_case` runs one in
+  its own process and :func:`check_write_outcome` states what it must end in.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gzip
+import importlib.util
 import io
 import json
 import os
@@ -217,9 +221,16 @@ def corpus() -> list[Case]:
                                                                               [True], [-1]])),
         expect={"report": {0}})
     add("structure/long_names", with_event("name", json.dumps("k" * 280_000)), expect={"report": {0}})
+    add("structure/many_long_kernel_names", _long_kernel_names(base, 2000, 2048), commands=("report", "diff"),
+        formats=("json",), expect={"report": {0}})
     # Compression.
     add("compression/truncated_gzip", gz[: len(gz) // 2], expect={"report": {2}})
     add("compression/truncated_gzip_partial", gz[: len(gz) * 2 // 3], args=("--partial",), expect={"report": {0}})
+    if importlib.util.find_spec("hta") is not None:  # HolisticTraceAnalysis reads what loaded
+        add("compression/truncated_gzip_partial_hta", gz[: len(gz) * 2 // 3], args=("--partial", "--hta"),
+            commands=("report",), formats=("json",), expect={"report": {0}})
+        add("compression/truncated_json_partial_hta", raw[: len(raw) * 2 // 3], args=("--partial", "--hta"),
+            commands=("report",), formats=("json",), expect={"report": {0}})
     add("compression/corrupt_gzip", gz[:200] + bytes(64) + gz[264:], expect={"report": {2}})
     add("compression/multi_member", gzip.compress(raw[:1000]) + gzip.compress(raw[1000:]), expect={"report": {0}})
     zeros = gzip.compress(bytes(1 << 20), 9)
@@ -247,6 +258,18 @@ def corpus() -> list[Case]:
     cases.append(Case("inputs/path_too_long", {}, trace="x" * 5000, expect={"report": {2}}))
     cases.append(Case("inputs/directory_of_nothing", {"d/readme.txt": b"hi"}, trace="d", commands=("report",),
                       expect={"report": {2}}))
+    # A trace named near the file system's limit (255 bytes): the execution trace probed beside it
+    # has a name too long to exist, which is "no execution trace", never an error.
+    long_name = "t" * (255 - len(".json")) + ".json"
+    cases.append(Case("inputs/name_at_the_limit", {long_name: raw}, trace=long_name,
+                      commands=("report", "convert", "diff", "check", "annotate", "compare"), expect={"report": {0}}))
+    # A directory where a file is expected: one line naming what was expected, never click's usage text.
+    for label, case_kw in (
+            ("trace", {"trace": "d", "commands": ("annotate", "compare")}),
+            ("execution_trace", {"commands": ("report", "annotate"), "args": ("--execution-trace", "d")}),
+            ("expectations", {"commands": ("check",), "expect_file": "d"})):
+        cases.append(Case(f"inputs/directory_as_{label}", {"t.json": raw, "d/x.json": raw},
+                          expect={c: {2} for c in ("report", "annotate", "compare", "check")}, **case_kw))
     # Execution traces beside the trace (found by the "auto" rule), malformed.
     et = json.loads(gzip.decompress((SAMPLES / "mlp_eager.et.json.gz").read_bytes()))
     for label, change in (
@@ -296,6 +319,12 @@ def corpus() -> list[Case]:
         "r/rank3.json": dumps({**base, "distributedInfo": {"rank": 2**70}}),
         "r/rank4.json": _nest(100_000).encode(), "r/rank5.json": dumps({**base, "traceEvents": 5})},
         trace="r", commands=("report",), expect={"report": {0}}))
+    # A directory of rank files none of which reads: refused in one line naming the files' errors.
+    cases.append(Case("ranks/all_broken", {
+        "r/rank0.json": b"not json", "r/rank1.json": gz[:100],
+        "r/rank2.json": dumps({**base, "traceEvents": 5}),
+        "r/rank3.json": dumps({**base, "distributedInfo": {"rank": 2**70}})},
+        trace="r", commands=("report",), expect={"report": {2}}))
     # Directories that are not a set of ranks: refused in one line.
     cases.append(Case("ranks/no_rank", {"r/a.json": raw, "r/b.json": raw}, trace="r", commands=("report",),
                       expect={"report": {2}}))
@@ -304,6 +333,21 @@ def corpus() -> list[Case]:
         "r/b.json": dumps({**base, "distributedInfo": {"rank": 1, "world_size": 2}})},
         trace="r", commands=("report",), expect={"report": {2}}))
     return cases
+
+
+def _long_kernel_names(base: dict[str, Any], count: int, length: int) -> bytes:
+    """``base`` with its kernels replaced by ``count`` kernels of distinct names ``length`` characters
+    long (generated code names a kernel per shape): every name read by every rule of the table."""
+    rng = random.Random(count)
+    kernels = [e for e in base["traceEvents"] if isinstance(e, dict) and e.get("cat") == "kernel"]
+    events = [e for e in base["traceEvents"] if not (isinstance(e, dict) and e.get("cat") == "kernel")]
+    alphabet = "abcdefghijklmnopqrstuvwxyz_0123456789"
+    for i in range(count):
+        event = json.loads(json.dumps(kernels[i % len(kernels)]))
+        body = "".join(rng.choice(alphabet) for _ in range(length))
+        event["name"] = f"void at::native::elementwise_kernel_{i}<{body}>(int, float*)"
+        events.append(event)
+    return dumps({**base, "traceEvents": events})
 
 
 # --- running ----------------------------------------------------------------------------------------
@@ -333,6 +377,12 @@ def matrix(case: Case, workdir: Path, *, quick: bool = False) -> list[tuple[str,
         elif command == "check":
             runs += [("check", ["check", trace, "--expect", case.expect_file, "--format", f, *case.args])
                      for f in formats]
+        elif command == "compare":  # the case against a clean trace, and as the baseline
+            clean = str(SEEDS["mlp_eager"])
+            runs.append(("compare", ["compare", trace, clean, "--format", "json", *case.args]))
+            if not quick:
+                runs.append(("compare", ["compare", clean, trace, "--baseline", trace, "--format", "md",
+                                         *case.args]))
         elif command == "annotate":  # and the annotated trace read back
             out = str(workdir / "annotated.json.gz")
             # annotate takes no --partial (a trace cut short cannot be copied whole): without it,
@@ -399,7 +449,7 @@ def run_matrix(case: Case, workdir: Path, *, quick: bool = False) -> list[dict[s
 
 #: What each command may end in, whatever its input.
 ALLOWED = {"report": {0, 2}, "convert": {0, 2}, "report-parquet": {0, 2}, "diff": {0, 2}, "check": {0, 1, 2},
-           "annotate": {0, 2}, "report-annotated": {0, 2}}
+           "compare": {0, 2}, "annotate": {0, 2}, "report-annotated": {0, 2}}
 
 
 def check_outcomes(case: Case, results: list[dict[str, Any]]) -> list[str]:
@@ -416,11 +466,184 @@ def check_outcomes(case: Case, results: list[dict[str, Any]]) -> list[str]:
             problems.append(f"{where}: exit {code}, expected one of {sorted(allowed)}: {err[-300:]}")
         elif code in (1, 2) and not (len(lines) == 1 and lines[0].startswith("tracekit: error: ")):
             problems.append(f"{where}: exit {code} without exactly one error line: {lines[:3]}")
-        elif code == 0 and r["command"] in ("report", "diff", "check") and not r["stdout_len"]:
+        elif code == 0 and r["command"] in ("report", "diff", "check", "compare") and not r["stdout_len"]:
             problems.append(f"{where}: exit 0 with no output")
         elif code in (0, 1) and r["json_ok"] is False:
             problems.append(f"{where}: --format json wrote something that is not JSON")
     return problems
+
+
+# --- failing writes ----------------------------------------------------------------------------------
+#
+# A write the machine refuses is the user's environment, not a bug: one line on stderr, exit 2, the
+# output that was there before unchanged and no temp file left beside it. Each case runs as the user
+# runs it, in its own process (``python -m tracekit``), since what fails is the process's own output.
+
+#: Where a write fails. ``stdout_full``: stdout is ``/dev/full``; ``stdout_closed``: started with
+#: stdout closed (``>&-``); ``dev_full``: ``-o /dev/full``; ``file_size``: ``-o FILE`` under a
+#: file-size limit (``ulimit -f``, ``RLIMIT_FSIZE`` set in the child); ``full_disk``: ``-o FILE`` on a
+#: file system with no free block (a small tmpfs in a user namespace, ``unshare -rm``: no root needed;
+#: skipped where the system allows no such namespace).
+STDOUT_SINKS = ("stdout_full", "stdout_closed")
+FILE_SINKS = ("dev_full", "file_size", "full_disk")
+#: The file-size limit of ``file_size``: below any output's size.
+FILE_SIZE_LIMIT = 64
+#: What the output file holds before the run (it must hold it after).
+OLD_OUTPUT = b"the output of an earlier run\n"
+
+
+@dataclass
+class WriteCase:
+    """One command whose output cannot be written: ``argv`` (``{out}``: the output path), the
+    ``sink`` (see :data:`STDOUT_SINKS`, :data:`FILE_SINKS`), and ``output``: the output's name in the
+    case's directory (a file, or a directory ending in ``/``), None for stdout."""
+
+    name: str
+    argv: list[str]
+    sink: str
+    output: str | None = None
+
+
+def write_failures() -> list[WriteCase]:
+    """Every writer (report in every format, diff, check, compare, annotate, convert) against every
+    sink that applies to it: standard output for what writes there, an ``-o`` file for the rest."""
+    clean = str(SEEDS["mlp_eager"])
+    to_stdout = {
+        **{f"report_{f}": ["report", "t.json", "--format", f] for f in ("term", "md", "json", "html")},
+        "diff_md": ["diff", "t.json", clean, "--format", "md"],
+        "check_md": ["check", "t.json", "--expect", "e.toml", "--format", "md"],
+        "compare_json": ["compare", "t.json", clean, "--format", "json"],
+        "annotate_dash": ["annotate", "t.json", "-o", "-"],
+    }
+    to_file = {
+        **{f"report_{f}": (["report", "t.json", "--format", f, "-o", "{out}"], f"out.{ext}")
+           for f, ext in (("term", "txt"), ("md", "md"), ("json", "json"), ("html", "html"))},
+        "report_svg_file": (["report", "t.json", "-o", "{out}"], "out.svg"),
+        "report_svg_dir": (["report", "t.json", "--format", "svg", "-o", "{out}"], "pictures/"),
+        "diff_md": (["diff", "t.json", clean, "-o", "{out}"], "out.md"),
+        "check_json": (["check", "t.json", "--expect", "e.toml", "-o", "{out}"], "out.json"),
+        "compare_md": (["compare", "t.json", clean, "-o", "{out}"], "out.md"),
+        "annotate": (["annotate", "t.json", "-o", "{out}"], "out.json.gz"),
+        "convert": (["convert", "t.json", "-o", "{out}"], "out.parquet"),
+    }
+    cases = [WriteCase(f"{sink}/{label}", argv, sink) for label, argv in to_stdout.items() for sink in STDOUT_SINKS]
+    for label, (argv, output) in to_file.items():
+        for sink in FILE_SINKS:
+            if sink == "dev_full" and output.endswith("/"):
+                continue  # a format that writes a directory has no device to write through
+            cases.append(WriteCase(f"{sink}/{label}", argv, sink, output))
+    return cases
+
+
+def full_disk_available() -> bool:
+    """Whether this system lets an unprivileged process mount a tmpfs in a user namespace."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    if shutil.which("unshare") is None:
+        return False
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = subprocess.run(["unshare", "-rm", "sh", "-c", f"mount -t tmpfs -o size=8k none {tmp}"],
+                               capture_output=True, timeout=30)
+    return probe.returncode == 0
+
+
+def run_write_case(case: WriteCase, workdir: Path) -> dict[str, Any]:
+    """Run ``case`` in ``workdir`` (made here, with the trace and the expectations): ``{code, stderr,
+    before, after, left}`` — the output's bytes before and after (a directory's: its files'), and the
+    names beside the output that were not there before (a temp file left behind)."""
+    import subprocess
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "t.json").write_bytes(seed_bytes())
+    (workdir / "e.toml").write_bytes(EXPECT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for key in [k for k in env if k.startswith("TRACEKIT_")]:
+        del env[key]
+    command = [sys.executable, "-m", "tracekit"]
+    if case.output is None:
+        argv = [*command, *case.argv]
+        if case.sink == "stdout_full":
+            with open("/dev/full", "wb") as full:
+                done = subprocess.run(argv, cwd=workdir, env=env, stdout=full, stderr=subprocess.PIPE, timeout=300)
+        else:  # started with descriptor 1 closed, as `>&-` does
+            done = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", *argv], cwd=workdir, env=env,
+                                  stderr=subprocess.PIPE, timeout=300)
+        return {"code": done.returncode, "stderr": done.stderr.decode(errors="replace"), "before": None,
+                "after": None, "left": []}
+    if case.sink == "dev_full":
+        argv = [*command, *[a.replace("{out}", "/dev/full") for a in case.argv]]
+        done = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, timeout=300)
+        return {"code": done.returncode, "stderr": done.stderr.decode(errors="replace"), "before": None,
+                "after": None, "left": []}
+    # An output that exists before the run, in a directory of its own.
+    where = workdir / "out"
+    where.mkdir()
+    target = where / case.output
+    old = target / "timeline.svg" if case.output.endswith("/") else target
+    old.parent.mkdir(parents=True, exist_ok=True)
+    argv = [*command, *[a.replace("{out}", str(target) + ("/" if case.output.endswith("/") else ""))
+                        for a in case.argv]]
+    if case.sink == "file_size":
+        old.write_bytes(OLD_OUTPUT)
+        before = _listing(where)
+
+        def limit() -> None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+        done = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, timeout=300, preexec_fn=limit)
+        code, stderr = done.returncode, done.stderr.decode(errors="replace")
+        after = _listing(where)
+    else:  # full_disk: a tmpfs mounted over `out` in a namespace of its own, filled before the run
+        report = workdir / "report.json"
+        script = f"""
+mount -t tmpfs -o size=64k none "$1" || exit 90
+mkdir -p "$(dirname "$2")" && printf '%s' "$3" > "$2" || exit 91
+dd if=/dev/zero of="$1/.filler" bs=4k 2>/dev/null
+root="$1"
+shift 4
+"$@" 2> "$0.stderr"
+echo $? > "$0.code"
+{sys.executable} -c 'import json, os, sys; from pathlib import Path
+root = Path(sys.argv[1])
+print(json.dumps({{str(p.relative_to(root)): p.read_bytes().decode("latin-1") for p in sorted(root.rglob("*"))
+                  if p.is_file() and p.name != ".filler"}}))' "$root" > "$0"
+"""
+        done = subprocess.run(["unshare", "-rm", "sh", "-c", script, str(report), str(where), str(old),
+                               OLD_OUTPUT.decode(), "--", *argv], cwd=workdir, env=env, capture_output=True,
+                              timeout=300)
+        if done.returncode != 0 or not report.exists():
+            raise RuntimeError(f"{case.name}: the full file system could not be set up: {done.stderr[-300:]!r}")
+        code = int(Path(f"{report}.code").read_text())
+        stderr = Path(f"{report}.stderr").read_text(errors="replace")
+        before = {str(old.relative_to(where)): OLD_OUTPUT.decode("latin-1")}
+        after = json.loads(report.read_text())
+    left = sorted(set(after) - set(before))
+    return {"code": code, "stderr": stderr, "before": before, "after": after, "left": left}
+
+
+def _listing(root: Path) -> dict[str, str]:
+    """Every file under ``root`` (relative name -> its bytes as latin-1 text)."""
+    return {str(p.relative_to(root)): p.read_bytes().decode("latin-1") for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def check_write_outcome(case: WriteCase, result: dict[str, Any]) -> list[str]:
+    """Problems with ``result`` (empty: one line on stderr, exit 2, the earlier output unchanged, no
+    file left beside it)."""
+    problems = []
+    lines = [line for line in result["stderr"].splitlines() if line.strip()]
+    if result["code"] != 2:
+        problems.append(f"exit {result['code']}, expected 2")
+    if len(lines) != 1 or not lines[0].startswith("tracekit: error: "):
+        problems.append(f"expected one error line on stderr, got {lines[:4]}")
+    elif "internal error" in lines[0] or "Traceback" in result["stderr"]:
+        problems.append(f"reported as a bug: {lines[0]}")
+    if result["before"] is not None and result["after"] != {**result["after"], **result["before"]}:
+        problems.append("the output that was there before changed")
+    if result["left"]:
+        problems.append(f"files left behind: {result['left']}")
+    return [f"{case.name}: {p}" for p in problems]
 
 
 def serve(memory_bytes: int) -> None:

@@ -1,5 +1,7 @@
 """Errors a user can cause. The CLI turns each into one line on stderr and an exit code."""
 
+import errno
+
 
 class TracekitError(Exception):
     """Base class: ``str(err)`` is the one line shown to the user; ``exit_code`` the process status."""
@@ -31,6 +33,28 @@ def shown_path(path: object, limit: int = 160) -> str:
 
 class UsageError(TracekitError):
     """A flag or argument combination that cannot be honoured."""
+
+
+class WriteError(TracekitError):
+    """An output could not be written: a full file system, a file-size limit (``ulimit -f``), a
+    quota, a read-only mount, a closed or full standard output. The machine's refusal, not a bug."""
+
+
+#: What a few refusals of a write mean, beyond the system's own words.
+_WRITE_HINTS = {errno.EFBIG: "a file-size limit, ulimit -f", errno.EDQUOT: "a disk quota"}
+
+
+def os_reason(err: OSError) -> str:
+    """The system's words for ``err`` (``No space left on device``), with a hint where one helps."""
+    reason = err.strerror or str(err) or type(err).__name__
+    hint = _WRITE_HINTS.get(err.errno or 0)
+    return f"{reason}: {hint}" if hint else reason
+
+
+class ReaderGone(Exception):
+    """Standard output's reader went away (a broken pipe, as ``| head`` does): no error, the
+    boundary's silent exit 141. Not an ``OSError``, so that click's own handling of a broken pipe
+    (exit 1) never takes it."""
 
 
 class GateFailed(TracekitError):

@@ -23,7 +23,9 @@ line when the file is not an execution trace (a Kineto trace given here is named
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,9 +125,19 @@ def find_beside(trace_path: str | Path) -> Path | None:
             stem = name[: -len(suffix)]
             for et_suffix in (".et.json.gz", ".et.json"):
                 candidate = path.with_name(stem + et_suffix)
-                if candidate.is_file():
+                if _is_file(candidate):
                     return candidate
     return None
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file; False where the probe itself fails. A trace whose name
+    is near the file system's limit (255 bytes) has a longer name beside it (``ENAMETOOLONG``), and
+    a name that cannot exist cannot be an execution trace; ``Path.is_file`` raises for it."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def locate(trace_path: str | Path, original_path: str | Path | None = None) -> Path | None:

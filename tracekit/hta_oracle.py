@@ -68,7 +68,7 @@ from tracekit.about import install_hint
 from tracekit.analyses import intervals
 from tracekit.analyses.launch_gaps import BACK_TO_BACK_MAX_NS
 from tracekit.errors import TraceError, UsageError
-from tracekit.load import read_bytes
+from tracekit.load import read_document
 from tracekit.trace import GPU_WORK_KINDS, Trace
 
 INSTALL_HINT = f"install the hta extra: {install_hint('hta')}"
@@ -144,7 +144,9 @@ def _quiet_hta() -> Iterator[None]:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    doc = msgspec.json.decode(read_bytes(path))
+    # Read as the loader reads it: with --partial, a truncated trace is cut after its last complete
+    # event, so HTA analyses the events the report is made of.
+    doc, _partial = read_document(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise TraceError(path, "HTA needs a JSON object with a traceEvents list")
     return doc

@@ -11,10 +11,19 @@ target is written and the link kept. Anything that is not a regular file — a d
 file). One mechanism serves every writer: reports, diffs, Parquet caches and the capture's traces
 and manifest. :func:`refuse_inputs` stops a command before anything is written when its output is
 one of its inputs — the same file by device and inode, through symbolic and hard links.
+
+A write the machine refuses — a full file system, a file-size limit (``ulimit -f``, which raises
+``EFBIG`` since the process ignores ``SIGXFSZ``), a quota, ``/dev/full`` — is a
+:class:`~tracekit.errors.WriteError` naming the output (one line, exit 2), and the atomic write's
+promise holds: the old file is untouched and no temp file is left. :func:`stdout_writes` does the
+same for standard output (full, or closed), dropping what is still buffered for it so that the
+interpreter's last flush cannot fail a second time at exit.
 """
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import stat
 import sys
@@ -24,7 +33,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TextIO
 
-from tracekit.errors import UsageError
+from tracekit.errors import ReaderGone, UsageError, WriteError, os_reason
 
 # mkstemp creates files 0600; new files get the permissions a plain open() would give them.
 _UMASK = os.umask(0o022)
@@ -59,8 +68,15 @@ def atomic_path(path: str | os.PathLike[str], *, make_parents: bool = False) -> 
     :class:`UsageError` (one line, exit 2). On any exception the temp file is removed.
     """
     text = os.fspath(path)
+    if text == "-":
+        with stdout_writes():
+            if isinstance(sys.stdout, ClosedStdout):
+                sys.stdout.write("")  # refused as closed, like every write to it
+            yield Path("/dev/stdout")
+        return
     if _writes_through(text):
-        yield Path("/dev/stdout" if text == "-" else text)
+        with _refused_writes(text):
+            yield Path(text)
         return
     target = Path(os.path.realpath(text))  # through a symlink: write its target, keep the link
     directory = target.parent
@@ -73,25 +89,84 @@ def atomic_path(path: str | os.PathLike[str], *, make_parents: bool = False) -> 
     except OSError:
         existing = None
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        # The name's first 64 bytes only: a target named near the file system's limit (255 bytes)
+        # must not make its temp file's name too long.
+        stem = os.fsdecode(os.fsencode(target.name)[:64])
+        fd, name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".tmp", dir=directory)
     except OSError as err:
         raise UsageError(f"{text}: cannot write ({err.strerror or err})") from None
     os.close(fd)
     tmp = Path(name)
     try:
-        yield tmp
-        if existing is not None:
-            os.chmod(tmp, stat.S_IMODE(existing.st_mode))
-            try:
-                os.chown(tmp, existing.st_uid, existing.st_gid)
-            except OSError:
-                pass  # not ours to give away: the file becomes this user's, as any new file would
-        else:
-            os.chmod(tmp, 0o666 & ~_UMASK)
-        os.replace(tmp, target)
+        with _refused_writes(text):
+            yield tmp
+            if existing is not None:
+                os.chmod(tmp, stat.S_IMODE(existing.st_mode))
+                try:
+                    os.chown(tmp, existing.st_uid, existing.st_gid)
+                except OSError:
+                    pass  # not ours to give away: the file becomes this user's, as any new file would
+            else:
+                os.chmod(tmp, 0o666 & ~_UMASK)
+            os.replace(tmp, target)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+@contextmanager
+def _refused_writes(shown: str) -> Iterator[None]:
+    """Turn the machine's refusal of a write inside the block into a :class:`WriteError` naming
+    ``shown`` (the path the user gave, never the temp file's)."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise ReaderGone() from None  # a named pipe's reader went away: the boundary's silent exit
+    except OSError as err:
+        raise WriteError(f"{shown}: cannot write ({os_reason(err)})") from None
+
+
+@contextmanager
+def stdout_writes() -> Iterator[None]:
+    """Turn a refused write to standard output inside the block (a full file system behind a
+    redirection, ``/dev/full``, a closed stdout) into a :class:`WriteError`, and a broken pipe into
+    :class:`ReaderGone`, after dropping what is still buffered for stdout (:func:`discard_stdout`)."""
+    try:
+        yield
+    except BrokenPipeError:
+        discard_stdout()
+        raise ReaderGone() from None
+    except OSError as err:
+        discard_stdout()
+        raise WriteError(f"standard output: cannot write ({os_reason(err)})") from None
+
+
+class ClosedStdout(io.TextIOBase):
+    """``sys.stdout`` of a process started with standard output closed (``>&-``; Python leaves
+    ``None``, which every writer would trip over as a bug): every write fails as a closed
+    descriptor's would, so a command writing there ends in one line and exit 2. Installed by the
+    error boundary."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "it is closed")
+
+    def isatty(self) -> bool:
+        return False
+
+
+def discard_stdout() -> None:
+    """Point standard output's descriptor at ``/dev/null``: what is still buffered for it then goes
+    nowhere, and the interpreter's final flush succeeds silently (after a broken pipe or a refused
+    write, when the output is lost anyway). Nothing happens where stdout has no descriptor."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 @contextmanager

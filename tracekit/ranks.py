@@ -20,7 +20,9 @@ loads names its rank in ``distributedInfo.rank``, no two name the same rank, and
 profiling a few ranks of a large job is common — and named (:attr:`RankReport.missing`). Anything
 else (traces without a rank, two traces of one rank, traces of runs of different sizes) is refused
 with one line saying why (:class:`~tracekit.errors.UsageError`, exit 2): a table of such files would
-compare traces that are not ranks of one run.
+compare traces that are not ranks of one run. A directory none of whose trace files can be read as a
+rank is refused too (:func:`refuse_unreadable`, :class:`~tracekit.errors.TraceError`): the line
+names the files and why each failed.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import polars as pl
 from tracekit import parallel, progress
 from tracekit.analyses import skew
 from tracekit.analyses.steps import VERDICTS
-from tracekit.errors import TracekitError, UsageError, is_native_panic
+from tracekit.errors import TraceError, TracekitError, UsageError, is_native_panic
 from tracekit.results.ranks import RANK_SCHEMA, RankReport
 
 
@@ -164,6 +166,27 @@ def check_set(directory: str | os.PathLike[str],
     return world, tuple((a + 1, b - 1) for a, b in zip(edges, edges[1:]) if b - a > 1)
 
 
+#: How many files' errors the one line of an unreadable directory names, and how much of each.
+SHOWN_ERRORS, ERROR_CHARS = 3, 120
+
+
+def refuse_unreadable(directory: str | os.PathLike[str], rows: list[dict]) -> None:
+    """Raise :class:`~tracekit.errors.TraceError` (one line, exit 2) when no row of ``rows``
+    (:func:`summarize`'s) is a rank that could be read: a table of nothing but errors is no report.
+    The line names the first :data:`SHOWN_ERRORS` files with their errors and counts the rest."""
+    if any(not row.get("error") for row in rows):
+        return
+    shown = []
+    for row in rows[:SHOWN_ERRORS]:
+        error = " ".join(str(row["error"]).split())
+        if len(error) > ERROR_CHARS:
+            error = error[:ERROR_CHARS - 1] + "…"
+        shown.append(f"{row['file']}: {error}")
+    more = f"; and {len(rows) - SHOWN_ERRORS} more" if len(rows) > SHOWN_ERRORS else ""
+    count = f"none of its {len(rows)} trace files" if len(rows) != 1 else "its one trace file"
+    raise TraceError(directory, f"{count} could be read as a rank ({'; '.join(shown)}{more})")
+
+
 def _problem(err: TracekitError, path: str) -> str:
     """The error line without the path (the table's file column names it)."""
     text = str(err)
@@ -221,6 +244,7 @@ def analyze(directory: str | os.PathLike[str], *, workers: int | None = None,
                 bar.update(len(rows), len(paths))
         else:
             rows = _summarize_all([str(p) for p in paths], workers, bar)
+    refuse_unreadable(directory, rows)
     world, missing = check_set(directory, rows)
     cross = _skew(rows)
     table = [{k: r.get(k) for k in RANK_SCHEMA} for r in rows]

@@ -7,6 +7,12 @@ The cases run in a child process (``tests/hostile.py serve``) under an address-s
 each answer must come within a time limit: a case that hangs, or a decompression bomb that would
 exhaust memory, fails its test instead of the machine. The corpus and the mutations are in
 ``tests/hostile.py``; ``bench/fuzz.py`` runs the same checks for longer.
+
+Failing writes are a family of their own: every writer (report in every format, diff, check,
+compare, annotate, convert) against a full or closed standard output, ``/dev/full``, a file-size
+limit (``RLIMIT_FSIZE`` in the child) and a full file system (a tmpfs in a user namespace, where the
+system allows one) ends in one line and exit 2, the output that was there before unchanged and no
+temp file left.
 """
 
 from __future__ import annotations
@@ -163,3 +169,42 @@ def test_the_checks_can_fail() -> None:
     strict = hostile.Case("probe", expect={"report": {2}})
     assert hostile.check_outcomes(strict, [{"command": "report", "argv": ["report"], "code": 0, "stdout_len": 9,
                                             "json_ok": None, "stderr": ""}])
+
+
+# --- failing writes -------------------------------------------------------------------------------
+
+WRITE_CASES = {case.name: case for case in hostile.write_failures()}
+FULL_DISK = hostile.full_disk_available()
+
+
+@pytest.mark.parametrize("name", sorted(WRITE_CASES))
+def test_a_write_the_machine_refuses_is_one_line_and_exit_2(name: str, tmp_path: Path) -> None:
+    case = WRITE_CASES[name]
+    if case.sink == "dev_full" and not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    if case.sink == "full_disk" and not FULL_DISK:
+        pytest.skip("no tmpfs in a user namespace here (unshare -rm); the file-size limit covers the file writers")
+    result = hostile.run_write_case(case, tmp_path)
+    problems = hostile.check_write_outcome(case, result)
+    assert not problems, "\n".join(problems) + f"\nstderr: {result['stderr'][-600:]}"
+    if case.sink in ("file_size", "full_disk"):
+        assert "cannot write" in result["stderr"], result["stderr"]
+
+
+def test_the_write_family_covers_every_writer_and_sink() -> None:
+    commands = {case.argv[0] for case in WRITE_CASES.values()}
+    assert commands == {"report", "diff", "check", "compare", "annotate", "convert"}
+    formats = {case.argv[case.argv.index("--format") + 1] for case in WRITE_CASES.values() if "--format" in case.argv}
+    assert {"term", "md", "json", "html", "svg"} <= formats
+    assert {case.sink for case in WRITE_CASES.values()} == {*hostile.STDOUT_SINKS, *hostile.FILE_SINKS}
+
+
+def test_the_write_checks_can_fail() -> None:
+    case = hostile.WriteCase("probe", ["report"], "file_size", "out.md")
+    good = {"code": 2, "stderr": "tracekit: error: out.md: cannot write (File too large)\n",
+            "before": {"out.md": "old"}, "after": {"out.md": "old"}, "left": []}
+    assert hostile.check_write_outcome(case, good) == []
+    for change in ({"code": 3}, {"code": 0}, {"stderr": "tracekit: internal error: OSError\n"},
+                   {"stderr": "tracekit: error: a\ntracekit: error: b\n"}, {"after": {"out.md": "new"}},
+                   {"after": {}}, {"left": [".out.md.x.tmp"]}):
+        assert hostile.check_write_outcome(case, {**good, **change}), change

@@ -20,7 +20,9 @@ column                    dtype   meaning
 ========================  ======  ==========================================================
 
 Traces carry millions of kernel rows but only hundreds of distinct names, so ``classify_frame``
-classifies each distinct ``(name, kind, launch_api, cpu_op)`` once and joins the answers back.
+classifies each distinct ``(name, kind, launch_api, cpu_op)`` once and joins the answers back; the
+table's substring tests for all of them are one Aho-Corasick search (``found`` of :func:`classify_kernel`),
+so that many long distinct names cost their total length, not their length once per word of the table.
 
 The rules themselves are the data table :data:`tracekit.classify.rules.RULES`; decoders live in
 :mod:`~tracekit.classify.gemm`, :mod:`~tracekit.classify.inductor`, :mod:`~tracekit.classify.aten` and
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tracekit.classify.rules import CLASSES, RULES, KernelInfo, Rule, classify_kernel
+from tracekit.classify.rules import CLASSES, RULES, KernelInfo, Rule, classify_kernel, rule_input, table_words
 
 if TYPE_CHECKING:  # polars is imported lazily so that `classify_kernel` alone stays cheap to import
     import polars as pl
@@ -64,14 +66,20 @@ def classify_frame(gpu: "pl.DataFrame", *, vendor: str | None = None) -> "pl.Dat
     codes = keys.select(pl.all().cast(pl.Categorical).to_physical())
     firsts = codes.with_row_index("row").unique(subset=list(_KEYS), keep="first", maintain_order=True)
     distinct = keys.gather(firsts.get_column("row"))
+    keys = list(distinct.iter_rows())
+    texts = [rule_input(name if name is not None else "", kind if kind is not None else "kernel")
+             for name, kind, _, _ in keys]
+    folded_words, plain_words = table_words()
+    found = zip(_scan([t.lower() for t in texts], folded_words), _scan(texts, plain_words))
     rows = []
-    for name, kind, launch_api, cpu_op in distinct.iter_rows():
+    for (name, kind, launch_api, cpu_op), words in zip(keys, found):
         info = classify_kernel(
             name if name is not None else "",
             kind=kind if kind is not None else "kernel",
             launch_api=launch_api,
             cpu_op=cpu_op,
             vendor=vendor,
+            found=words,
         )
         decoded = msgspec.json.encode(dict(info.decoded), order="sorted").decode()
         rows.append((info.kernel_class, info.library, decoded, info.rule))
@@ -82,3 +90,15 @@ def classify_frame(gpu: "pl.DataFrame", *, vendor: str | None = None) -> "pl.Dat
     # keeps row order without a sort (a row-index + sort costs ~7x more on millions of rows).
     joined = codes.join(answers, on=list(_KEYS), how="left", nulls_equal=True, maintain_order="left")
     return frame.with_columns(joined.get_column(c) for c in _OUT)
+
+
+def _scan(texts: list[str], words: list[str]) -> list[frozenset[str]]:
+    """For each of ``texts``, the ``words`` it holds: one Aho-Corasick search over all of them
+    (Polars' ``extract_many``, overlapping matches included, so a word inside another is found
+    too), linear in the texts' total length whatever the number of words."""
+    import polars as pl
+
+    if not texts or not words:
+        return [frozenset()] * len(texts)
+    found = pl.Series(texts, dtype=pl.String).str.extract_many(words, overlapping=True)
+    return [frozenset(hits) if hits else frozenset() for hits in found.to_list()]

@@ -84,6 +84,9 @@ class Context(NamedTuple):
     launch_api: str | None
     cpu_op: str | None
     vendor: str | None = None  # the trace's device vendor (TraceMeta.vendor: "nvidia", "amd", …) when known
+    #: The table's words found in ``low`` and in ``name`` by one scan for all of them (``found`` of
+    #: :func:`classify_kernel`), or None: each :class:`Words` then tests its own words.
+    found: tuple[frozenset[str], frozenset[str]] | None = None
 
 
 # ---- matchers: all linear in the name -----------------------------------------------------------
@@ -113,14 +116,32 @@ class Regex(Matcher):
         return (self.pattern,)
 
 
+#: Every word of every :class:`Words` built, case-folded ones and the others: what one scan of a
+#: name looks for (:func:`table_words`).
+_TABLE_WORDS: tuple[set[str], set[str]] = (set(), set())
+
+
 @dataclass(frozen=True)
 class Words(Matcher):
-    """Any of these substrings (``fold=True``: in the lower-cased name; give them in lower case)."""
+    """Any of these substrings (``fold=True``: in the lower-cased name; give them in lower case).
+
+    Each test alone costs the name's length; the table holds some 450 words, so a long name costs
+    450 times its length. A caller classifying many names finds every word of the table in one scan
+    of them all instead (``found`` of :func:`classify_kernel`), and the test becomes a set look-up."""
 
     words: tuple[str, ...]
     fold: bool = True
 
+    def __post_init__(self) -> None:
+        _TABLE_WORDS[0 if self.fold else 1].update(self.words)
+
     def __call__(self, ctx: Context) -> bool:
+        if ctx.found is not None:
+            seen = ctx.found[0 if self.fold else 1]
+            for word in self.words:
+                if word in seen:
+                    return True
+            return False
         text = ctx.low if self.fold else ctx.name
         for word in self.words:  # a plain loop: ~2x cheaper than any(<generator>) on the hot path
             if word in text:
@@ -1206,7 +1227,7 @@ def _normal_kind(kind: str | None) -> str:
 
 def classify_kernel(
     name: str, *, kind: str = "kernel", launch_api: str | None = None, cpu_op: str | None = None,
-    vendor: str | None = None,
+    vendor: str | None = None, found: tuple[frozenset[str], frozenset[str]] | None = None,
 ) -> KernelInfo:
     """Classify one GPU activity. Total and pure: never raises; result class is in :data:`CLASSES`.
 
@@ -1217,6 +1238,12 @@ def classify_kernel(
     evidence used to tell hand-written Triton apart (and RCCL from NCCL). ``vendor`` is the trace's device vendor
     (:attr:`tracekit.trace.TraceMeta.vendor`); optional, it decides the library of kernels whose name several
     vendors' libraries share (``ncclDevKernel_*`` is RCCL's on ``"amd"``), whatever launched them.
+
+    ``found`` is for a caller classifying many names at once (:func:`tracekit.classify.classify_frame`):
+    the words of :func:`table_words` that :func:`rule_input` of this name holds, those of the
+    lower-cased text first, as one scan of all the names found them; the table's substring tests
+    then look them up instead of each reading the whole name. Given, it must be exactly those words:
+    the answer is the same as without it.
     """
     return _classify(
         name if isinstance(name, str) else str(name),
@@ -1224,19 +1251,37 @@ def classify_kernel(
         launch_api if isinstance(launch_api, str) and launch_api else None,
         cpu_op if isinstance(cpu_op, str) and cpu_op else None,
         vendor if isinstance(vendor, str) and vendor else None,
+        found,
     )
 
 
-@lru_cache(maxsize=65536)
-def _classify(name: str, kind: str, launch_api: str | None, cpu_op: str | None,
-              vendor: str | None = None) -> KernelInfo:
+def _rule_input(name: str, kind: str) -> str:
+    """The text the rules read for ``name`` of (normalised) ``kind``."""
     # Kineto sometimes pads names, rocprof appends `.kd`, XLA/CK traces keep mangled symbols:
     # classification reads the normalised text; the caller keeps the original name as identity.
     # Rules and decoders read at most RULE_WINDOW characters: what decides a family is in a name's head
     # (namespace, template, first arguments), and the bound keeps a crafted 300,000-character name to a few
     # milliseconds. Identity is never cut: callers key on the full original name.
-    text = (rule_text(name) if kind == "kernel" else name.strip())[:RULE_WINDOW]
-    ctx = Context(text, text.lower(), kind, launch_api, cpu_op, vendor)
+    return (rule_text(name) if kind == "kernel" else name.strip())[:RULE_WINDOW]
+
+
+def rule_input(name: str, kind: str | None = "kernel") -> str:
+    """The text the rules read for ``name`` of activity ``kind`` (the one :func:`classify_kernel`
+    matches its rules against): what a caller scanning for :func:`table_words` must scan."""
+    return _rule_input(name if isinstance(name, str) else str(name), _normal_kind(kind))
+
+
+def table_words() -> tuple[list[str], list[str]]:
+    """Every word the table's :class:`Words` tests look for: those sought in the lower-cased text,
+    then those sought as written; each list sorted."""
+    return sorted(_TABLE_WORDS[0]), sorted(_TABLE_WORDS[1])
+
+
+@lru_cache(maxsize=65536)
+def _classify(name: str, kind: str, launch_api: str | None, cpu_op: str | None,
+              vendor: str | None = None, found: tuple[frozenset[str], frozenset[str]] | None = None) -> KernelInfo:
+    text = _rule_input(name, kind)
+    ctx = Context(text, text.lower(), kind, launch_api, cpu_op, vendor, found)
     for rule in RULES:
         if kind not in rule.kinds:
             continue

@@ -13,11 +13,11 @@ from tracekit.output import refuse_inputs
 
 
 @click.command()
-@click.argument("trace_path", metavar="TRACE", type=click.Path(dir_okay=False, path_type=str))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), required=True,
+@click.argument("trace_path", metavar="TRACE", type=options.FilePath("a trace file"))
+@click.option("-o", "--output", type=options.FilePath("a file to write (.json or .json.gz)"), required=True,
               help="Trace to write: .json.gz (gzip) or .json.")
 @options.unit
-@click.option("--execution-trace", "et_path", type=click.Path(dir_okay=False, path_type=str), default=None,
+@click.option("--execution-trace", "et_path", type=options.FilePath("an execution trace file"), default=None,
               help="PyTorch execution trace for exact round-trip links (default: X.et.json.gz beside X.json.gz).")
 @options.no_execution_trace
 @options.max_inflated_size  # not --partial: a trace cut short cannot be copied whole

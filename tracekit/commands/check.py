@@ -15,7 +15,7 @@ from tracekit.output import refuse_inputs
 @click.command()
 @click.argument("trace_path", metavar="TRACE", type=click.Path(dir_okay=True, path_type=str))
 @click.option("--expect", "expect_path", required=True, metavar="FILE.toml",
-              type=click.Path(dir_okay=False, path_type=str), help="The expectations to test.")
+              type=options.FilePath("an expectations file (TOML)"), help="The expectations to test.")
 @options.unit
 @options.no_execution_trace
 @options.document_format

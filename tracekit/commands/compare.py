@@ -34,8 +34,8 @@ def _fail_if_help() -> str:
 
 @click.command()
 @click.argument("traces", metavar="TRACE...", nargs=-1, required=True,
-                type=click.Path(dir_okay=False, path_type=str))
-@click.option("--baseline", "baseline", default=None, metavar="TRACE", type=click.Path(dir_okay=False, path_type=str),
+                type=options.FilePath("a trace file"))
+@click.option("--baseline", "baseline", default=None, metavar="TRACE", type=options.FilePath("a trace file"),
               help="The trace the others are measured against (break-even calls); one of TRACE… or another "
                    "(default: the first TRACE).")
 @options.unit

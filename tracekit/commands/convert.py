@@ -12,7 +12,7 @@ from tracekit.output import refuse_inputs
 
 @click.command()
 @click.argument("trace_path", metavar="TRACE", type=click.Path(path_type=str))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), required=True,
+@click.option("-o", "--output", type=options.FilePath("a file to write (.parquet)"), required=True,
               help="Parquet file to write (e.g. trace.parquet).")
 @options.reading
 def convert(trace_path: str, output: str) -> None:

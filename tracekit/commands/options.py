@@ -45,6 +45,33 @@ class DocumentFormat(click.Choice):
         return super().convert(value, param, ctx)
 
 
+class FilePath(click.Path):
+    """A path that must name a file, not a directory: a directory is refused in one line naming the
+    parameter and what it expects (``--execution-trace: runs/ is a directory, expected an execution
+    trace file``), where click's own refusal prints the command's usage text. Shown as ``FILE`` in
+    ``--help``, as click's file-only path is."""
+
+    def __init__(self, expected: str) -> None:
+        super().__init__(dir_okay=True, path_type=str)
+        self.name = "file"
+        self.expected = expected
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        path = super().convert(value, param, ctx)
+        if os.path.isdir(path):
+            raise UsageError(f"{_parameter_name(param)}: {path} is a directory, expected {self.expected}")
+        return path
+
+
+def _parameter_name(param: click.Parameter | None) -> str:
+    """How a message names ``param``: an option's long flag, an argument's metavar."""
+    if isinstance(param, click.Option):
+        return next((o for o in param.opts if o.startswith("--")), param.opts[0])
+    if param is not None:
+        return param.human_readable_name.removesuffix("...").removesuffix("…")
+    return "a path"
+
+
 #: ``--format`` and ``-o`` of a command without pictures (check, compare).
 document_format = click.option("--format", "fmt", type=DocumentFormat(), default=None,
                                help="Output format (default: from -o's extension, else term).")
@@ -108,7 +135,7 @@ def write_result(output: str | None, stream: Callable[[TextIO], None], *,
     :meth:`~tracekit.render.base.Renderer.files_target`, asked before the slow part; no file that
     is one of ``inputs`` is written). A progress bar shows while it renders
     (:mod:`tracekit.progress`: a terminal on stderr only; on stdout, until the first byte)."""
-    from tracekit.output import open_output, write_files
+    from tracekit.output import open_output, stdout_writes, write_files
 
     if target is not None and files is not None:
         directory, index = target
@@ -121,8 +148,12 @@ def write_result(output: str | None, stream: Callable[[TextIO], None], *,
     to_file = output is not None and output != "-"
     with progress.phase(f"writing {os.path.basename(output) if to_file else 'the output'}") as bar, \
             open_output(output) as out:
-        # On stdout the output may share the bar's terminal: its first byte ends the bar.
-        stream(out if to_file else bar.guard(out))
+        if to_file:
+            stream(out)
+        else:
+            with stdout_writes():  # a full or closed stdout: one line, exit 2
+                # On stdout the output may share the bar's terminal: its first byte ends the bar.
+                stream(bar.guard(out))
     wrote(output)
 
 

@@ -25,7 +25,7 @@ def _fail_if_help() -> str:
 @click.option("--step", type=int, default=None,
               help="Restrict every table to ProfilerStep#N (without ProfilerSteps: to unit N).")
 @options.unit
-@click.option("--execution-trace", "et_path", type=click.Path(dir_okay=False, path_type=str), default=None,
+@click.option("--execution-trace", "et_path", type=options.FilePath("an execution trace file"), default=None,
               help="PyTorch execution trace for exact round-trip links (default: X.et.json.gz beside X.json.gz).")
 @click.option("--no-execution-trace", "no_et", is_flag=True,
               help="Ignore any execution trace; infer round trips from shapes and order.")

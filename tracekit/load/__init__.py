@@ -45,6 +45,9 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+import msgspec
 
 from tracekit import progress as bars
 from tracekit.errors import TraceError
@@ -56,7 +59,7 @@ from tracekit.load.parquet import is_parquet, load_parquet
 from tracekit.load.read_options import ReadOptions
 from tracekit.trace import Trace
 
-__all__ = ["ReadOptions", "TraceError", "is_parquet", "load", "load_parquet", "open_trace", "read_bytes"]
+__all__ = ["ReadOptions", "TraceError", "is_parquet", "load", "load_parquet", "open_trace", "read_bytes", "read_document"]
 
 
 def load(path: str | os.PathLike[str], *, progress: Callable[[int, int], None] | None = None,
@@ -187,6 +190,36 @@ def _cut(p: Path, data: layout.Buffer) -> bytearray:
 def read_bytes(path: str | os.PathLike[str]) -> layout.Buffer:
     """The JSON text of ``path`` as one writable buffer (see :mod:`tracekit.load.source`)."""
     return source.read_input(path).data
+
+
+def read_document(path: str | os.PathLike[str], options: ReadOptions | None = None) -> tuple[Any, str | None]:
+    """The JSON document of ``path`` decoded whole, for a tool that reads the file itself (HTA),
+    forgiving what :func:`load` forgives: NaN and Infinity literals are blanked, and with
+    ``options.partial`` a truncated or damaged input is cut after its last complete event — so the
+    tool sees the events the report is made of. Returns ``(document, why it ends early or None)``;
+    :class:`TraceError` for what :func:`load` would refuse as not JSON or truncated."""
+    opts = read_options.options() if options is None else options
+    p = Path(path)
+    src = source.read_input(path, opts=opts)
+    data, partial = src.data, src.partial
+    if partial is not None:
+        data = _cut(p, data)
+    for attempt in range(3):
+        try:
+            return msgspec.json.decode(data), partial
+        except msgspec.DecodeError as err:
+            problem = (str(err).splitlines() or [""])[0]
+            if attempt < 2 and layout.is_non_finite_literal(data, err):
+                layout.blank_non_finite_literals(data)
+            elif attempt < 2 and opts.partial and partial is None and "truncated" in problem:
+                data = _cut(p, data)
+                partial = "truncated JSON: the file ends before the trace does"
+            else:
+                hint = " (--partial reads the events before the cut)" if "truncated" in problem else ""
+                raise TraceError(p, f"not JSON: {problem}{hint}") from None
+        except RecursionError:
+            raise TraceError(p, "JSON nested deeper than the decoder's limit (about 1,000 levels)") from None
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
 def open_trace(path: str | os.PathLike[str], *, show_progress: bool = False,

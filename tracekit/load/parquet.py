@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -73,7 +74,24 @@ def write(trace: Trace, path: str | os.PathLike[str], *, extra_rows: pl.DataFram
                 **(extra_metadata or {})}
     stacked = pl.concat(parts, how="diagonal_relaxed")
     with atomic_path(path) as tmp:
-        stacked.write_parquet(tmp, metadata=metadata, compression="zstd", statistics=True)
+        try:
+            stacked.write_parquet(tmp, metadata=metadata, compression="zstd", statistics=True)
+        except pl.exceptions.PolarsError as err:
+            refused = _os_error(err)
+            if refused is None:
+                raise
+            raise refused from None  # worded by atomic_path like any refused write
+
+
+def _os_error(err: Exception) -> OSError | None:
+    """The ``OSError`` behind a Polars error that wraps one (Polars' writer reports a full file
+    system or a file-size limit as ``ComputeError: ... underlying IO error: File too large (os error
+    27)``); None for any other error."""
+    found = re.search(r"\(os error (\d+)\)", str(err))
+    if found is None:
+        return None
+    number = int(found.group(1))
+    return OSError(number, os.strerror(number))
 
 
 def read_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
