@@ -37,14 +37,22 @@ def _fail_if_help() -> str:
 @click.option("--fail-if", "fail_if", multiple=True, metavar="finding:RULE", cls=options.LazyHelp,
               help_text=lambda: _fail_if_help())
 @options.graph_companion
+@click.option("--engine", type=click.Choice(("pool", "ray")), default=None,
+              help="A directory of ranks: where each rank is summarised — pool (processes of this machine, "
+                   "the default) or ray (the ray extra; this machine, or the cluster RAY_ADDRESS names).")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=str), default=None,
+              help="A directory of ranks: keep the per-rank summaries in this folder (default: "
+                   "DIR/.tracekit-summaries); a rerun reads only new or changed traces.")
+@click.option("--no-cache", is_flag=True, help="A directory of ranks: keep no summaries; read every trace.")
 @options.reading
 def report(trace_path: str, fmt: str | None, output: str | None, step: int | None, unit: str | None,
            et_path: str | None, no_et: bool, ceilings: tuple[str, ...], hta: bool,
-           fail_if: tuple[str, ...] = (), graph_companion: str | None = None) -> None:
+           fail_if: tuple[str, ...] = (), graph_companion: str | None = None, engine: str | None = None,
+           cache_dir: str | None = None, no_cache: bool = False) -> None:
     """Classify kernels, attribute CPU ops and summarise steps of one trace.
 
-    TRACE may also be a directory of per-rank traces: each is analysed in its own process and a
-    per-rank table names the slowest rank.
+    TRACE may also be a directory of per-rank traces: each is summarised in its own process (a
+    pool, or Ray with --engine ray), and a per-rank table names the rank the others waited for.
     """
     from tracekit.session import Session
 
@@ -62,10 +70,15 @@ def report(trace_path: str, fmt: str | None, output: str | None, step: int | Non
         if renderer.writes_files:  # before the ranks are analysed
             raise UsageError(f"--format {renderer.name} draws one trace's report, not a directory of ranks; "
                              "use --format md, html, json or term")
+        if cache_dir is not None and no_cache:
+            raise UsageError("--cache and --no-cache contradict each other; give one")
         refuse_inputs(output, ranks.find_traces(trace_path))
-        result = ranks.analyze(trace_path, show_progress=True)
+        result = ranks.analyze(trace_path, show_progress=True, engine=engine or "pool",
+                               cache=False if no_cache else (cache_dir or True))
         options.write_result(output, lambda out: renderer.render(result, out, color=options.colour(output)))
         return
+    if engine is not None or cache_dir is not None or no_cache:
+        raise UsageError("--engine, --cache and --no-cache apply to a directory of ranks, not to one trace")
     overrides = options.parse_ceilings(ceilings)
     session = Session(trace_path, execution_trace=options.execution_trace_choice(et_path, no_et),
                       workers=None, show_progress=True, graph_companion=graph_companion)

@@ -18,6 +18,10 @@ RANK_SCHEMA = {
     "verdict": pl.String, "comm_ns": pl.Int64, "exposed_comm_ns": pl.Int64, "wait_ns": pl.Int64,
     "caused_ns": pl.Int64,
 }
+#: Per loaded rank and kernel class: its kernels' summed time and share of the rank's kernel time.
+CLASSES_SCHEMA = {
+    "file": pl.String, "rank": pl.Int64, "kernel_class": pl.String, "gpu_ns": pl.Int64, "share": pl.Float64,
+}
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,10 @@ class RankReport:
     missing : tuple of (int, int)
         The ranks of the world (without a world size: below the highest rank) that no file of the
         directory holds, as ``(first, last)`` runs, lowest first; empty when none is missing.
+    classes : DataFrame or None
+        The class shares (:data:`CLASSES_SCHEMA`): per loaded file and kernel class, its kernels'
+        summed time ``gpu_ns`` and ``share`` of the file's kernel time (null when that is 0), sorted
+        by rank, file, then time (longest first) and class; from the per-rank summaries.
     """
 
     #: The result kind: its view is ``tracekit.render.views.ranks``, its JSON contract
@@ -63,6 +71,7 @@ class RankReport:
     world_size: int | None = None
     missing: tuple[tuple[int, int], ...] = ()
     skew: Skew | None = None
+    classes: pl.DataFrame | None = None
 
     @property
     def culprit(self) -> int | None:

@@ -1,18 +1,24 @@
-"""Multi-rank directories: one summary per trace file, computed in parallel processes.
+"""Multi-rank directories: each rank trace mapped to a compact summary, the summaries reduced
+across ranks.
 
 Contract: :func:`find_traces` lists the trace files of a directory (Kineto ``.json``/``.json.gz``
-and tracekit ``.parquet``; execution traces ``*.et.json*`` and ``manifest.json`` are skipped),
-sorted by name. :func:`analyze` loads and reports each in its own process (a 1 GB rank trace must
-not share a heap with the next) and returns a :class:`RankReport` whose ``ranks`` frame has one row
+and tracekit ``.parquet``; execution traces ``*.et.json*``, ``manifest.json`` and hidden files
+are skipped), sorted by name. :func:`analyze` is a map and a reduce. The map
+(:func:`tracekit.ranks.summary.summary_of`) loads one trace in its own process (a 1 GB rank trace
+must not share a heap with the next) and reduces it to a summary of a few KB (Parquet: its
+figures, collective calls, phase spans, step starts and kernel-class times); it runs on a process
+pool or on Ray (:mod:`tracekit.ranks.engines`), and summaries are kept in a cache folder so that
+a grown directory re-reads only new or changed traces (:mod:`tracekit.ranks.cache`). The reduce
+reads only the summaries, so memory is bounded by the workers (one trace each) and the summaries,
+not by the traces. It returns a :class:`RankReport` whose ``ranks`` frame has one row
 per file: ``file str, rank i64?, steps u32, mean_step_ns i64?, max_step_ns i64?, gpu_busy_ns i64,
 kernel_count u32, error str?, verdict, comm_ns, exposed_comm_ns, wait_ns, caused_ns`` sorted by rank
 then file (:class:`~tracekit.results.ranks.RankReport`), ``slowest`` — the file whose mean step is
-longest (ties: lowest rank) — and ``skew``: every rank's collective calls
-(:mod:`tracekit.analyses.collectives`, computed in the rank's own process and sent back as small
-frames) matched across the ranks (:mod:`tracekit.analyses.skew`), which names the rank the others
-waited for. A file that fails to load — unreadable, not a trace, crashing the
-analysis or the process reading it, or naming an absurd rank (2^70) — gets its one-line error and no
-figures; the others are still reported.
+longest (ties: lowest rank) —, ``classes`` (each rank's kernel-class shares) and ``skew``: every
+rank's collective calls (:mod:`tracekit.analyses.collectives`) matched across the ranks
+(:mod:`tracekit.analyses.skew`), which names the rank the others waited for. A file that fails to
+load — unreadable, not a trace, crashing the analysis or the process reading it, or naming an
+absurd rank (2^70) — gets its one-line error and no figures; the others are still reported.
 
 A directory is reported only when it is **a set of ranks** (:func:`check_set`): every trace that
 loads names its rank in ``distributedInfo.rank``, no two name the same rank, and those that state
@@ -34,9 +40,11 @@ import polars as pl
 
 from tracekit import parallel, progress
 from tracekit.analyses import skew
-from tracekit.analyses.steps import VERDICTS
-from tracekit.errors import TraceError, TracekitError, UsageError, is_native_panic
-from tracekit.results.ranks import RANK_SCHEMA, RankReport
+from tracekit.errors import TraceError, UsageError
+from tracekit.ranks import cache as ranks_cache
+from tracekit.ranks import engines, summary
+from tracekit.ranks.summary import summarize
+from tracekit.results.ranks import CLASSES_SCHEMA, RANK_SCHEMA, RankReport
 
 
 def find_traces(directory: str | os.PathLike[str]) -> list[Path]:
@@ -50,70 +58,6 @@ def find_traces(directory: str | os.PathLike[str]) -> list[Path]:
             found.append(path)
     return found
 
-
-def summarize(path: str) -> dict:
-    """Load one trace and summarise its steps; returns a plain dict (it crosses a process boundary).
-
-    Only the per-unit summary is needed here: the pipeline's first stages
-    (:func:`tracekit.analyses.pipeline.basis`: attribution, units, compilations, summary), no
-    execution trace and no other analysis; a trace without ProfilerStep spans is summarised per the
-    units ``tracekit report`` finds (:mod:`tracekit.analyses.units`).
-    """
-    from tracekit.analyses import breakdown, collectives, pipeline
-    from tracekit.session import Session
-
-    name = os.path.basename(path)
-    try:
-        trace = Session(path, execution_trace=None, workers=1).trace  # one rank per core already
-        found = pipeline.basis(trace)
-        steps = found.steps
-        calls = collectives.analyze(found.trace, found.attribution.gpu, found.attribution.tree.ops)
-        exposed = breakdown.exposed_per_unit(found.attribution.gpu)
-    except TracekitError as err:
-        return {"file": name, "error": _problem(err, path)}
-    except RecursionError as err:
-        return {"file": name, "error": f"internal error: {type(err).__name__}"}
-    except Exception as err:  # noqa: BLE001 - one file's crash must not take the directory's report
-        return {"file": name, "error": f"internal error: {type(err).__name__}: {str(err).splitlines()[0][:120]}"
-                if str(err) else f"internal error: {type(err).__name__}"}
-    except BaseException as err:  # a native panic (Polars) on a crafted file: that file's error alone
-        if not is_native_panic(err):
-            raise
-        return {"file": name, "error": "a native library gave up on this file (panic); it is likely damaged"}
-    distributed = trace.meta.distributed or {}
-    rank = distributed.get("rank")
-    usable = _is_rank_number(rank)
-    world = distributed.get("world_size")
-    error = None
-    if rank is not None and not usable:
-        shown = str(rank) if len(str(rank)) <= 40 else str(rank)[:37] + "..."
-        error = f"distributedInfo rank {shown} is not a rank number"
-    verdicts = steps["verdict"].value_counts() if steps.height else None
-    verdict = None
-    if verdicts is not None:
-        order = {v: i for i, v in enumerate(VERDICTS)}
-        verdict = min(verdicts.iter_rows(), key=lambda vc: (-vc[1], order.get(vc[0], len(order)), vc[0]))[0]
-    return {
-        "file": name,
-        "rank": rank if usable else None,
-        "verdict": verdict,
-        "comm_ns": int(exposed["comm_ns"].sum()) if exposed.height else 0,
-        "exposed_comm_ns": int(exposed["exposed_comm_ns"].sum()) if exposed.height else 0,
-        "calls": calls.calls, "phases": calls.phases,
-        "starts": steps.select("step", "cpu_start_ns"),
-        "steps": steps.height,
-        "mean_step_ns": int(steps["cpu_span_ns"].mean()) if steps.height else None,
-        "max_step_ns": int(steps["cpu_span_ns"].max()) if steps.height else None,
-        "gpu_busy_ns": int(steps["gpu_busy_ns"].sum()) if steps.height else 0,
-        "kernel_count": int(steps["kernel_count"].sum()) if steps.height else 0,
-        "error": error,
-        # Not columns of the table: what check_set reads to tell a set of ranks.
-        "named_rank": "rank" in distributed, "world_size": world if _is_rank_number(world) else None,
-    }
-
-
-def _is_rank_number(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31
 
 
 #: What every refusal of :func:`check_set` ends with: the rule it applies.
@@ -166,6 +110,11 @@ def check_set(directory: str | os.PathLike[str],
     return world, tuple((a + 1, b - 1) for a, b in zip(edges, edges[1:]) if b - a > 1)
 
 
+
+#: The error of a trace whose process died (its summary never came back; nothing is cached for it).
+DIED = "the process reading it died (out of memory, or a crash in a native library)"
+
+
 #: How many files' errors the one line of an unreadable directory names, and how much of each.
 SHOWN_ERRORS, ERROR_CHARS = 3, 120
 
@@ -187,63 +136,92 @@ def refuse_unreadable(directory: str | os.PathLike[str], rows: list[dict]) -> No
     raise TraceError(directory, f"{count} could be read as a rank ({'; '.join(shown)}{more})")
 
 
-def _problem(err: TracekitError, path: str) -> str:
-    """The error line without the path (the table's file column names it)."""
-    text = str(err)
-    return text[len(path) + 2:] if text.startswith(f"{path}: ") else text
+def _store(directory: str | os.PathLike[str], cache: bool | str | os.PathLike[str]) -> ranks_cache.Cache | None:
+    if cache is False:
+        return None
+    if cache is True:
+        return ranks_cache.default_for(directory)
+    return ranks_cache.chosen(cache)
 
 
-def _summarize_all(paths: list[str], workers: int, bar: progress.Phase) -> list[dict]:
-    """:func:`summarize` of each path in up to ``workers`` processes, ``bar`` told of each one done.
-    A process that dies (a native crash, the kernel's OOM killer) breaks the pool: the files it
-    left unfinished are then summarised one process each, so the file that kills its process is
-    the only one named."""
-    from concurrent.futures import as_completed
-    from concurrent.futures.process import BrokenProcessPool
-
-    rows: dict[str, dict] = {}
-    with parallel.spawn_pool(workers) as pool:
-        futures = {pool.submit(summarize, p): p for p in paths}
-        for future in as_completed(futures):
-            try:
-                rows[futures[future]] = future.result()
-            except BrokenProcessPool:
-                pass
-            bar.update(len(rows), len(paths))
-    for p in paths:
-        if p in rows:
-            continue
-        try:
-            with parallel.spawn_pool(1) as pool:
-                rows[p] = pool.submit(summarize, p).result()
-        except BrokenProcessPool:
-            rows[p] = {"file": os.path.basename(p),
-                       "error": "the process reading it died (out of memory, or a crash in a native library)"}
-        bar.update(len(rows), len(paths))
-    return [rows[p] for p in paths]
+def _cached(store: ranks_cache.Cache | None, path: str) -> dict | None:
+    """The cached row of ``path``, or None; an entry that does not decode (damaged, cut short) is
+    a miss: the trace is read again and the entry replaced."""
+    data = store.get(path) if store is not None else None
+    if data is None:
+        return None
+    try:
+        return summary.decode(data)
+    except Exception:  # noqa: BLE001 - any damage to a cache file means only "read the trace again"
+        return None
 
 
-def analyze(directory: str | os.PathLike[str], *, workers: int | None = None,
-            show_progress: bool = False) -> RankReport:
-    """Summarise every trace in ``directory`` in up to ``workers`` processes (default: one per core);
-    ``show_progress``: a bar of the files done on stderr (:mod:`tracekit.progress`).
+def analyze(directory: str | os.PathLike[str], *, workers: int | None = None, show_progress: bool = False,
+            engine: str = "pool", cache: bool | str | os.PathLike[str] = True) -> RankReport:
+    """Summarise every trace in ``directory`` (the map) and analyse the summaries across ranks (the
+    reduce).
 
-    Raises :class:`~tracekit.errors.UsageError` for a directory without trace files, or one that
-    is not a set of ranks (:func:`check_set`; known only once each file is read)."""
-    paths = find_traces(directory)
+    Parameters
+    ----------
+    workers
+        The pool engine's processes (default: one per core; 1: this process).
+    show_progress
+        A bar of the traces summarised, on stderr (:mod:`tracekit.progress`).
+    engine
+        Where the map runs: ``"pool"`` or ``"ray"`` (:mod:`tracekit.ranks.engines`); the result is
+        the same.
+    cache
+        Where summaries are kept between runs (:mod:`tracekit.ranks.cache`): True, the directory's
+        ``.tracekit-summaries`` folder (none when it cannot be made there); False, none; a path,
+        that folder. Only traces without a current summary there are read.
+
+    Raises
+    ------
+    tracekit.errors.UsageError
+        For a directory without trace files, an unknown engine, ``--engine ray`` without Ray, a
+        cache folder that cannot be written, or a directory that is not a set of ranks
+        (:func:`check_set`; known only once each file is summarised).
+    """
+    if engine not in engines.ENGINES:
+        raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(engines.ENGINES)}")
+    if engine == "ray":
+        engines.ray_module()  # missing Ray is one line before anything is read
+    paths = [str(p) for p in find_traces(directory)]
     if not paths:
         raise UsageError(f"{directory}: no trace files (*.json, *.json.gz, *.parquet) in this directory")
-    workers = max(1, min(len(paths), workers or parallel.cores()))
-    with progress.phase(f"summarising {len(paths)} rank trace{'s' if len(paths) != 1 else ''}",
-                        enabled=show_progress) as bar:
-        bar.update(0, len(paths))
-        if workers == 1:
-            rows = []
-            for p in paths:
-                rows.append(summarize(str(p)))
-                bar.update(len(rows), len(paths))
-        else:
-            rows = _summarize_all([str(p) for p in paths], workers, bar)
+    store = _store(directory, cache)
+    rows: dict[str, dict] = {}
+    for p in paths:
+        row = _cached(store, p)
+        if row is not None:
+            rows[p] = row
+    todo = [p for p in paths if p not in rows]
+    label = f"summarising {len(todo)} rank trace{'s' if len(todo) != 1 else ''}"
+    if len(todo) < len(paths):
+        label += f" ({len(paths) - len(todo)} unchanged, from the cache)"
+    if todo:
+        with progress.phase(label, enabled=show_progress) as bar:
+            bar.update(0, len(todo))
+            if engine == "ray":
+                fresh = engines.run_ray(todo, bar)
+            else:
+                fresh = engines.run_pool(todo, max(1, min(len(todo), workers or parallel.cores())), bar)
+        for p in todo:
+            data = fresh[p]
+            if data is None:
+                rows[p] = {"file": os.path.basename(p), "error": DIED}
+                continue
+            rows[p] = summary.decode(data)
+            if store is not None:
+                try:
+                    store.put(p, data)
+                except OSError:  # a full or read-only disk: the cache only saves time, the report stands
+                    pass
+    return _reduce(directory, [rows[p] for p in paths])
+
+
+def _reduce(directory: str | os.PathLike[str], rows: list[dict]) -> RankReport:
+    """The cross-rank analysis of the summaries ``rows`` (in file order): it reads nothing else."""
     refuse_unreadable(directory, rows)
     world, missing = check_set(directory, rows)
     cross = _skew(rows)
@@ -259,7 +237,21 @@ def analyze(directory: str | os.PathLike[str], *, workers: int | None = None,
         slowest = timed.sort(["mean_step_ns", "rank", "file"], descending=[True, False, False],
                              nulls_last=True)["file"][0]
     return RankReport(directory=str(directory), ranks=ranks, slowest=slowest, skew=cross, world_size=world,
-                      missing=missing)
+                      missing=missing, classes=_classes(rows))
+
+
+def _classes(rows: list[dict]) -> pl.DataFrame:
+    """Each loaded rank's GPU kernel time per kernel class and its share of the rank's kernel time
+    (:data:`~tracekit.results.ranks.CLASSES_SCHEMA`)."""
+    found = [{"file": r["file"], "rank": r.get("rank"), "kernel_class": name, "gpu_ns": ns}
+             for r in rows for name, ns in r.get("classes") or ()]
+    if not found:
+        return pl.DataFrame(schema=CLASSES_SCHEMA)
+    total = pl.col("gpu_ns").sum().over("file")
+    return (pl.DataFrame(found, schema={k: CLASSES_SCHEMA[k] for k in ("file", "rank", "kernel_class", "gpu_ns")})
+            .with_columns(share=pl.when(total > 0).then(pl.col("gpu_ns") / total))
+            .select(list(CLASSES_SCHEMA)).cast(CLASSES_SCHEMA)  # type: ignore[arg-type]
+            .sort(["rank", "file", "gpu_ns", "kernel_class"], descending=[False, False, True, False], nulls_last=True))
 
 
 def _skew(rows: list[dict]) -> skew.Skew | None:
