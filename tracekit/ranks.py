@@ -34,7 +34,7 @@ from tracekit import parallel, progress
 from tracekit.analyses import skew
 from tracekit.analyses.steps import VERDICTS
 from tracekit.errors import TracekitError, UsageError, is_native_panic
-from tracekit.results.ranks import RANK_SCHEMA, RankReport
+from tracekit.results.ranks import RANK_SCHEMA, STEPS_SCHEMA, RankReport
 
 
 def find_traces(directory: str | os.PathLike[str]) -> list[Path]:
@@ -99,6 +99,7 @@ def summarize(path: str) -> dict:
         "exposed_comm_ns": int(exposed["exposed_comm_ns"].sum()) if exposed.height else 0,
         "calls": calls.calls, "phases": calls.phases,
         "starts": steps.select("step", "cpu_start_ns"),
+        "per_step": _per_step(steps, exposed),
         "steps": steps.height,
         "mean_step_ns": int(steps["cpu_span_ns"].mean()) if steps.height else None,
         "max_step_ns": int(steps["cpu_span_ns"].max()) if steps.height else None,
@@ -108,6 +109,17 @@ def summarize(path: str) -> dict:
         # Not columns of the table: what check_set reads to tell a set of ranks.
         "named_rank": "rank" in distributed, "world_size": world if _is_rank_number(world) else None,
     }
+
+
+def _per_step(steps: pl.DataFrame, exposed: pl.DataFrame) -> pl.DataFrame:
+    """``step, step_ns, gpu_busy_ns, exposed_comm_ns`` of each step (exposed 0 where it has no
+    communication); ``wait_ns`` is added across ranks (:func:`_steps_of`)."""
+    figures = steps.select("step", step_ns="cpu_span_ns", gpu_busy_ns="gpu_busy_ns")
+    if exposed.height:
+        figures = figures.join(exposed.select("step", "exposed_comm_ns"), on="step", how="left")
+    else:
+        figures = figures.with_columns(exposed_comm_ns=pl.lit(None, pl.Int64))
+    return figures.with_columns(pl.col("exposed_comm_ns").fill_null(0))
 
 
 def _is_rank_number(value: object) -> bool:
@@ -235,7 +247,32 @@ def analyze(directory: str | os.PathLike[str], *, workers: int | None = None,
         slowest = timed.sort(["mean_step_ns", "rank", "file"], descending=[True, False, False],
                              nulls_last=True)["file"][0]
     return RankReport(directory=str(directory), ranks=ranks, slowest=slowest, skew=cross, world_size=world,
-                      missing=missing)
+                      missing=missing, steps=_steps_of(rows, cross))
+
+
+def _steps_of(rows: list[dict], cross: skew.Skew | None) -> pl.DataFrame:
+    """Every rank's steps (:data:`~tracekit.results.ranks.STEPS_SCHEMA`): its figures per step and
+    what it waited at the matched collectives of that step (an instance's step is the reference
+    rank's, :mod:`tracekit.analyses.skew`); ``wait_ns`` null when no collective matched."""
+    frames, seen = [], set()
+    for r in rows:
+        rank = r.get("rank")
+        if rank is None or rank in seen or r.get("per_step") is None:
+            continue
+        seen.add(rank)
+        frames.append(r["per_step"].with_columns(rank=pl.lit(rank, pl.Int64)))
+    if not frames:
+        return pl.DataFrame(schema=STEPS_SCHEMA)
+    found = pl.concat(frames, how="diagonal_relaxed")
+    if cross is not None and cross.instances.height:
+        waited = (cross.waits.join(cross.instances.select("instance", "step"), on="instance")
+                  .filter(pl.col("step").is_not_null())
+                  .group_by("rank", "step").agg(wait_ns=pl.col("wait_ns").sum()))
+        found = (found.join(waited, on=["rank", "step"], how="left")
+                 .with_columns(pl.col("wait_ns").fill_null(0)))
+    else:
+        found = found.with_columns(wait_ns=pl.lit(None, pl.Int64))
+    return found.select(list(STEPS_SCHEMA)).cast(STEPS_SCHEMA).sort("rank", "step")  # type: ignore[arg-type]
 
 
 def _skew(rows: list[dict]) -> skew.Skew | None:

@@ -18,6 +18,12 @@ RANK_SCHEMA = {
     "verdict": pl.String, "comm_ns": pl.Int64, "exposed_comm_ns": pl.Int64, "wait_ns": pl.Int64,
     "caused_ns": pl.Int64,
 }
+#: Every rank's steps (:attr:`RankReport.steps`): the step's CPU span, GPU busy time, exposed
+#: communication and the wait at matched collectives (null when none matched).
+STEPS_SCHEMA = {
+    "rank": pl.Int64, "step": pl.Int64, "step_ns": pl.Int64, "gpu_busy_ns": pl.Int64,
+    "exposed_comm_ns": pl.Int64, "wait_ns": pl.Int64,
+}
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,9 @@ class RankReport:
     missing : tuple of (int, int)
         The ranks of the world (without a world size: below the highest rank) that no file of the
         directory holds, as ``(first, last)`` runs, lowest first; empty when none is missing.
+    steps : DataFrame or None
+        Every rank's steps (:data:`STEPS_SCHEMA`, by rank then step): what ``tracekit diff DIR_A
+        DIR_B`` takes the per-rank medians of; None for a report made without them.
     """
 
     #: The result kind: its view is ``tracekit.render.views.ranks``, its JSON contract
@@ -63,6 +72,7 @@ class RankReport:
     world_size: int | None = None
     missing: tuple[tuple[int, int], ...] = ()
     skew: Skew | None = None
+    steps: pl.DataFrame | None = None
 
     @property
     def culprit(self) -> int | None:
