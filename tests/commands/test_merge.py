@@ -9,43 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from factory import make_flow, make_kernel, make_launch, make_op, make_step, write_trace
+from factory import ALL_REDUCE, write_two_ranks
 from tracekit.commands import main
 from tracekit.load import load
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
 DLRM = "facebookresearch__param__dlrm-8rank-v100-nccl-rank{}.json.gz"
-#: Rank 1's clock runs this many µs ahead of rank 0's in the hand-made set.
-SHIFT_US = 5000.25
-ALL_REDUCE = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
-
-
-def _rank_events(rank: int) -> list[dict]:
-    """One step of two all-reduces; rank 1 arrives late at both, and both ranks leave each together
-    (at 350 and 650 µs of true time). Both files use CPU pid 100 and GPU pid 0, and the same ids."""
-    arrivals = [(150, 200), (550, 100)] if rank == 0 else [(300, 50), (600, 50)]
-    gemm_ts = 400 if rank == 0 else 400.125
-    events = [make_step(1, 0, 1000), make_op("aten::mm", 380, 30, **{"External id": 7}),
-              make_launch("cudaLaunchKernel", 390, 5, 2, **{"External id": 7}),
-              make_kernel("ampere_sgemm_128x64_nn", gemm_ts, 100, 2, device=rank, **{"External id": 7})]
-    for i, ((start, dur), launch) in enumerate(zip(arrivals, (100, 520))):
-        corr = 10 + i
-        events += [make_op("nccl:all_reduce", launch - 5, 15, **{"External id": 20 + i}),
-                   make_launch("cudaLaunchKernel", launch, 5, corr, **{"External id": 20 + i}),
-                   make_kernel(ALL_REDUCE, start, dur, corr, device=rank, **{"External id": 20 + i}),
-                   *make_flow(corr, launch, start)]
-    for e in events:
-        e["ts"] += SHIFT_US * rank
-    return events
-
-
 @pytest.fixture()
 def hand_set(tmp_path):
-    directory = tmp_path / "ranks"
-    directory.mkdir()
-    for rank in (0, 1):
-        write_trace(directory / f"rank{rank}.json", _rank_events(rank), rank=(rank, 2))
-    return directory
+    return write_two_ranks(tmp_path / "ranks")
 
 
 def _merge(directory: Path, output: Path, capsys) -> tuple[int, str]:
