@@ -153,7 +153,6 @@ def merge(directory: str | os.PathLike[str], output: str, *, workers: int | None
                     chunk = b",\n  ".join(encode(e) for e in events[lo:lo + 4096])
                     sink.write((b"\n  " if first else b",\n  ") + chunk)
                     first = False
-                d.release()
             sink.write(b"\n]}\n")
         finally:
             if sink is not raw:
@@ -231,9 +230,6 @@ class _Rank:
         if not isinstance(doc, dict):
             raise UsageError(f"{self.path}: not a Kineto trace (no traceEvents object)")
         return doc
-
-    def release(self) -> None:
-        self.top = {k: v for k, v in self.top.items() if k == "deviceProperties"}
 
     def rewrite(self, pid_stride: int, base_ns: int) -> list[dict]:
         """The rank's events with pids, times and ids rewritten (module docstring)."""

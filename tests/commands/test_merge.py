@@ -36,7 +36,7 @@ def test_hand_made_ranks_merge_onto_one_clock_with_their_own_pids_and_ids(hand_s
     code, err = _merge(hand_set, out, capsys)
     assert code == 0
     assert err.startswith(f"wrote {out} (") and "2 ranks, 32 events" in err
-    assert "largest offset +5.000 ms (rank 1)" in err
+    assert "largest offset +5.0 ms (rank 1)" in err
     data = json.loads(out.read_text())
     # The ends of both all-reduces differ by exactly the shift: 5,000,250 ns.
     assert data["tracekitMerge"]["offsets_ns"] == {"0": 0, "1": 5_000_250}

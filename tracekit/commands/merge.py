@@ -26,6 +26,7 @@ def merge(directory: str, output: str) -> None:
     """
     from tracekit import merge as merging
     from tracekit.ranks import find_traces
+    from tracekit.render.text import duration
 
     merging.check_output(output)  # a wrong -o fails before the slow part
     if not os.path.isdir(directory):
@@ -37,7 +38,7 @@ def merge(directory: str, output: str) -> None:
     if done.matched:
         rank, far = max(done.offsets_ns.items(), key=lambda kv: (abs(kv[1]), -kv[0]))
         clock = (f"clocks aligned to rank {done.reference}'s, largest offset "
-                 f"{far / 1e6:+.3f} ms (rank {rank})")
+                 f"{'+' if far > 0 else ''}{duration(far)} (rank {rank})")
     else:
         clock = "no collective matched: clocks left as recorded"
     click.echo(f"wrote {output} ({size}{len(done.ranks)} ranks, {done.events:,} events; {clock})", err=True)
