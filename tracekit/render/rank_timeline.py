@@ -7,8 +7,8 @@ on the common clock (the offsets applied, :mod:`tracekit.analyses.skew`), from t
 to the last end of the collectives drawn. Each rank's part of a collective is a bar from its
 arrival to its end; the part before the last arriver arrived — the rank's wait — is shaded over it;
 the last arriver's bar carries a marker at its arrival. It words and lays out the analysis'
-figures; it decides nothing but how many collectives fit (:data:`MAX_INSTANCES`, the first ones,
-and the note says how many were left out).
+figures; it decides nothing but how many collectives fit (:data:`MAX_INSTANCES` and
+:data:`MAX_BARS`, the first ones, and the note says how many were left out).
 
 DOM (read by tests): root ``<svg class="tk-rank-collectives" viewBox="0 0 W H">``;
 ``g.tk-rank-row`` per rank (``data-rank``) holding its label (``text.tk-lane-label``) and marks,
@@ -30,8 +30,10 @@ from tracekit.render.timeline import _num, _tick_label, _tick_step, _xml, durati
 if TYPE_CHECKING:
     from tracekit.analyses.skew import Skew
 
-#: Collectives drawn (the first by arrival): enough for a few steps of a DDP or FSDP run.
+#: Collectives drawn (the first by arrival): enough for a few steps of a DDP or FSDP run…
 MAX_INSTANCES = 400
+#: …and at most this many bars in all (128 ranks: the first 156 collectives), so a page stays light.
+MAX_BARS = 20_000
 WIDTH = 1200
 LABEL_WIDTH = 70
 RIGHT_MARGIN = 14
@@ -50,7 +52,8 @@ def draw(cross: Skew) -> str | None:
     """The picture (module docstring); None without a matched collective."""
     if cross.instances.height == 0:
         return None
-    shown = cross.instances.sort("instance").head(MAX_INSTANCES)
+    width = max(1, cross.waits["rank"].n_unique())
+    shown = cross.instances.sort("instance").head(max(1, min(MAX_INSTANCES, MAX_BARS // width)))
     kept = set(shown["instance"].to_list())
     waits = cross.waits.filter(cross.waits["instance"].is_in(list(kept))).sort("instance", "rank")
     ranks = sorted(set(waits["rank"].to_list()))
