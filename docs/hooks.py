@@ -153,7 +153,7 @@ def kernel_classes_reference() -> str:
 # ---- the JSON contracts --------------------------------------------------------------------------
 
 #: The contract modules, in the order of the commands.
-CONTRACTS = ("report", "diff", "check", "compare", "ranks")
+CONTRACTS = ("report", "diff", "check", "compare", "ranks", "rank_diff")
 _ROLE = re.compile(r":(?:mod|func|class|data|meth|attr):`~?([^`]+)`")
 
 

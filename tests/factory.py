@@ -141,3 +141,39 @@ def copy_as_rank(src: Path, dest: Path, rank: int, world_size: int) -> Path:
     data["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": world_size}
     dest.write_bytes(gzip.compress(json.dumps(data).encode()))
     return dest
+
+
+# --- two ranks of one run, for merge and the cross-rank pictures -----------------------------------
+
+#: Rank 1's clock runs this many µs ahead of rank 0's in the hand-made set.
+SHIFT_US = 5000.25
+ALL_REDUCE = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
+
+
+def two_rank_events(rank: int) -> list[dict]:
+    """One step of two all-reduces; rank 1 arrives late at both, and both ranks leave each together
+    (at 350 and 650 µs of true time). Both files use CPU pid 100 and GPU pid 0, and the same ids."""
+    arrivals = [(150, 200), (550, 100)] if rank == 0 else [(300, 50), (600, 50)]
+    gemm_ts = 400 if rank == 0 else 400.125
+    events = [make_step(1, 0, 1000), make_op("aten::mm", 380, 30, **{"External id": 7}),
+              make_launch("cudaLaunchKernel", 390, 5, 2, **{"External id": 7}),
+              make_kernel("ampere_sgemm_128x64_nn", gemm_ts, 100, 2, device=rank, **{"External id": 7})]
+    for i, ((start, dur), launch) in enumerate(zip(arrivals, (100, 520))):
+        corr = 10 + i
+        events += [make_op("nccl:all_reduce", launch - 5, 15, **{"External id": 20 + i}),
+                   make_launch("cudaLaunchKernel", launch, 5, corr, **{"External id": 20 + i}),
+                   make_kernel(ALL_REDUCE, start, dur, corr, device=rank, **{"External id": 20 + i}),
+                   *make_flow(corr, launch, start)]
+    for e in events:
+        e["ts"] += SHIFT_US * rank
+    return events
+
+
+def write_two_ranks(directory: Path) -> Path:
+    """``directory`` (made) holding ``rank0.json`` and ``rank1.json`` of :func:`two_rank_events`:
+    rank 0 waits 150 µs at all-reduce #0 and 50 µs at #1 for rank 1; rank 1's clock runs
+    :data:`SHIFT_US` ahead."""
+    directory.mkdir()
+    for rank in (0, 1):
+        write_trace(directory / f"rank{rank}.json", two_rank_events(rank), rank=(rank, 2))
+    return directory

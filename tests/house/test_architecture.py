@@ -154,7 +154,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # 7 - comparisons of results; the HTA oracle
     ("tracekit.diff", "tracekit.hta_oracle"),
     # 8 - what a command or a notebook opens; many ranks open many sessions
-    ("tracekit.session", "tracekit.ranks"),
+    ("tracekit.session", "tracekit.ranks", "tracekit.merge"),
     # 9 - words and pictures
     ("tracekit.render",),
     # 10 - the command line

@@ -60,11 +60,18 @@ def _fail_if_help() -> str:
 @options.reading
 def diff(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], no_et: bool,
          fmt: str | None, output: str | None, graph_companions: tuple[str, ...] = ()) -> None:
-    """Compare trace A (before) with trace B (after): fusions, kernel changes, per-step deltas."""
+    """Compare trace A (before) with trace B (after): fusions, kernel changes, per-step deltas.
+
+    A and B may also be two directories of rank traces: per-rank medians (step, GPU busy, exposed
+    communication, wait at collectives) and each collective's bus bandwidth, A against B.
+    """
     from tracekit.errors import UsageError
     from tracekit.diff import gates, pairwise
     from tracekit.session import Session
 
+    if os.path.isdir(a_path) or os.path.isdir(b_path):
+        _diff_ranks(a_path, b_path, unit, fail_if, graph_companions, fmt, output)
+        return
     parsed = [gates.parse(text) for text in fail_if]  # a typo fails before the slow part
     if len(graph_companions) > 2:
         raise UsageError("--graph-companion is given once (both traces) or twice (A's, then B's)")
@@ -83,3 +90,25 @@ def diff(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...], n
     options.write_then_gate(output, lambda out: renderer.render(result, out, results, color=options.colour(output)),
                             results, target=target, inputs=inputs,
                             files=lambda index: renderer.files(result, results, index=index))
+
+
+def _diff_ranks(a_path: str, b_path: str, unit: str | None, fail_if: tuple[str, ...],
+                graph_companions: tuple[str, ...], fmt: str | None, output: str | None) -> None:
+    """``diff DIR_A DIR_B``: two sets of ranks, each analysed as ``report DIR`` does, compared."""
+    from tracekit import ranks
+    from tracekit.diff.ranks import diff as diff_ranks
+    from tracekit.errors import UsageError
+
+    for one, other in ((a_path, b_path), (b_path, a_path)):
+        if os.path.isdir(one) and not os.path.isdir(other):
+            raise UsageError(f"diff compares two traces or two directories of ranks: {one} is a directory, "
+                             f"{other} is not")
+    if unit is not None or fail_if or graph_companions:
+        raise UsageError("--unit, --fail-if and --graph-companion apply to two traces, not to two directories of ranks")
+    renderer = options.renderer(fmt, output)
+    if renderer.writes_files:
+        raise UsageError(f"--format {renderer.name} draws one trace's pictures, not directories of ranks; "
+                         "use --format md, html, json or term")
+    refuse_inputs(output, [*ranks.find_traces(a_path), *ranks.find_traces(b_path)])
+    result = diff_ranks(ranks.analyze(a_path, show_progress=True), ranks.analyze(b_path, show_progress=True))
+    options.write_result(output, lambda out: renderer.render(result, out, color=options.colour(output)))

@@ -44,7 +44,7 @@ from tracekit.errors import TraceError, UsageError
 from tracekit.ranks import cache as ranks_cache
 from tracekit.ranks import engines, summary
 from tracekit.ranks.summary import summarize
-from tracekit.results.ranks import CLASSES_SCHEMA, RANK_SCHEMA, RankReport
+from tracekit.results.ranks import CLASSES_SCHEMA, RANK_SCHEMA, STEPS_SCHEMA, RankReport
 
 
 def find_traces(directory: str | os.PathLike[str]) -> list[Path]:
@@ -237,7 +237,7 @@ def _reduce(directory: str | os.PathLike[str], rows: list[dict]) -> RankReport:
         slowest = timed.sort(["mean_step_ns", "rank", "file"], descending=[True, False, False],
                              nulls_last=True)["file"][0]
     return RankReport(directory=str(directory), ranks=ranks, slowest=slowest, skew=cross, world_size=world,
-                      missing=missing, classes=_classes(rows))
+                      missing=missing, classes=_classes(rows), steps=_steps_of(rows, cross))
 
 
 def _classes(rows: list[dict]) -> pl.DataFrame:
@@ -252,6 +252,31 @@ def _classes(rows: list[dict]) -> pl.DataFrame:
             .with_columns(share=pl.when(total > 0).then(pl.col("gpu_ns") / total))
             .select(list(CLASSES_SCHEMA)).cast(CLASSES_SCHEMA)  # type: ignore[arg-type]
             .sort(["rank", "file", "gpu_ns", "kernel_class"], descending=[False, False, True, False], nulls_last=True))
+
+
+def _steps_of(rows: list[dict], cross: skew.Skew | None) -> pl.DataFrame:
+    """Every rank's steps (:data:`~tracekit.results.ranks.STEPS_SCHEMA`): its figures per step and
+    what it waited at the matched collectives of that step (an instance's step is the reference
+    rank's, :mod:`tracekit.analyses.skew`); ``wait_ns`` null when no collective matched."""
+    frames, seen = [], set()
+    for r in rows:
+        rank = r.get("rank")
+        if rank is None or rank in seen or r.get("per_step") is None:
+            continue
+        seen.add(rank)
+        frames.append(r["per_step"].with_columns(rank=pl.lit(rank, pl.Int64)))
+    if not frames:
+        return pl.DataFrame(schema=STEPS_SCHEMA)
+    found = pl.concat(frames, how="diagonal_relaxed")
+    if cross is not None and cross.instances.height:
+        waited = (cross.waits.join(cross.instances.select("instance", "step"), on="instance")
+                  .filter(pl.col("step").is_not_null())
+                  .group_by("rank", "step").agg(wait_ns=pl.col("wait_ns").sum()))
+        found = (found.join(waited, on=["rank", "step"], how="left")
+                 .with_columns(pl.col("wait_ns").fill_null(0)))
+    else:
+        found = found.with_columns(wait_ns=pl.lit(None, pl.Int64))
+    return found.select(list(STEPS_SCHEMA)).cast(STEPS_SCHEMA).sort("rank", "step")  # type: ignore[arg-type]
 
 
 def _skew(rows: list[dict]) -> skew.Skew | None:

@@ -9,7 +9,8 @@ or a machine boundary, and all that the cross-rank reduce ever reads.
 
 The file: the row's frames as columns of one row, each a ``list[struct]`` holding the frame
 (``calls``: :data:`tracekit.analyses.collectives.CALLS_SCHEMA`; ``phases``:
-:data:`~tracekit.analyses.collectives.PHASE_SPANS_SCHEMA`; ``starts``: :data:`STARTS_SCHEMA`),
+:data:`~tracekit.analyses.collectives.PHASE_SPANS_SCHEMA`; ``starts``: :data:`STARTS_SCHEMA`;
+``per_step``: :data:`PER_STEP_SCHEMA`),
 and every scalar of the row — plus ``classes``, the rank's GPU kernel time per kernel class — as one
 JSON object in the file's key-value metadata under :data:`META_KEY` (a column per scalar would
 cost a footer entry each: ~3 KB of a ~9 KB summary). A row that failed to load has no frames and
@@ -34,13 +35,16 @@ from tracekit.analyses.steps import VERDICTS
 from tracekit.errors import TracekitError, is_native_panic
 
 #: The summary file's layout version; part of every cache key. Bump it when the file changes.
-FORMAT = 1
+FORMAT = 2
 #: The metadata key holding the row's scalars (JSON, sorted keys).
 META_KEY = "tracekit.rank-summary"
 STARTS_SCHEMA: dict[str, pl.DataType] = {"step": pl.Int64, "cpu_start_ns": pl.Int64}
+#: Each step's figures (``tracekit diff DIR_A DIR_B`` takes per-rank medians of them).
+PER_STEP_SCHEMA: dict[str, pl.DataType] = {"step": pl.Int64, "step_ns": pl.Int64, "gpu_busy_ns": pl.Int64,
+                                           "exposed_comm_ns": pl.Int64}
 #: The frames of a loaded row, in the file's column order, with their schemas.
 FRAMES: dict[str, dict[str, pl.DataType]] = {"calls": CALLS_SCHEMA, "phases": PHASE_SPANS_SCHEMA,
-                                              "starts": STARTS_SCHEMA}
+                                              "starts": STARTS_SCHEMA, "per_step": PER_STEP_SCHEMA}
 
 
 def summary_of(path: str) -> bytes:
@@ -128,6 +132,7 @@ def summarize(path: str) -> dict:
         "exposed_comm_ns": int(exposed["exposed_comm_ns"].sum()) if exposed.height else 0,
         "calls": calls.calls, "phases": calls.phases,
         "starts": steps.select("step", "cpu_start_ns"),
+        "per_step": _per_step(steps, exposed),
         "steps": steps.height,
         "mean_step_ns": int(steps["cpu_span_ns"].mean()) if steps.height else None,
         "max_step_ns": int(steps["cpu_span_ns"].max()) if steps.height else None,
@@ -149,3 +154,13 @@ def _problem(err: TracekitError, path: str) -> str:
     text = str(err)
     return text[len(path) + 2:] if text.startswith(f"{path}: ") else text
 
+
+def _per_step(steps: pl.DataFrame, exposed: pl.DataFrame) -> pl.DataFrame:
+    """``step, step_ns, gpu_busy_ns, exposed_comm_ns`` of each step (exposed 0 where it has no
+    communication); ``wait_ns`` is added across ranks (:func:`_steps_of`)."""
+    figures = steps.select("step", step_ns="cpu_span_ns", gpu_busy_ns="gpu_busy_ns")
+    if exposed.height:
+        figures = figures.join(exposed.select("step", "exposed_comm_ns"), on="step", how="left")
+    else:
+        figures = figures.with_columns(exposed_comm_ns=pl.lit(None, pl.Int64))
+    return figures.with_columns(pl.col("exposed_comm_ns").fill_null(0))

@@ -18,6 +18,8 @@ step, kernel, device, trace label) escaped, no script, no external reference, no
   lines. None without any such point.
 * :func:`memory_timeline` — allocated and reserved bytes over time per GPU device (the report's
   ``memory.timeline``: each span's highest values); None without memory events on a GPU.
+* :func:`rank_collectives` — the ranks × time picture of the matched collectives (drawn by hand
+  as the step timeline is, :mod:`tracekit.render.rank_timeline`); None when none matched.
 * :func:`class_time_a_vs_b` — per kernel class, the median GPU time per step of A and of B side by
   side (``Diff.classes``); None when neither has kernel time.
 
@@ -501,6 +503,15 @@ def rank_step_times(ranks: RankReport) -> str | None:
     the others waited for in red (``tracekit report DIR``); None when no rank trace has a step."""
     rows = rank_rows(ranks)
     return to_svg(rank_step_times_spec(rows)) if rows else None
+
+
+def rank_collectives(ranks: RankReport) -> str | None:
+    """One row per rank, each matched collective from the rank's arrival to its end, the wait
+    shaded, the last arriver marked (``tracekit report DIR``; drawn by
+    :mod:`tracekit.render.rank_timeline`); None when no collective matched across the ranks."""
+    from tracekit.render import rank_timeline
+
+    return rank_timeline.draw(ranks.skew) if ranks.skew is not None else None
 
 
 def class_time_a_vs_b(diff: Diff) -> str | None:

@@ -22,6 +22,12 @@ RANK_SCHEMA = {
 CLASSES_SCHEMA = {
     "file": pl.String, "rank": pl.Int64, "kernel_class": pl.String, "gpu_ns": pl.Int64, "share": pl.Float64,
 }
+#: Every rank's steps (:attr:`RankReport.steps`): the step's CPU span, GPU busy time, exposed
+#: communication and the wait at matched collectives (null when none matched).
+STEPS_SCHEMA = {
+    "rank": pl.Int64, "step": pl.Int64, "step_ns": pl.Int64, "gpu_busy_ns": pl.Int64,
+    "exposed_comm_ns": pl.Int64, "wait_ns": pl.Int64,
+}
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,9 @@ class RankReport:
         The class shares (:data:`CLASSES_SCHEMA`): per loaded file and kernel class, its kernels'
         summed time ``gpu_ns`` and ``share`` of the file's kernel time (null when that is 0), sorted
         by rank, file, then time (longest first) and class; from the per-rank summaries.
+    steps : DataFrame or None
+        Every rank's steps (:data:`STEPS_SCHEMA`, by rank then step): what ``tracekit diff DIR_A
+        DIR_B`` takes the per-rank medians of; None for a report made without them.
     """
 
     #: The result kind: its view is ``tracekit.render.views.ranks``, its JSON contract
@@ -72,6 +81,7 @@ class RankReport:
     missing: tuple[tuple[int, int], ...] = ()
     skew: Skew | None = None
     classes: pl.DataFrame | None = None
+    steps: pl.DataFrame | None = None
 
     @property
     def culprit(self) -> int | None:

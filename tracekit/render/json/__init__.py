@@ -1,6 +1,6 @@
 """The ``json`` format: the versioned data contracts, sorted keys, byte-for-byte stable for the same input.
 
-Five documents, each named by its ``schema`` (each contract module's ``SCHEMA``). Additive keys may appear
+Six documents, each named by its ``schema`` (each contract module's ``SCHEMA``). Additive keys may appear
 within a version; a breaking change bumps it (``tracekit.report/2``…). Times are integer
 nanoseconds.
 
@@ -8,7 +8,8 @@ One module per schema writes its data from the result (never from a document: JS
 contract, not a printout): :mod:`~tracekit.render.json.report` (``tracekit.report/1``),
 :mod:`~tracekit.render.json.diff` (``tracekit.diff/1``), :mod:`~tracekit.render.json.check`
 (``tracekit.check/1``), :mod:`~tracekit.render.json.compare` (``tracekit.compare/1``),
-:mod:`~tracekit.render.json.ranks` (``tracekit.ranks/1``); each documents its keys and has one
+:mod:`~tracekit.render.json.ranks` (``tracekit.ranks/1``), :mod:`~tracekit.render.json.rank_diff`
+(``tracekit.rank_diff/1``); each documents its keys and has one
 function ``data(result[, gate_results])``. The renderer finds the module by the result's ``kind``.
 :mod:`~tracekit.render.json.encode` writes the bytes (sorted keys, two-space indent).
 """

@@ -33,7 +33,7 @@ _PHASE_WORDS = {
 def document(rank_report: RankReport) -> Document:
     """Title (on a page only: the table's title heads the text), the ranks' table, the culprit per
     step, the longest step named as what it is, the ranks of the run the directory lacks, the chart,
-    the collectives and how they matched."""
+    the collectives (on a page: the ranks × time picture first) and how they matched."""
     rows = ranks_table(rank_report)
     title = rows[0]
     blocks: list = [table(rows)]
@@ -51,7 +51,11 @@ def document(rank_report: RankReport) -> Document:
         blocks.append(Paragraph((missing_line(rank_report),), tone="muted"))
     sections = [Section("ranks", "Ranks", tuple(blocks))]
     if cross is not None and cross.instances.height:
-        sections.append(Section("collectives", "Collectives", (table(collectives_table(cross)),
+        sections.append(Section("collectives", "Collectives", (
+            Charts((Chart("rank_collectives", rank_report, "rank_collectives", "collectives per rank over time",
+                          "Each rank's collectives from its arrival to its end, the wait for the last arriver "
+                          "shaded, the last arriver marked"),)),
+            table(collectives_table(cross)),
                                                                 Bullets(tuple(matching_lines(cross)),
                                                                         title="How they were matched"))))
     return Document("ranks", Title(f"tracekit report: {title}", ("tracekit report: ", title), 1, in_text=False),
