@@ -125,3 +125,10 @@ def chromium():
         pytest.skip("no chromium binary on PATH (Debian: apt-get install chromium; .ci/run installs it)")
     with Browser(binary) as browser:
         yield browser
+
+
+@pytest.fixture(autouse=True)
+def _rank_summary_cache(tmp_path, monkeypatch):
+    """Each test keeps rank summaries (tracekit.ranks.cache) in a folder of its own: the suite never
+    writes into the user's cache, and no test reads another's summaries."""
+    monkeypatch.setenv("TRACEKIT_CACHE_DIR", str(tmp_path / "rank-summaries"))

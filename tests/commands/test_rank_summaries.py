@@ -95,7 +95,8 @@ def test_class_shares_hold_every_kernel_microsecond_of_the_trace(two_ranks):
 def test_a_rerun_reads_only_new_or_changed_ranks(two_ranks, counted):
     first = ranks.analyze(two_ranks, workers=1)
     assert sorted(counted) == ["rank0.json.gz", "rank1.json.gz"]
-    store = two_ranks / cache.FOLDER
+    store = cache.default_folder()  # the suite's own (tests/conftest.py), never DIR
+    assert not list(two_ranks.glob('.*'))
     assert len(list(store.glob("*.parquet"))) == 2
 
     counted.clear()
@@ -122,7 +123,7 @@ def test_a_rerun_reads_only_new_or_changed_ranks(two_ranks, counted):
 
 def test_a_damaged_summary_is_read_again(two_ranks, counted):
     ranks.analyze(two_ranks, workers=1)
-    for entry in (two_ranks / cache.FOLDER).glob("*.parquet"):
+    for entry in cache.default_folder().glob("*.parquet"):
         entry.write_bytes(entry.read_bytes()[:100])
     counted.clear()
     ranks.analyze(two_ranks, workers=1)
@@ -131,10 +132,10 @@ def test_a_damaged_summary_is_read_again(two_ranks, counted):
 
 def test_no_cache_keeps_nothing_and_a_named_cache_folder_is_used(two_ranks, tmp_path, counted):
     ranks.analyze(two_ranks, workers=1, cache=False)
-    assert not (two_ranks / cache.FOLDER).exists()
+    assert not list(cache.default_folder().glob("*.parquet"))
     elsewhere = tmp_path / "summaries"
     ranks.analyze(two_ranks, workers=1, cache=elsewhere)
-    assert len(list(elsewhere.glob("*.parquet"))) == 2 and not (two_ranks / cache.FOLDER).exists()
+    assert len(list(elsewhere.glob("*.parquet"))) == 2 and not list(cache.default_folder().glob("*.parquet"))
     counted.clear()
     ranks.analyze(two_ranks, workers=1, cache=elsewhere)
     assert counted == []

@@ -68,7 +68,9 @@ def test_ray_summaries_fill_the_cache_the_pool_then_reads(local_ray, tmp_path, m
     copy_as_rank(SAMPLES / "mlp_eager.json.gz", where / "rank0.json.gz", 0, 2)
     copy_as_rank(SAMPLES / "mlp_compile.json.gz", where / "rank1.json.gz", 1, 2)
     first = ranks.analyze(where, engine="ray")
-    assert len(list((where / ".tracekit-summaries").glob("*.parquet"))) == 2
+    from tracekit.ranks import cache
+
+    assert len(list(cache.default_folder().glob("*.parquet"))) == 2
 
     def never(path: str) -> dict:
         raise AssertionError(f"{path} was read again")

@@ -42,7 +42,8 @@ def _fail_if_help() -> str:
                    "the default) or ray (the ray extra; this machine, or the cluster RAY_ADDRESS names).")
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=str), default=None,
               help="A directory of ranks: keep the per-rank summaries in this folder (default: "
-                   "DIR/.tracekit-summaries); a rerun reads only new or changed traces.")
+                   "$TRACEKIT_CACHE_DIR, else ~/.cache/tracekit/rank-summaries; DIR is never written "
+                   "into); a rerun reads only new or changed traces.")
 @click.option("--no-cache", is_flag=True, help="A directory of ranks: keep no summaries; read every trace.")
 @options.reading
 def report(trace_path: str, fmt: str | None, output: str | None, step: int | None, unit: str | None,

@@ -171,9 +171,9 @@ def analyze(directory: str | os.PathLike[str], *, workers: int | None = None, sh
         Where the map runs: ``"pool"`` or ``"ray"`` (:mod:`tracekit.ranks.engines`); the result is
         the same.
     cache
-        Where summaries are kept between runs (:mod:`tracekit.ranks.cache`): True, the directory's
-        ``.tracekit-summaries`` folder (none when it cannot be made there); False, none; a path,
-        that folder. Only traces without a current summary there are read.
+        Where summaries are kept between runs (:mod:`tracekit.ranks.cache`): True, the user's cache
+        folder (:func:`tracekit.ranks.cache.default_folder`; none when it cannot be made); False,
+        none; a path, that folder. The directory of traces is never written into. Only traces without a current summary there are read.
 
     Raises
     ------
@@ -264,7 +264,8 @@ def _steps_of(rows: list[dict], cross: skew.Skew | None) -> pl.DataFrame:
         if rank is None or rank in seen or r.get("per_step") is None:
             continue
         seen.add(rank)
-        frames.append(r["per_step"].with_columns(rank=pl.lit(rank, pl.Int64)))
+        frames.append(pl.DataFrame(r["per_step"], schema={c: STEPS_SCHEMA[c] for c in r["per_step"]})
+                      .with_columns(rank=pl.lit(rank, pl.Int64)))
     if not frames:
         return pl.DataFrame(schema=STEPS_SCHEMA)
     found = pl.concat(frames, how="diagonal_relaxed")
@@ -291,7 +292,7 @@ def _skew(rows: list[dict]) -> skew.Skew | None:
         tag = pl.lit(rank, pl.Int64).alias("rank")
         calls.append(r["calls"].with_columns(tag))
         phases.append(r["phases"].with_columns(tag))
-        starts.append(r["starts"].with_columns(tag))
+        starts.append(r["starts"].select("step", "cpu_start_ns").with_columns(tag))
     if len(calls) < 2:
         return None
     return skew.analyze(pl.concat(calls), pl.concat(phases), pl.concat(starts))

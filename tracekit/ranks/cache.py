@@ -9,11 +9,13 @@ the file as it is now; :meth:`Cache.put` writes one atomically (a temporary file
 place: a reader never sees half an entry) and removes that trace's older entries, so a folder
 shared by several directories holds one entry per trace, never a pile.
 
-:func:`default_for` is the folder ``report DIR`` uses unless told: ``DIR/.tracekit-summaries``
-(hidden, so :func:`tracekit.ranks.find_traces` never takes it for a trace), or None when it cannot
-be made there (a read-only directory of traces: then nothing is kept). A trace rewritten within
-one clock tick at its old size keeps its stale entry; file systems of this century stamp
-nanoseconds.
+:func:`default_for` is the folder ``report DIR`` uses unless told: the user's cache folder
+(``$TRACEKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/tracekit/rank-summaries``, else
+``~/.cache/tracekit/rank-summaries``), never the directory of traces — a user's folder of traces is
+not written into (it may be read-only, shared, or under version control) — or None when that folder
+cannot be made (then nothing is kept). Entries are keyed by the trace's resolved path, so one folder
+serves every directory. A trace rewritten within one clock tick at its old size keeps its stale
+entry; file systems of this century stamp nanoseconds.
 """
 
 from __future__ import annotations
@@ -27,8 +29,16 @@ from tracekit import __version__
 from tracekit.errors import UsageError
 from tracekit.ranks.summary import FORMAT
 
-#: The folder's name inside a directory of ranks.
-FOLDER = ".tracekit-summaries"
+#: The environment variable naming the cache folder (tests point it at a temporary folder).
+ENV = "TRACEKIT_CACHE_DIR"
+
+
+def default_folder() -> Path:
+    """The user's cache folder for rank summaries (module docstring)."""
+    if os.environ.get(ENV):
+        return Path(os.environ[ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tracekit" / "rank-summaries"
 
 
 def _hash(*parts: object) -> str:
@@ -73,10 +83,11 @@ class Cache:
 
 
 def default_for(directory: str | os.PathLike[str]) -> Cache | None:
-    """``DIR/.tracekit-summaries`` when it exists or can be made there and written, else None."""
-    folder = Path(directory) / FOLDER
+    """The user's cache folder (:func:`default_folder`) when it exists or can be made and written,
+    else None; ``directory`` is not written into."""
+    folder = default_folder()
     try:
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
     return Cache(folder) if os.access(folder, os.W_OK) else None

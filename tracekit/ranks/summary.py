@@ -9,8 +9,7 @@ or a machine boundary, and all that the cross-rank reduce ever reads.
 
 The file: the row's frames as columns of one row, each a ``list[struct]`` holding the frame
 (``calls``: :data:`tracekit.analyses.collectives.CALLS_SCHEMA`; ``phases``:
-:data:`~tracekit.analyses.collectives.PHASE_SPANS_SCHEMA`; ``starts``: :data:`STARTS_SCHEMA`;
-``per_step``: :data:`PER_STEP_SCHEMA`),
+:data:`~tracekit.analyses.collectives.PHASE_SPANS_SCHEMA`; ``starts``: :data:`STARTS_SCHEMA`),
 and every scalar of the row — plus ``classes``, the rank's GPU kernel time per kernel class — as one
 JSON object in the file's key-value metadata under :data:`META_KEY` (a column per scalar would
 cost a footer entry each: ~3 KB of a ~9 KB summary). A row that failed to load has no frames and
@@ -39,12 +38,9 @@ FORMAT = 2
 #: The metadata key holding the row's scalars (JSON, sorted keys).
 META_KEY = "tracekit.rank-summary"
 STARTS_SCHEMA: dict[str, pl.DataType] = {"step": pl.Int64, "cpu_start_ns": pl.Int64}
-#: Each step's figures (``tracekit diff DIR_A DIR_B`` takes per-rank medians of them).
-PER_STEP_SCHEMA: dict[str, pl.DataType] = {"step": pl.Int64, "step_ns": pl.Int64, "gpu_busy_ns": pl.Int64,
-                                           "exposed_comm_ns": pl.Int64}
 #: The frames of a loaded row, in the file's column order, with their schemas.
 FRAMES: dict[str, dict[str, pl.DataType]] = {"calls": CALLS_SCHEMA, "phases": PHASE_SPANS_SCHEMA,
-                                              "starts": STARTS_SCHEMA, "per_step": PER_STEP_SCHEMA}
+                                              "starts": STARTS_SCHEMA}
 
 
 def summary_of(path: str) -> bytes:
@@ -132,7 +128,9 @@ def summarize(path: str) -> dict:
         "exposed_comm_ns": int(exposed["exposed_comm_ns"].sum()) if exposed.height else 0,
         "calls": calls.calls, "phases": calls.phases,
         "starts": steps.select("step", "cpu_start_ns"),
-        "per_step": _per_step(steps, exposed),
+        # Each step's figures as lists in the metadata, not a frame: a frame costs the file a footer
+        # entry per column, more than a few steps' numbers.
+        "per_step": _per_step(steps, exposed).to_dict(as_series=False),
         "steps": steps.height,
         "mean_step_ns": int(steps["cpu_span_ns"].mean()) if steps.height else None,
         "max_step_ns": int(steps["cpu_span_ns"].max()) if steps.height else None,
