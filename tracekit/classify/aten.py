@@ -51,10 +51,10 @@ _SCALARS = (
     # nsys-style `(int)4` literals, almost never the element type.
 )
 
-def template_name(name: str) -> str | None:
-    """The kernel's own identifier: ``void at::native::(anonymous namespace)::reduce_kernel<...>(...)`` ->
-    ``reduce_kernel``, the last qualified segment before the template or parameter list (a bare name is its
-    own identifier). String operations, linear in the name; ``None`` when it does not start with one."""
+def _declared(name: str) -> str:
+    """The qualified name a kernel is declared as, before its template or parameter list:
+    ``void at::native::(anonymous namespace)::reduce_kernel<...>(...)`` -> ``at::native::reduce_kernel``
+    (anonymous namespaces dropped). String operations, linear in the name."""
     body = (name[5:] if name.startswith("void ") else name).lstrip()
     body = body.replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
     end = len(body)
@@ -62,7 +62,14 @@ def template_name(name: str) -> str | None:
         pos = body.find(stop)
         if pos >= 0:
             end = min(end, pos)
-    segment = body[:end].rsplit("::", 1)[-1]
+    return body[:end]
+
+
+def template_name(name: str) -> str | None:
+    """The kernel's own identifier: ``void at::native::(anonymous namespace)::reduce_kernel<...>(...)`` ->
+    ``reduce_kernel``, the last qualified segment before the template or parameter list (a bare name is its
+    own identifier). String operations, linear in the name; ``None`` when it does not start with one."""
+    segment = _declared(name).rsplit("::", 1)[-1]
     m = _IDENT.match(segment)
     return m.group(0) if m else None
 
@@ -74,14 +81,7 @@ def template_scope(name: str) -> str:
     """The namespaces (and enclosing classes) that qualify the kernel's own identifier, joined by ``::``:
     ``void dpsk::ep::internode::dispatch<false, 4>(...)`` -> ``dpsk::ep::internode``; ``""`` for a bare or
     unqualified name. Anonymous namespaces are dropped, as :func:`template_name` drops them. Linear."""
-    body = (name[5:] if name.startswith("void ") else name).lstrip()
-    body = body.replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
-    end = len(body)
-    for stop in ("<", "(", " "):
-        pos = body.find(stop)
-        if pos >= 0:
-            end = min(end, pos)
-    head = body[:end]
+    head = _declared(name)
     cut = head.rfind("::")
     return head[:cut] if cut > 0 else ""
 
