@@ -77,7 +77,7 @@ def write(trace: Trace, path: str | os.PathLike[str], *, extra_rows: pl.DataFram
         try:
             stacked.write_parquet(tmp, metadata=metadata, compression="zstd", statistics=True)
         except pl.exceptions.PolarsError as err:
-            refused = _os_error(err)
+            refused = _os_error(err) or _probe(tmp)
             if refused is None:
                 raise
             raise refused from None  # worded by atomic_path like any refused write
@@ -92,6 +92,24 @@ def _os_error(err: Exception) -> OSError | None:
         return None
     number = int(found.group(1))
     return OSError(number, os.strerror(number))
+
+
+#: What :func:`_probe` appends: more than a file-system block, so a full disk refuses it.
+_PROBE_BYTES = 1 << 16
+
+
+def _probe(path: str | os.PathLike[str]) -> OSError | None:
+    """The ``OSError`` the output refuses a write with, found by writing to it again: Polars' writer
+    does not always carry the system error (a refused footer reads "Invalid thrift: transport
+    error"). None when the output takes the write: then the writer's error was not the output's."""
+    try:
+        with open(path, "ab") as out:
+            out.write(b"\0" * _PROBE_BYTES)
+            out.flush()
+            os.fsync(out.fileno())
+    except OSError as err:
+        return OSError(err.errno, err.strerror) if err.errno else err
+    return None
 
 
 def read_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
