@@ -352,6 +352,17 @@ def _span_windows(spans: pl.DataFrame, name: str) -> pl.DataFrame:
     ).cast(STEPS_SCHEMA)  # type: ignore[arg-type]
 
 
+def _mark_to_mark(marks: pl.DataFrame, prefix: str, end: int) -> pl.DataFrame:
+    """Units (:data:`STEPS_SCHEMA`) from each of ``marks`` (``ts, pid, tid``, in time order) to the
+    next, the last to ``end``, named ``<prefix>#1``, ``#2``, …"""
+    n = marks.height
+    return marks.select(
+        (pl.lit(f"{prefix}#") + pl.int_range(1, n + 1).cast(pl.String)).alias("name"),
+        pl.int_range(1, n + 1, dtype=pl.Int64).alias("number"),
+        "ts", pl.col("ts").shift(-1).fill_null(end).alias("end"), "pid", "tid",
+    ).with_columns(dur=pl.col("end") - pl.col("ts")).select(list(STEPS_SCHEMA)).cast(STEPS_SCHEMA)  # type: ignore[arg-type]
+
+
 def _periods(trace: Trace, launched: pl.Series) -> Units | None:
     """Rule b: units between consecutive iteration markers, or None."""
     notes = trace.ops.filter(pl.col("cat") == "user_annotation")
@@ -364,11 +375,7 @@ def _periods(trace: Trace, launched: pl.Series) -> Units | None:
                          trace.launches.filter(pl.col("pid") == pid).select("end")])
         last_end = max(int(cpu["end"].max()), int(marks["end"].max()))  # type: ignore[arg-type]
         n = marks.height
-        windows = marks.select(
-            (pl.lit("iteration#") + pl.int_range(1, n + 1).cast(pl.String)).alias("name"),
-            pl.int_range(1, n + 1, dtype=pl.Int64).alias("number"),
-            "ts", pl.col("ts").shift(-1).fill_null(last_end).alias("end"), "pid", "tid",
-        ).with_columns(dur=pl.col("end") - pl.col("ts")).select(list(STEPS_SCHEMA)).cast(STEPS_SCHEMA)  # type: ignore[arg-type]
+        windows = _mark_to_mark(marks, "iteration", last_end)
         total = launched.len()
         coverage = int(_covered(windows, launched).sum()) / total if total else 0.0
         if coverage < MIN_COVERAGE:
@@ -455,11 +462,7 @@ def _forward_periods(trace: Trace, launched: pl.Series, op: str, *, source: str 
         return None
     n = marks.height
     end = _thread_end(trace, marks["pid"][0], ops)
-    windows = marks.select(
-        (pl.lit("forward#") + pl.int_range(1, n + 1).cast(pl.String)).alias("name"),
-        pl.int_range(1, n + 1, dtype=pl.Int64).alias("number"),
-        "ts", pl.col("ts").shift(-1).fill_null(end).alias("end"), "pid", "tid",
-    ).with_columns(dur=pl.col("end") - pl.col("ts")).select(list(STEPS_SCHEMA)).cast(STEPS_SCHEMA)  # type: ignore[arg-type]
+    windows = _mark_to_mark(marks, "forward", end)
     total = launched.len()
     coverage = int(_covered(windows, launched).sum()) / total if total else 0.0
     if source == "user":
