@@ -1,6 +1,6 @@
 """CUDA-graph test traces: graphs captured and replayed inside the profiled window, and their eager twins.
 
-Run on a CUDA host (``python -m capture.graph_traces OUT_DIR``); writes gzipped Kineto traces into
+Run on a CUDA host (``python -m capture.graph_traces OUT_DIR [PART ...]``, parts: mlp, decode, multishape); writes gzipped Kineto traces into
 ``OUT_DIR`` and a ``graphs.json`` manifest saying what each one is:
 
 - ``mlp_graph-capture``: the eager GeGLU MLP (bf16, x [64, 128, 768], hidden 3072) captured with
@@ -11,7 +11,11 @@ Run on a CUDA host (``python -m capture.graph_traces OUT_DIR``); writes gzipped 
 - ``decode_graphs``: the same loop with the decode step captured once inside the window and
   replayed; with ``enable_annotations=True`` and ``mark_kernels`` scopes when this torch has them;
 - ``decode_reduce-overhead``: the decode step under ``torch.compile(mode="reduce-overhead")``,
-  compiled before the window, its CUDA-graph record and replays inside it.
+  compiled before the window, its CUDA-graph record and replays inside it;
+- ``multishape_capture`` / ``multishape_replay``: a capture phase as serving engines record it — the
+  same two functions (a pointwise ``gelu(x) * x + 1`` and the MLP) warmed up and captured once per
+  batch size (``capture#<fn>-<rows>``), then, in a second trace, only the graphs of one batch size
+  replayed (``replay#N``): whose kernels bear the same names at every size.
 
 Every step is a ``record_function`` span (no profiler schedule: a schedule drops a capture's events).
 """
@@ -219,12 +223,62 @@ def decode_traces(out: str, notes: dict, steps: int = 16) -> None:
                                        f"before the window; graph record and {steps} calls inside it")
 
 
-def main(out: str) -> None:
+MULTISHAPE_ROWS = (1024, 2048, 4096)
+MULTISHAPE_REPLAYED = 2048
+
+
+def _pointwise(x):
+    return nn.functional.gelu(x, approximate="tanh") * x + 1
+
+
+def multishape_traces(out: str, notes: dict) -> None:
+    torch.manual_seed(0)
+    mlp = Mlp().to(DEV, DT)
+    graphs: dict = {}  # (fn, rows) -> (graph, its static input, its output): all kept alive for replay
+
+    def capture_phase():
+        for rows in MULTISHAPE_ROWS:
+            for fname, fn, x in (("pointwise", _pointwise, torch.randn(rows, 3072, device=DEV, dtype=DT)),
+                                 ("mlp", mlp, torch.randn(rows, 768, device=DEV, dtype=DT))):
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):  # warm-up before capture, as torch.cuda.graph's docs ask
+                    for _ in range(2):
+                        fn(x)
+                torch.cuda.current_stream().wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with record_function(f"capture#{fname}-{rows}"):
+                    with torch.cuda.graph(graph):
+                        y = fn(x)
+                graphs[(fname, rows)] = (graph, x, y)
+        torch.cuda.synchronize()
+
+    def replay_phase():
+        for i in range(4):
+            with record_function(f"replay#{i}"):
+                graphs[("pointwise", MULTISHAPE_REPLAYED)][0].replay()
+                graphs[("mlp", MULTISHAPE_REPLAYED)][0].replay()
+
+    with torch.no_grad():
+        _profiled(out, "multishape_capture", capture_phase)
+        _profiled(out, "multishape_replay", replay_phase)
+    notes["multishape_capture"] = (f"capture phase: pointwise gelu(x)*x+1 on [rows, 3072] and the GeGLU MLP on "
+                                   f"[rows, 768], each warmed up twice on a side stream and captured, for rows in "
+                                   f"{list(MULTISHAPE_ROWS)} (bf16)")
+    notes["multishape_replay"] = (f"only the rows={MULTISHAPE_REPLAYED} graphs of multishape_capture replayed 4 times "
+                                  f"(pointwise then MLP); companion: multishape_capture")
+
+
+#: ``python -m capture.graph_traces OUT [PART ...]`` records only the named parts (default: all).
+PARTS = {"mlp": mlp_traces, "decode": decode_traces, "multishape": multishape_traces}
+
+
+def main(out: str, parts: list[str] | None = None) -> None:
     os.makedirs(out, exist_ok=True)
     notes: dict = {"torch": torch.__version__, "device": torch.cuda.get_device_name(),
                    "annotations_supported": _annotations_supported()}
     t0 = time.time()
-    for part in (mlp_traces, decode_traces):
+    for part in [PARTS[p] for p in (parts or PARTS)]:
         try:
             part(out, notes)
         except Exception as err:  # one part failing must not lose the others' traces
@@ -236,4 +290,4 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "graph_traces")
+    main(sys.argv[1] if len(sys.argv) > 1 else "graph_traces", sys.argv[2:] or None)
