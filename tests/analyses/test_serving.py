@@ -192,3 +192,68 @@ def test_the_public_vllm_trace_per_token_matches_a_hand_count():
     assert (phase["phase"], phase["iterations"], phase["requests"], phase["tokens"]) == ("decode", 10, 40, 40)
     assert phase["wall_ns"] == 763_432_829  # hand count: 763,432.829 µs
     assert phase["ns_per_token"] == pytest.approx(19_085_820.7, abs=1)
+
+
+# -- real generation loops captured on an H100 (sample_traces/generation/) ---------------------------
+# Family: loops with no ProfilerStep and no annotation. Ground truth: the capture's forward hook
+# (manifest.json: every forward of the model with its input's sequence length); for the compiled run
+# the tokens generate() returned (32 new tokens, so 1 prefill + 31 decode forwards).
+
+GENERATION = Path(__file__).resolve().parents[2] / "sample_traces" / "generation"
+
+
+def _truth(name: str) -> list[int]:
+    manifest = json.loads((GENERATION / "manifest.json").read_text())
+    entry = next(c for c in manifest["captures"] if c["trace_file"] == name + ".json.gz")
+    return entry.get("seq_lens") or [8] + [1] * (entry["new_tokens"] - 1)
+
+
+@pytest.mark.parametrize("name, unit", [
+    ("hf_generate", "from:aten::embedding"),
+    ("decode_plain", "from:aten::embedding"),
+    # transformers compiles only the decode forward of a static-cache generate(): one eager prefill
+    # (its aten::embedding) then 31 Torch-Compiled Region: 0/0 calls, the two blocks one after the other.
+    ("hf_generate_static-compile", "from:aten::embedding|Torch-Compiled Region: 0/*"),
+])
+def test_a_real_generation_loop_has_one_unit_per_forward(name, unit):
+    report = tracekit.open(GENERATION / f"{name}.json.gz").report()
+    seq = _truth(name)
+    assert (report.units.kind, report.units.name, report.units.source) == ("period", unit, "auto")
+    assert report.units.windows.height == len(seq)
+    serving = report.serving
+    assert serving is not None and serving.source == "shapes"
+    # Every forward's phase and tokens equal the hook's: batch 4, seq 8 then 1.
+    got = serving.iterations.select("phase", "requests", "tokens").rows()
+    assert got == [("prefill" if s > 1 else "decode", 4, 4 * s) for s in seq]
+
+
+def test_a_compiled_forward_reads_its_tokens_from_the_fused_embedding_kernel():
+    # In the compiled decode forward the lookup runs inside
+    # triton_red_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0, recorded with inputs
+    # [[4, 1], [2048, 256], [256], [4, 1, 256], [], []] of types ['long int', 'c10::BFloat16', ...].
+    report = tracekit.open(GENERATION / "hf_generate_static-compile.json.gz").report()
+    phases = {r["phase"]: r for r in report.serving.phases.iter_rows(named=True)}
+    assert (phases["prefill"]["iterations"], phases["prefill"]["tokens"]) == (1, 32)
+    assert (phases["decode"]["iterations"], phases["decode"]["requests"], phases["decode"]["tokens"]) == (31, 124, 124)
+
+
+def test_the_compiled_loop_that_replays_no_graph_is_told_so():
+    findings = {f.rule: f for f in tracekit.open(GENERATION / "hf_generate_static-compile.json.gz").report().findings}
+    assert "replays no CUDA graph" in findings["overhead_bound"].fix
+    assert "torch.compile(mode='reduce-overhead'), torch.compile" not in findings["overhead_bound"].fix
+
+
+def test_eager_then_compiled_forwards_are_one_loop_but_compiled_layers_are_not():
+    region = "Torch-Compiled Region: {}/{}"
+    assert units_mod._mark_label(region.format(0, 3)) == "Torch-Compiled Region: 0/*"
+    # An eager prefill, then compiled decode steps (recompiled once: 0/0, 0/1 are one frame's family).
+    eager_then_compiled = ["aten::embedding", "aten::cat", region.format(0, 0), "aten::cat",
+                           region.format(0, 1), "aten::cat", region.format(0, 1), "aten::cat"]
+    sets = units_mod._mark_sets([units_mod._mark_label(n) for n in eager_then_compiled])
+    assert sets["aten::embedding|Torch-Compiled Region: 0/*"] == ([0, 2, 4, 6], True)
+    # Compiled layers inside eager forwards: the region repeats within each forward, interleaved with
+    # the embeddings — no union (it would cut a forward per layer); the embedding alone opens forwards.
+    layers = ["aten::embedding", region.format(1, 0), region.format(1, 0)] * 3
+    sets = units_mod._mark_sets([units_mod._mark_label(n) for n in layers])
+    assert set(sets) == {"aten::embedding", "Torch-Compiled Region: 1/*"}
+    assert sets["aten::embedding"] == ([0, 3, 6], True)

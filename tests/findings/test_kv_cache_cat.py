@@ -40,6 +40,17 @@ def test_silent_on_fixed_shapes_and_on_a_shape_sweep(tmp_path, lengths):
     assert "kv_cache_cat" not in findings(decode(lengths, new=64).write(tmp_path))
 
 
+def test_silent_on_the_token_ids_a_generate_loop_appends_to(tmp_path):
+    # Family: Hugging Face generate() (sample_traces/generation/hf_generate_static-compile: a static KV
+    # cache, yet each step cats [4, n] + [4, 1] for input_ids, the attention mask and one more): a
+    # [batch, seq] tensor grows by one token a step, by design of the loop, and is no cache.
+    loop = CopyLoop(steps=4)
+    for i in range(4):
+        for _ in range(3):
+            loop.copy(i, ["aten::cat"], CAT, 30.0, dims={"aten::cat": [[[4, 8 + i], [4, 1]], []]})
+    assert "kv_cache_cat" not in findings(loop.write(tmp_path))
+
+
 def test_fires_on_a_list_stacked_that_gains_an_entry_per_step(tmp_path):
     loop = CopyLoop(steps=4)
     for i in range(4):  # torch.stack(tokens) of a list that grows by one token a step

@@ -13,7 +13,11 @@ What one iteration (unit) processed, first found wins:
 2. **The forward's token input** (``shapes``): the first ``aten::embedding`` starting in the unit;
    its index input ``[batch, seq]`` (``Input Dims``, needs ``record_shapes=True``) holds
    ``batch × seq`` tokens of ``batch`` requests — a prefill when ``seq > 1``, a decode step when
-   ``seq == 1`` (a generate() loop, a hand-written decode loop).
+   ``seq == 1`` (a generate() loop, a hand-written decode loop). In a compiled forward the lookup
+   runs inside an Inductor kernel (``triton_…_embedding_…``, its launch op named after it and
+   recorded with its inputs): its first 2-D integer input is the token ids (:data:`FUSED_TOKEN_INPUT`),
+   used where the unit has no ``aten::embedding`` (Hugging Face's static-cache ``generate``, which
+   runs the prefill eagerly and the decode steps compiled).
 
 The trace is a serving loop when some unit carries a label, or when the shapes show at least one
 decode step (a training step never embeds one token per sequence).
@@ -37,13 +41,16 @@ import polars as pl
 
 from tracekit.analyses import serving_labels
 from tracekit.analyses.steps import tag_steps
-from tracekit.shapes import tensor_dims
+from tracekit.shapes import parse_types, tensor_dims
 from tracekit.trace import Trace
 
 #: Unit states that warm up (the steady-state window starts after the last of them).
 WARMUP_STATES = ("cold", "warmup", "compile", "recompile", "graph_record", "jit_warmup")
 #: The op whose index input says how many tokens a forward processes (input position, why).
 TOKEN_INPUT_OP = ("aten::embedding", 1, "its index input is the forward's token ids, [batch, seq]")
+#: A compiled forward's token lookup: an Inductor kernel's launch op whose name holds this word; its
+#: first input that is a 2-D tensor of an integer type is the token ids ([batch, seq]).
+FUSED_TOKEN_INPUT = ("triton_", "embedding", ("long int", "int", "long"))
 PHASES = ("prefill", "decode", "mixed", "other")
 
 ITERATION_SCHEMA: dict[str, pl.DataType] = {
@@ -156,13 +163,23 @@ def _labels(trace: Trace) -> pl.DataFrame:
 def _shapes(trace: Trace) -> pl.DataFrame:
     """Per unit, the tokens of the first token-input op starting in it (empty without shapes)."""
     op, position, _ = TOKEN_INPUT_OP
-    found = trace.ops.filter((pl.col("cat") == "cpu_op") & (pl.col("name") == op))
-    found = tag_steps(found, trace.steps).filter(pl.col("step").is_not_null()).sort("ts", "idx")
-    first = found.unique(subset=["step"], keep="first", maintain_order=True)
+    prefix, word, int_types = FUSED_TOKEN_INPUT
+    found = trace.ops.filter((pl.col("cat") == "cpu_op") & (
+        (pl.col("name") == op) | (pl.col("name").str.starts_with(prefix) & pl.col("name").str.contains(word))))
+    found = tag_steps(found, trace.steps).filter(pl.col("step").is_not_null())
+    # aten::embedding first where a unit has one, then the earliest fused lookup
+    found = found.with_columns(_eager=pl.col("name") == op).sort(["step", "_eager", "ts", "idx"],
+                                                                  descending=[False, True, False, False])
     rows = []
-    for step, raw in zip(first["step"].to_list(), first["input_dims"].to_list()):
+    for step, name, raw, types in found.select("step", "name", "input_dims", "input_types").iter_rows():
+        if rows and rows[-1]["step"] == step:
+            continue
         dims = tensor_dims(raw)
-        shape = dims[position] if len(dims) > position else None
+        if name == op:
+            shape = dims[position] if len(dims) > position else None
+        else:
+            kinds = parse_types(types)
+            shape = next((d for d, t in zip(dims, kinds) if d is not None and len(d) == 2 and t in int_types), None)
         if not shape:
             continue
         batch, seq = (shape[0], shape[-1]) if len(shape) > 1 else (1, shape[0])

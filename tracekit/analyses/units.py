@@ -32,8 +32,13 @@ it), so units are found by one rule, the same for ``report``, ``diff`` and ``che
    d. **A repeated forward** (``kind = "period"``, name ``from:OP``): a loop without annotations (a
       generate() or decode loop) — from one top-level op of the busiest thread to the next, the last
       open-ended and ``partial``, when the op opens a forward (:data:`FORWARD_ENTRY_OPS`:
-      ``aten::embedding``), repeats >= :data:`MIN_FORWARDS` times, its periods hold
-      :data:`MIN_COVERAGE` of the launches and at least half of them the same top-level op sequence.
+      ``aten::embedding``; or a compiled model's call, ``Torch-Compiled Region: F/*`` — every
+      compilation of frame F, :data:`COMPILED_CALL` — inside which the embedding runs), repeats >=
+      :data:`MIN_FORWARDS` times, its periods hold :data:`MIN_COVERAGE` of the launches and at least
+      half of them the same top-level op sequence. A loop whose forward runs eagerly for a while and
+      compiled after (Hugging Face's static-cache ``generate``: an eager prefill, compiled decode
+      steps) has both, one block after the other: their union (``from:aten::embedding|Torch-Compiled
+      Region: 0/*``) is a candidate of its own and, when it qualifies, is chosen before either part.
       Other ops that split the trace alike are offered (``candidates``, ``--unit from:OP``) but never
       chosen: a layer of one forward repeats too.
    e. **The whole trace** (``kind = "trace"``, unit number 0): from the first CPU event to the last
@@ -62,6 +67,7 @@ its ``steps`` frame replaced by the unit windows (what every per-step analysis r
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 
 import polars as pl
@@ -92,8 +98,15 @@ FORWARD_ENTRY_OPS: tuple[tuple[str, str], ...] = (
     ("aten::embedding", "a language model's forward opens with its token-embedding lookup, whose index "
                         "input also says how many tokens the forward processes"),
 )
-#: ``--unit from:OP``: units from one top-level OP to the next (rule e's units, chosen by hand).
+#: A compiled model's call (rule d): the op ``torch.compile`` wraps each call of a compiled frame in,
+#: ``Torch-Compiled Region: <frame>/<compilation>``; a frame's compilations (one per shape or guard
+#: failure) are one family, written ``Torch-Compiled Region: <frame>/*``.
+COMPILED_CALL = r"^Torch-Compiled Region: (\d+)/\d+$"
+COMPILED_FAMILY = "Torch-Compiled Region: {frame}/*"
+#: ``--unit from:OP``: units from one top-level OP to the next (rule e's units, chosen by hand);
+#: ``from:A|B``: from each top-level A or B to the next of either; a name ending ``/*`` is a family.
 PERIOD_PREFIX = "from:"
+MARK_SEPARATOR = "|"
 #: Period candidates listed when rule e is reached (the report's notes and JSON).
 MAX_OFFERED = 5
 #: Rule e in one sentence.
@@ -101,8 +114,9 @@ FORWARD_RULE = (
     f"a top-level op repeating >= {MIN_FORWARDS} times on the busiest thread whose periods (one occurrence to the "
     f"next, the last to the thread's end) hold >= {100 * MIN_COVERAGE:.0f}% of the launches, at least half of them "
     f"(and >= {MIN_REPEATS}) the same top-level op sequence, the op one that opens a forward "
-    f"({', '.join(op for op, _ in FORWARD_ENTRY_OPS)}; a layer repeats too: other ops are only offered, "
-    f"--unit from:OP): "
+    f"({', '.join(op for op, _ in FORWARD_ENTRY_OPS)}, or a compiled model's call, Torch-Compiled Region; an "
+    f"eager block of embeddings followed by compiled calls is one loop, preferred to either part; a layer repeats "
+    f"too: other ops are only offered, --unit from:OP): "
     f"the fewest periods, then the highest share, the earliest")
 #: The automatic rule in one sentence (the report's notes print it under the tables).
 DETECTION_RULE = (
@@ -406,46 +420,78 @@ def _thread_end(trace: Trace, pid: str, ops: pl.DataFrame) -> int:
     return max(int(cpu["end"].max()), int(ops["end"].max()))  # type: ignore[arg-type]
 
 
+def _mark_label(name: str) -> str:
+    """The name a top-level op marks periods under: a compiled call's family, else its own name."""
+    frame = re.match(COMPILED_CALL, name)
+    return COMPILED_FAMILY.format(frame=frame.group(1)) if frame else name
+
+
+def _mark_sets(labels: list[str]) -> dict[str, tuple[list[int], bool]]:
+    """Every period candidate of rule d: ``{from-name: (positions of its marks, opens a forward)}``.
+
+    One per top-level op name (a compiled call's family as one name) repeating >= :data:`MIN_FORWARDS`
+    times, plus, per compiled family, its union with the forward entry op when the two come in two
+    blocks, one before the other (an eager prefill, then compiled decode steps) — interleaved, the
+    compiled calls are parts of each forward (compiled layers), not forwards."""
+    positions: dict[str, list[int]] = {}
+    for i, label in enumerate(labels):
+        positions.setdefault(label, []).append(i)
+    entry = {op for op, _ in FORWARD_ENTRY_OPS}
+    sets = {name: (where, name in entry or re.match(COMPILED_CALL, name.replace("*", "0")) is not None)
+            for name, where in positions.items() if len(where) >= MIN_FORWARDS}
+    for name, where in positions.items():
+        if not name.startswith(COMPILED_FAMILY.split("{")[0]):
+            continue
+        for op in entry & positions.keys():
+            eager = positions[op]
+            if max(eager) < min(where) or max(where) < min(eager):
+                union = sorted(eager + where)
+                if len(union) >= MIN_FORWARDS:
+                    sets[f"{op}{MARK_SEPARATOR}{name}"] = (union, True)
+    return sets
+
+
 def _forward_candidates(trace: Trace, launched: pl.Series) -> pl.DataFrame:
-    """Every top-level op name of the busiest thread repeating >= :data:`MIN_FORWARDS` times, as a
-    period candidate (:data:`CANDIDATES_SCHEMA` plus ``qualifies bool``; ``name`` is the ``--unit``
-    argument ``from:NAME``), best first (:data:`FORWARD_RULE`)."""
+    """Every period candidate of the busiest thread (:func:`_mark_sets`) as a row of
+    :data:`CANDIDATES_SCHEMA` plus ``qualifies bool`` (``name`` is the ``--unit`` argument
+    ``from:NAME``), best first (:data:`FORWARD_RULE`)."""
     ops = _forward_thread(trace)
     schema = {**CANDIDATES_SCHEMA, "qualifies": pl.Boolean}
     if ops.height == 0:
         return pl.DataFrame(schema=schema)
     names = ops["name"].to_list()
+    labels = [_mark_label(n) for n in names]
     starts = ops["ts"].to_list()
     end = _thread_end(trace, ops["pid"][0], ops)
     total = launched.len()
-    positions: dict[str, list[int]] = {}
-    for i, name in enumerate(names):
-        positions.setdefault(name, []).append(i)
-    entry = {op for op, _ in FORWARD_ENTRY_OPS}
     rows = []
-    for name, where in positions.items():
-        if len(where) < MIN_FORWARDS:
-            continue
+    for name, (where, opens) in _mark_sets(labels).items():
         first = starts[where[0]]
         inside = (int(launched.search_sorted(end, side="left")) - int(launched.search_sorted(first, side="left"))
                   if total else 0)
         coverage = inside / total if total else 0.0
         bounds = where + [len(names)]
-        shapes = [tuple(names[bounds[k]:bounds[k + 1]]) for k in range(len(where))]
+        shapes = [tuple(labels[bounds[k]:bounds[k + 1]]) for k in range(len(where))]
         alike = max(shapes.count(x) for x in set(shapes))
         # A layer of one forward repeats too (SwitchTransformers' MoE layers, nano-vllm's linears):
         # only an op that opens a forward makes units by itself; the others are offered.
-        qualifies = (coverage >= MIN_COVERAGE and alike >= max(MIN_REPEATS, -(-len(where) // 2))
-                     and name in entry)
+        qualifies = coverage >= MIN_COVERAGE and alike >= max(MIN_REPEATS, -(-len(where) // 2)) and opens
         rows.append({"name": PERIOD_PREFIX + name, "cat": "cpu_op", "occurrences": len(where), "top_level": True,
                      "coverage": coverage, "first_ns": first, "alike": alike, "qualifies": qualifies,
-                     "_entry": name in entry})
+                     "_entry": opens, "_union": MARK_SEPARATOR in name})
     if not rows:
         return pl.DataFrame(schema=schema)
-    frame = pl.DataFrame(rows).cast({**schema, "_entry": pl.Boolean})  # type: ignore[arg-type]
-    return (frame.sort(["qualifies", "_entry", "occurrences", "coverage", "first_ns", "name"],
-                       descending=[True, True, False, True, False, False])
-            .drop("_entry").select(list(schema)))
+    frame = pl.DataFrame(rows).cast({**schema, "_entry": pl.Boolean, "_union": pl.Boolean})  # type: ignore[arg-type]
+    return (frame.sort(["qualifies", "_entry", "_union", "occurrences", "coverage", "first_ns", "name"],
+                       descending=[True, True, True, False, True, False, False])
+            .drop("_entry", "_union").select(list(schema)))
+
+
+def _marks(ops: pl.DataFrame, name: str) -> pl.DataFrame:
+    """The top-level ops that ``from:name`` delimits periods at (:data:`PERIOD_PREFIX`)."""
+    parts = name.split(MARK_SEPARATOR)
+    labels = ops["name"].map_elements(_mark_label, return_dtype=pl.String) if ops.height else ops["name"]
+    return ops.filter(labels.is_in(parts) | ops["name"].is_in(parts))
 
 
 def _offered(offered: pl.DataFrame) -> pl.DataFrame:
@@ -457,7 +503,7 @@ def _forward_periods(trace: Trace, launched: pl.Series, op: str, *, source: str 
     """Units from one top-level ``op`` of the busiest thread to the next (the last open-ended and
     ``partial``), or None when that thread has no such op."""
     ops = _forward_thread(trace)
-    marks = ops.filter(pl.col("name") == op)
+    marks = _marks(ops, op)
     if marks.height == 0:
         return None
     n = marks.height
@@ -468,7 +514,9 @@ def _forward_periods(trace: Trace, launched: pl.Series, op: str, *, source: str 
     if source == "user":
         rule = f"--unit {PERIOD_PREFIX}{op}: from one top-level {op} to the next; the last is open-ended"
     else:
-        rule = (f"auto: no span or marker holds an iteration; the top-level op {op} opens a repeated forward: "
+        opens = (f"the top-level op {op} opens" if MARK_SEPARATOR not in op else
+                 "the top-level ops " + " then ".join(op.split(MARK_SEPARATOR)) + " open")
+        rule = (f"auto: no span or marker holds an iteration; {opens} a repeated forward: "
                 f"{n} periods from one to the next hold the launches of {100 * coverage:.1f}% of the GPU "
                 f"activities; the last is open-ended; --unit NAME to choose another")
     return Units("period", PERIOD_PREFIX + op, source, rule, windows, partial=(n,))

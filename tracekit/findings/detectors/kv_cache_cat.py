@@ -9,7 +9,9 @@ code each step). It grows when, from one steady step to the next, either exactly
 one dim by exactly the other inputs' size along that dim (``past`` became the output), or the number of
 inputs grows by one with every input the same shape (a list appended to). It must grow at least
 :data:`KV_MIN_GROWTHS` times in a row: a shape sweep changes shapes once per step too, but never by the
-appended part each time.
+appended part each time. A grown tensor of fewer than :data:`KV_MIN_DIMS` dims is no cache: a
+generate() loop appends each new token to its ``input_ids`` and attention mask (``[batch, seq]``
+int64, a few hundred bytes) every step, by design of the loop, whatever cache the model keeps.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from tracekit.shapes import parse_dims
 #: Growths in a row before a cat is called a growing cache: two (three steps) tell a pattern from a
 #: shape that changed once.
 KV_MIN_GROWTHS = 2
+#: A cache holds a feature dim beside batch and sequence ([batch, heads, seq, head_dim], [batch, seq,
+#: hidden]); a growing [batch, seq] tensor is the loop's token ids or attention mask.
+KV_MIN_DIMS = 3
 
 RULE = Rule(
     id="kv_cache_cat",
@@ -30,7 +35,8 @@ RULE = Rule(
     severity="warning",
     needs="aten::cat / aten::stack whose output grows by the appended part from one steady step to the next, "
           "and the copy kernels they launch",
-    thresholds={"COPY_MIN_BUSY_SHARE": COPY_MIN_BUSY_SHARE, "KV_MIN_GROWTHS": KV_MIN_GROWTHS},
+    thresholds={"COPY_MIN_BUSY_SHARE": COPY_MIN_BUSY_SHARE, "KV_MIN_GROWTHS": KV_MIN_GROWTHS,
+                "KV_MIN_DIMS": KV_MIN_DIMS},
     fix=("pre-allocate the cache once at its maximum length and write each step's keys/values into it in "
          "place (a static cache: cache[:, :, pos] = new, transformers' StaticCache), attending over the "
          "filled part"),
@@ -59,7 +65,7 @@ def _appended(before: list[tuple[int, ...]], after: list[tuple[int, ...]]) -> fl
         return None
     i = changed[0]
     old, new = before[i], after[i]
-    if len(old) != len(new):
+    if len(old) != len(new) or len(old) < KV_MIN_DIMS:
         return None
     dims = [d for d in range(len(old)) if old[d] != new[d]]
     if len(dims) != 1:

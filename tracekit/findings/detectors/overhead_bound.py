@@ -11,7 +11,13 @@ The price (``resource="host"``): what CUDA graphs or torch.compile take off the 
 dispatch in excess of its GPU busy time (a replayed graph issues the whole step in one call; the
 GPU's own work stays), summed over the overhead-bound steady units and spread over the steady
 window (:func:`tracekit.findings.evidence.costs_enough`). A trace that already replays CUDA graphs
-(``cudaGraphLaunch`` calls) is told to fuse or batch instead, never to use CUDA graphs.
+(``cudaGraphLaunch`` calls) is told to fuse or batch instead, never to use CUDA graphs. A trace whose
+overhead-bound steps run compiled regions (``Torch-Compiled Region``) and replay no graph is already
+compiled: it is told that its compiled code replays no CUDA graph and how to find out why (Inductor
+skips ``reduce-overhead``'s graphs for mutated inputs, CPU tensors or dynamic shapes, and logs it), not
+to compile. A unit that records a CUDA graph (:mod:`tracekit.analyses.compilations`' ``graph_record``:
+``torch.cuda.graph``, a serving engine's capture phase, a cudagraph tree's record) is never
+overhead-bound: its launch calls record graph nodes, once, and run nothing.
 """
 
 from __future__ import annotations
@@ -39,6 +45,14 @@ OVERHEAD_MIN_LAUNCHES = 20
 GRAPHED_FIX = ("the step already replays CUDA graphs: fuse what runs outside them (torch.compile the eager "
                "parts) or give each launch more work (a larger batch)")
 
+#: The fix for steps that already run compiled regions but replay no CUDA graph.
+COMPILED_FIX = ("the step already runs compiled code that replays no CUDA graph: with "
+                "torch.compile(mode='reduce-overhead') Inductor skips CUDA graphs for mutated inputs, CPU tensors "
+                "or dynamic shapes and says why in its log (TORCH_LOGS=perf_hints); remove that cause, capture "
+                "the step with torch.cuda.graph, or give each launch more work (a larger batch)")
+#: The op torch.compile runs each call of a compiled frame in.
+COMPILED_REGION_PREFIX = "Torch-Compiled Region"
+
 
 RULE = Rule(
     id="overhead_bound",
@@ -51,12 +65,21 @@ RULE = Rule(
 )
 
 
+def _recording_units(context: Context) -> list[int]:
+    """The units that record a CUDA graph (module docstring)."""
+    units = getattr(context.compilations, "units", None)
+    if units is None or units.height == 0:
+        return []
+    return units.filter(pl.col("graph_record"))["step"].to_list()
+
+
 def detect(context: Context) -> list[Finding]:
     dec = context.decomposition
     if dec is None or dec.units.height == 0:
         return []
     cold = cold_launches(context).group_by("step").agg(cold_ns=pl.col("dur").sum())
-    units = (dec.units.filter(pl.col("step").is_in(context.steady))
+    recording = _recording_units(context)
+    units = (dec.units.filter(pl.col("step").is_in(context.steady) & ~pl.col("step").is_in(recording))
              .join(cold, on="step", how="left").with_columns(pl.col("cold_ns").fill_null(0))
              .with_columns(dispatch=(pl.col("dispatch_ns") - pl.col("cold_ns")).clip(lower_bound=0)))
     # The limit again with cold launches out of dispatch: dominant among the host's parts and ≫ GPU busy.
@@ -93,4 +116,8 @@ def detect(context: Context) -> list[Finding]:
                            gpu_busy_ns=int(bound["gpu_busy_ns"].median()),
                            cpu_dispatch_ns=int(bound["dispatch"].median()), resource="host")
     graphed = context.launches.filter(pl.col("name").is_in(list(GRAPH_LAUNCH_APIS))).height > 0
-    return [replace(finding, fix=GRAPHED_FIX) if graphed else finding]
+    if graphed:
+        return [replace(finding, fix=GRAPHED_FIX)]
+    compiled = context.tree_ops.height > 0 and context.tree_ops.filter(
+        pl.col("step").is_in(steps) & pl.col("name").str.starts_with(COMPILED_REGION_PREFIX)).height > 0
+    return [replace(finding, fix=COMPILED_FIX) if compiled else finding]
