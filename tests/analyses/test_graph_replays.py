@@ -65,10 +65,21 @@ def test_eager_companion_gives_the_compiled_graph_its_round_trips():
     assert (row["source"], row["match"], row["score"], row["replays"], row["activities_per_replay"]) == (
         "companion", "kernel names", 1.0, 3, 6)
     trips = bundle.round_trips
-    assert trips.bytes_per_step["tensor_count"].to_list() == [3, 3, 3]
-    assert trips.bytes_per_step["round_trip_bytes"].to_list() == [3 * MLP_TRIP] * 3
-    # The one kernel left without a model is the graph's input copy (aten::_foreach_copy_, TensorList).
-    assert trips.unknown_ops.rows() == [("aten::_foreach_copy_", 3)]
+    # Exactly the plain compile trace's: gate and up GEMM outputs into the fused kernel, its output
+    # into the down GEMM — three [8192, 3072] bf16 tensors (8192 · 3072 · 2 B each) a step.
+    assert MLP_TRIP == 8192 * 3072 * 2
+    assert trips.bytes_per_step.select("tensor_count", "round_trip_bytes", "unknown_kernels").rows() == [
+        (3, 3 * MLP_TRIP, 0)] * 3
+    plain = tracekit.open(SAMPLES / "mlp_compile.json.gz").analyses().round_trips.bytes_per_step
+    assert plain.select("tensor_count", "round_trip_bytes", "unknown_kernels").rows() == [(3, 3 * MLP_TRIP, 0)] * 3
+    # The graph's input copy, before each replay: aten::_foreach_copy_ of one [64, 128, 768] tensor,
+    # bf16 as its kernel's name says (Copy<c10::BFloat16, c10::BFloat16>): its traffic is known and
+    # it is no round trip (the GEMMs reading x read a staged input, not an intermediate).
+    assert trips.unknown_ops.height == 0
+    copies = trips.traffic.filter(pl.col("op") == "aten::_foreach_copy_")
+    assert copies.select("step", "model", "dtype", "bytes_read", "bytes_written").rows() == [
+        (s, "graph_input_copy", "bf16", 64 * 128 * 768 * 2, 12_582_912) for s in (2, 3, 4)]
+    assert "aten::_foreach_copy_" not in trips.tensors["producer_op"].to_list() + trips.tensors["consumer_op"].to_list()
     assert trips.method == "shape_inference" and "companion trace" in trips.notes[0]
     step4 = trips.tensors.filter(pl.col("step") == 4)
     assert sorted(step4["producer_op"].to_list()) == ["aten::mm", "aten::mm", "triton_poi_fused__unsafe_view_gelu_mul_0"]
@@ -88,7 +99,28 @@ def test_round_trip_bytes_are_unknown_never_zero_when_kernels_lack_a_model():
     paired = tracekit.open(SAMPLES / "mlp_compile-cudagraphs.json.gz",
                            graph_companion=SAMPLES / "mlp_compile.json.gz").report()
     _, _, rows = round_trip_steps_table(paired)
-    assert rows[0] == ["2", "3", "≥ 150,994,944", "1"]
+    assert rows[0] == ["2", "3", "150,994,944", "0"]
+
+
+def test_no_round_trip_is_linked_across_a_kernel_without_a_model():
+    """With the EAGER MLP as companion, the replay's names match only part of the graph: the gate
+    GEMM, the fused Triton kernel (eager has gelu and mul instead) stay unknown. The up GEMM's output
+    [8192, 3072] and the down GEMM's input [8192, 3072] agree in shape, but in the raw trace the down
+    GEMM reads what the fused kernel wrote (Inductor's in_out_ptr0, the plain compile trace's
+    execution trace says so): a link across the unknown kernel would be a false pair."""
+    trips = tracekit.open(SAMPLES / "mlp_compile-cudagraphs.json.gz",
+                          graph_companion=SAMPLES / "mlp_eager.json.gz").analyses().round_trips
+    assert trips.tensors.height == 0
+    assert trips.bytes_per_step.select("tensor_count", "round_trip_bytes", "unknown_kernels").rows() == [
+        (0, 0, 2)] * 3
+    assert trips.unknown_ops.rows() == [("cudaGraphLaunch", 6)]
+    # One read a step (the down GEMM's [8192, 3072] input) had only such a match; the report says so.
+    assert trips.notes[1].startswith(f"3 reads ({3 * MLP_TRIP:,} B) matched only values written before a kernel")
+    from tracekit.render.views.tables import round_trip_steps_table
+
+    _, _, rows = round_trip_steps_table(tracekit.open(
+        SAMPLES / "mlp_compile-cudagraphs.json.gz", graph_companion=SAMPLES / "mlp_eager.json.gz").report())
+    assert rows[0] == ["2", "0", "unknown", "2"]
 
 
 def test_graphs_of_several_shapes_are_told_apart_by_their_capture():
