@@ -7,6 +7,7 @@ H100 captures, the compile traces are the H200 ones) and of the public vLLM deco
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import subprocess
@@ -100,6 +101,16 @@ def test_round_trip_bytes_are_unknown_never_zero_when_kernels_lack_a_model():
                            graph_companion=SAMPLES / "mlp_compile.json.gz").report()
     _, _, rows = round_trip_steps_table(paired)
     assert rows[0] == ["2", "3", "150,994,944", "0"]
+    # Every text format states the bytes exactly (no "≥" floor) and the input copy for what it is.
+    from tracekit.render import RENDERERS
+
+    for fmt in ("term", "md", "html"):
+        out = io.StringIO()
+        RENDERERS[fmt].render(paired, out)
+        text = out.getvalue()
+        assert "≥" not in text and "150,994,944" in text, fmt
+        flat = " ".join(text.split())
+        assert "CUDA-graph input copies" in flat and "37,748,736 B read and 37,748,736 B written" in flat, fmt
 
 
 def test_no_round_trip_is_linked_across_a_kernel_without_a_model():

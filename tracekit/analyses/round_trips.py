@@ -169,6 +169,7 @@ def analyze(trace: Trace, attributed: Attribution, *,
                      "kernel without a traffic model ran: not linked, as that kernel may have consumed them and "
                      "written what was read")
     traffic_frame = _traffic_frame(work, calls, figures.per_call(calls.height), figures.models, names)
+    notes.extend(_staging_notes(traffic_frame))
     tensors = links.frame()
     return RoundTripReport(
         tensor_kernels=_tensor_kernels(work, calls, links),
@@ -816,6 +817,15 @@ def _per_step(trace: Trace, traffic: pl.DataFrame, tensors: pl.DataFrame) -> pl.
         pl.col("round_trip_bytes").fill_null(0), pl.col("tensor_count").fill_null(0),
         pl.col("unknown_kernels").fill_null(0),
     ).select(list(PER_STEP_SCHEMA)).cast(PER_STEP_SCHEMA).sort("step", nulls_last=True)
+
+
+def _staging_notes(traffic: pl.DataFrame) -> list[str]:
+    """One note per op of the staging copies (module docstring): how many and their bytes."""
+    staged = traffic.filter(pl.col("model") == STAGING_MODEL).group_by("op").agg(
+        count=pl.len(), read=pl.col("bytes_read").sum(), written=pl.col("bytes_written").sum()).sort("op")
+    return [f"CUDA-graph input copies ({op} ×{count:,}, right before a replay): {read:,} B read and "
+            f"{written:,} B written into the graphs' static inputs; counted as traffic, not as round trips"
+            for op, count, read, written in staged.iter_rows()]
 
 
 def _unknown_ops(traffic: pl.DataFrame) -> pl.DataFrame:
