@@ -147,6 +147,62 @@ def test_graphs_of_several_shapes_are_told_apart_by_their_capture():
     assert by_step[3].startswith("[[8192, 768]") and by_step[7].startswith("[[4096, 768]")
 
 
+SWEEP = SAMPLES / "compile_sweep" / "mlp_compile-cudagraphs-sweep.json.gz"
+
+
+def _sweep_calls(tmp_path: Path, calls: set[int], name: str) -> Path:
+    """The reduce-overhead sweep cut to ``calls`` (``mlp_fwd#<call>``): the events from each call's
+    span start to the next call's, plus those without a time (metadata)."""
+    data = json.loads(gzip.open(SWEEP).read())
+    events = data["traceEvents"]
+    starts = sorted((e["ts"], int(e["name"].split()[0][len("mlp_fwd#"):])) for e in events
+                    if e.get("ph") == "X" and e.get("name", "").startswith("mlp_fwd#"))
+    windows = [(ts, starts[i + 1][0] if i + 1 < len(starts) else float("inf"))
+               for i, (ts, call) in enumerate(starts) if call in calls]
+    data["traceEvents"] = [e for e in events if "ts" not in e
+                           or any(lo <= float(e["ts"]) < hi for lo, hi in windows)]
+    path = tmp_path / f"{name}.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(data).encode()))
+    return path
+
+
+@pytest.mark.parametrize(("calls", "m", "grid"), [((2, 3), 8192, 24576), ((6, 7), 4096, 12288),
+                                                  ((10, 11), 6144, 18432)], ids=["64x128", "32x128", "48x128"])
+def test_companion_capture_of_several_shapes_is_chosen_by_its_warm_up(tmp_path, calls, m, grid):
+    """No shipped capture-phase companion holds several shapes, so one is built from a real trace:
+    the reduce-overhead sweep records one graph per shape (64x128, 32x128, 48x128 agree in kinds:
+    six activities, the same Triton kernel), each after a warm-up call that runs the same kernels
+    eagerly. The replay trace is the same sweep cut to one shape's two replays (no capture left in
+    it); the companion is the whole sweep. Raw events: the fused Triton kernel's grid is
+    [M · 3072 / 1024, 1, 1] (24576, 12288, 18432 for M = 64·128, 32·128, 48·128), in the replay
+    and in that shape's warm-up only; the capture's mm ops carry Input Dims [[M, 768], …]."""
+    replay = _sweep_calls(tmp_path, set(calls), "replays")
+    bundle = tracekit.open(replay, graph_companion=SWEEP).analyses()
+    row = bundle.attribution.graphs.graphs.row(0, named=True)
+    assert (row["source"], row["score"], row["replays"], row["activities_per_replay"]) == (
+        "companion capture", 1.0, 2, 6)
+    gpu = bundle.attribution.gpu.filter(pl.col("graph").is_not_null())
+    assert f"[{grid}, 1, 1]" in gpu["grid"].to_list()
+    dims = gpu.join(bundle.attribution.graphs.foreign_ops.select(pl.col("idx").alias("op_idx"), "input_dims"),
+                    on="op_idx").filter(pl.col("cpu_op") == "aten::mm")["input_dims"].to_list()
+    assert dims[:2] == [f"[[{m}, 768], [768, 3072], [{m}, 3072]]"] * 2
+    # Round trips of that shape: gate and up outputs into the fused kernel, its output into the down
+    # GEMM, each [M, 3072] bf16; the input copy before each replay is traffic, not a round trip.
+    trips = bundle.round_trips.bytes_per_step
+    assert trips.select("tensor_count", "round_trip_bytes", "unknown_kernels").rows() == [
+        (3, 3 * m * 3072 * 2, 0)] * 2
+
+
+def test_companion_capture_without_a_telling_warm_up_states_its_ambiguity(tmp_path):
+    """The same companion without its warm-up calls (0, 4, 8, 12: only the recording calls and the
+    replays remain): three captures agree in kinds and no warm-up tells them apart, so the latest is
+    taken and the score says one in three."""
+    replay = _sweep_calls(tmp_path, {2, 3}, "replays")
+    companion = _sweep_calls(tmp_path, set(range(16)) - {0, 4, 8, 12}, "no-warm-up")
+    row = tracekit.open(replay, graph_companion=companion).analyses().attribution.graphs.graphs.row(0, named=True)
+    assert (row["source"], row["score"]) == ("companion capture", pytest.approx(1 / 3))
+
+
 def test_in_window_decode_graph_and_reduce_overhead_are_attributed():
     for name, per_replay in (("decode_graphs", 39), ("decode_reduce-overhead", 26)):
         found = _graphs(GRAPHS / f"{name}.json.gz").graphs
