@@ -8,7 +8,8 @@ optionally an :class:`~tracekit.execution_trace.ExecutionTrace`, and returns a f
     idx u32, step i64?, kind str, name str, kernel_class str, op str? (the cpu_op whose model was
     used; ``"cudaGraphLaunch"`` for graph replays), model str (``mm``, ``elementwise_binary``,
     ``inductor_pointwise``… ``graph_input_copy`` for a CUDA graph's input staging copy,
-    ``memset``/``memcpy`` from the activity's own ``bytes``, or ``"unknown"``), dtype str?, bytes_read i64?, bytes_written i64?, flops i64?, dur_ns i64
+    ``memset``/``memcpy`` from the activity's own ``bytes``, or ``"unknown"``), dtype str?,
+    bytes_read i64?, bytes_written i64?, flops i64?, dur_ns i64
 
 ``tensors`` — one row per read-back (a tensor read by two later kernels is two rows):
     step i64?, producer str, producer_op str, consumer str, consumer_op str, shape str
@@ -508,8 +509,10 @@ def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl
     (row in GPU start order), ``primary``, ``first``/``last`` (the call's first and last primary
     positions); ``calls`` (steps ascending, no step last; then by first position) has ``step``,
     ``first``, ``first_code``/``last_code`` (the first/last primary activity's name as an index into
-    the distinct names), ``kernel_call`` (its primary activities are kernels), ``op_name`` (the op's name, else the first activity's ``cpu_op``,
-    else "?"), ``record_function_id``, ``input_dims`` and ``input_types``."""
+    the distinct names), ``kernel_call`` (its primary activities are kernels), ``replayed`` (by a
+    graph launch), ``op_name`` (the op's name, else the first activity's ``cpu_op``, else "?"),
+    ``record_function_id``, ``input_dims``, ``input_types``, ``unknown_before`` (see
+    :class:`_CallColumns`) and ``staging`` (:func:`_staging`)."""
     kind = pl.col("kind")
     replayed = pl.col("launch_api").is_in(list(GRAPH_LAUNCH_APIS)).fill_null(False)
     alone = pl.col("op_idx").is_null() | (replayed & ~pl.col("graph_source").is_in(list(_TIED)).fill_null(False))
@@ -557,6 +560,8 @@ def _staging(work: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:
     would remove."""
     replays = work.filter(pl.col("replay").is_not_null()).group_by("replay").agg(
         pl.col("step").first(), pl.col("pos").min()).select("pos", "step")
+    if replays.height == 0:
+        return pl.repeat(False, calls.height, dtype=pl.Boolean, eager=True)
     kind = (pl.when(pl.col("replayed")).then(pl.lit("replay"))
             .when(pl.col("op_name").is_in(list(STAGING_OPS))).then(pl.lit("copy")).otherwise(pl.lit("other")))
     events = pl.concat([
@@ -707,14 +712,14 @@ class _ExactLinker:
         """``tensor``'s byte range now holds ``producer``'s value (earlier values' overlaps cut)."""
         start, end = tensor.byte_range
         kept = []
-        for s, e, prod, spec in self.live.get(tensor.storage_id, ()):
+        for s, e, prod, held in self.live.get(tensor.storage_id, ()):
             if e <= start or s >= end:
-                kept.append([s, e, prod, spec])
+                kept.append([s, e, prod, held])
                 continue
             if s < start:
-                kept.append([s, start, prod, spec])
+                kept.append([s, start, prod, held])
             if e > end:
-                kept.append([end, e, prod, spec])
+                kept.append([end, e, prod, held])
         kept.append([start, end, producer, spec])
         self.live[tensor.storage_id] = kept
 
