@@ -7,6 +7,7 @@ H100 captures, the compile traces are the H200 ones) and of the public vLLM deco
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import subprocess
@@ -65,10 +66,21 @@ def test_eager_companion_gives_the_compiled_graph_its_round_trips():
     assert (row["source"], row["match"], row["score"], row["replays"], row["activities_per_replay"]) == (
         "companion", "kernel names", 1.0, 3, 6)
     trips = bundle.round_trips
-    assert trips.bytes_per_step["tensor_count"].to_list() == [3, 3, 3]
-    assert trips.bytes_per_step["round_trip_bytes"].to_list() == [3 * MLP_TRIP] * 3
-    # The one kernel left without a model is the graph's input copy (aten::_foreach_copy_, TensorList).
-    assert trips.unknown_ops.rows() == [("aten::_foreach_copy_", 3)]
+    # Exactly the plain compile trace's: gate and up GEMM outputs into the fused kernel, its output
+    # into the down GEMM — three [8192, 3072] bf16 tensors (8192 · 3072 · 2 B each) a step.
+    assert MLP_TRIP == 8192 * 3072 * 2
+    assert trips.bytes_per_step.select("tensor_count", "round_trip_bytes", "unknown_kernels").rows() == [
+        (3, 3 * MLP_TRIP, 0)] * 3
+    plain = tracekit.open(SAMPLES / "mlp_compile.json.gz").analyses().round_trips.bytes_per_step
+    assert plain.select("tensor_count", "round_trip_bytes", "unknown_kernels").rows() == [(3, 3 * MLP_TRIP, 0)] * 3
+    # The graph's input copy, before each replay: aten::_foreach_copy_ of one [64, 128, 768] tensor,
+    # bf16 as its kernel's name says (Copy<c10::BFloat16, c10::BFloat16>): its traffic is known and
+    # it is no round trip (the GEMMs reading x read a staged input, not an intermediate).
+    assert trips.unknown_ops.height == 0
+    copies = trips.traffic.filter(pl.col("op") == "aten::_foreach_copy_")
+    assert copies.select("step", "model", "dtype", "bytes_read", "bytes_written").rows() == [
+        (s, "graph_input_copy", "bf16", 64 * 128 * 768 * 2, 12_582_912) for s in (2, 3, 4)]
+    assert "aten::_foreach_copy_" not in trips.tensors["producer_op"].to_list() + trips.tensors["consumer_op"].to_list()
     assert trips.method == "shape_inference" and "companion trace" in trips.notes[0]
     step4 = trips.tensors.filter(pl.col("step") == 4)
     assert sorted(step4["producer_op"].to_list()) == ["aten::mm", "aten::mm", "triton_poi_fused__unsafe_view_gelu_mul_0"]
@@ -88,7 +100,38 @@ def test_round_trip_bytes_are_unknown_never_zero_when_kernels_lack_a_model():
     paired = tracekit.open(SAMPLES / "mlp_compile-cudagraphs.json.gz",
                            graph_companion=SAMPLES / "mlp_compile.json.gz").report()
     _, _, rows = round_trip_steps_table(paired)
-    assert rows[0] == ["2", "3", "≥ 150,994,944", "1"]
+    assert rows[0] == ["2", "3", "150,994,944", "0"]
+    # Every text format states the bytes exactly (no "≥" floor) and the input copy for what it is.
+    from tracekit.render import RENDERERS
+
+    for fmt in ("term", "md", "html"):
+        out = io.StringIO()
+        RENDERERS[fmt].render(paired, out)
+        text = out.getvalue()
+        assert "≥" not in text and "150,994,944" in text, fmt
+        flat = " ".join(text.split())
+        assert "CUDA-graph input copies" in flat and "37,748,736 B read and 37,748,736 B written" in flat, fmt
+
+
+def test_no_round_trip_is_linked_across_a_kernel_without_a_model():
+    """With the EAGER MLP as companion, the replay's names match only part of the graph: the gate
+    GEMM, the fused Triton kernel (eager has gelu and mul instead) stay unknown. The up GEMM's output
+    [8192, 3072] and the down GEMM's input [8192, 3072] agree in shape, but in the raw trace the down
+    GEMM reads what the fused kernel wrote (Inductor's in_out_ptr0, the plain compile trace's
+    execution trace says so): a link across the unknown kernel would be a false pair."""
+    trips = tracekit.open(SAMPLES / "mlp_compile-cudagraphs.json.gz",
+                          graph_companion=SAMPLES / "mlp_eager.json.gz").analyses().round_trips
+    assert trips.tensors.height == 0
+    assert trips.bytes_per_step.select("tensor_count", "round_trip_bytes", "unknown_kernels").rows() == [
+        (0, 0, 2)] * 3
+    assert trips.unknown_ops.rows() == [("cudaGraphLaunch", 6)]
+    # One read a step (the down GEMM's [8192, 3072] input) had only such a match; the report says so.
+    assert trips.notes[1].startswith(f"3 reads ({3 * MLP_TRIP:,} B) matched only values written before a kernel")
+    from tracekit.render.views.tables import round_trip_steps_table
+
+    _, _, rows = round_trip_steps_table(tracekit.open(
+        SAMPLES / "mlp_compile-cudagraphs.json.gz", graph_companion=SAMPLES / "mlp_eager.json.gz").report())
+    assert rows[0] == ["2", "0", "unknown", "2"]
 
 
 def test_graphs_of_several_shapes_are_told_apart_by_their_capture():
@@ -102,6 +145,62 @@ def test_graphs_of_several_shapes_are_told_apart_by_their_capture():
     dims = gemms.join(bundle.trace.ops.select(pl.col("idx").alias("op_idx"), "input_dims"), on="op_idx")
     by_step = dict(zip(dims["step"].to_list(), dims["input_dims"].to_list()))
     assert by_step[3].startswith("[[8192, 768]") and by_step[7].startswith("[[4096, 768]")
+
+
+SWEEP = SAMPLES / "compile_sweep" / "mlp_compile-cudagraphs-sweep.json.gz"
+
+
+def _sweep_calls(tmp_path: Path, calls: set[int], name: str) -> Path:
+    """The reduce-overhead sweep cut to ``calls`` (``mlp_fwd#<call>``): the events from each call's
+    span start to the next call's, plus those without a time (metadata)."""
+    data = json.loads(gzip.open(SWEEP).read())
+    events = data["traceEvents"]
+    starts = sorted((e["ts"], int(e["name"].split()[0][len("mlp_fwd#"):])) for e in events
+                    if e.get("ph") == "X" and e.get("name", "").startswith("mlp_fwd#"))
+    windows = [(ts, starts[i + 1][0] if i + 1 < len(starts) else float("inf"))
+               for i, (ts, call) in enumerate(starts) if call in calls]
+    data["traceEvents"] = [e for e in events if "ts" not in e
+                           or any(lo <= float(e["ts"]) < hi for lo, hi in windows)]
+    path = tmp_path / f"{name}.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(data).encode()))
+    return path
+
+
+@pytest.mark.parametrize(("calls", "m", "grid"), [((2, 3), 8192, 24576), ((6, 7), 4096, 12288),
+                                                  ((10, 11), 6144, 18432)], ids=["64x128", "32x128", "48x128"])
+def test_companion_capture_of_several_shapes_is_chosen_by_its_warm_up(tmp_path, calls, m, grid):
+    """No shipped capture-phase companion holds several shapes, so one is built from a real trace:
+    the reduce-overhead sweep records one graph per shape (64x128, 32x128, 48x128 agree in kinds:
+    six activities, the same Triton kernel), each after a warm-up call that runs the same kernels
+    eagerly. The replay trace is the same sweep cut to one shape's two replays (no capture left in
+    it); the companion is the whole sweep. Raw events: the fused Triton kernel's grid is
+    [M · 3072 / 1024, 1, 1] (24576, 12288, 18432 for M = 64·128, 32·128, 48·128), in the replay
+    and in that shape's warm-up only; the capture's mm ops carry Input Dims [[M, 768], …]."""
+    replay = _sweep_calls(tmp_path, set(calls), "replays")
+    bundle = tracekit.open(replay, graph_companion=SWEEP).analyses()
+    row = bundle.attribution.graphs.graphs.row(0, named=True)
+    assert (row["source"], row["score"], row["replays"], row["activities_per_replay"]) == (
+        "companion capture", 1.0, 2, 6)
+    gpu = bundle.attribution.gpu.filter(pl.col("graph").is_not_null())
+    assert f"[{grid}, 1, 1]" in gpu["grid"].to_list()
+    dims = gpu.join(bundle.attribution.graphs.foreign_ops.select(pl.col("idx").alias("op_idx"), "input_dims"),
+                    on="op_idx").filter(pl.col("cpu_op") == "aten::mm")["input_dims"].to_list()
+    assert dims[:2] == [f"[[{m}, 768], [768, 3072], [{m}, 3072]]"] * 2
+    # Round trips of that shape: gate and up outputs into the fused kernel, its output into the down
+    # GEMM, each [M, 3072] bf16; the input copy before each replay is traffic, not a round trip.
+    trips = bundle.round_trips.bytes_per_step
+    assert trips.select("tensor_count", "round_trip_bytes", "unknown_kernels").rows() == [
+        (3, 3 * m * 3072 * 2, 0)] * 2
+
+
+def test_companion_capture_without_a_telling_warm_up_states_its_ambiguity(tmp_path):
+    """The same companion without its warm-up calls (0, 4, 8, 12: only the recording calls and the
+    replays remain): three captures agree in kinds and no warm-up tells them apart, so the latest is
+    taken and the score says one in three."""
+    replay = _sweep_calls(tmp_path, {2, 3}, "replays")
+    companion = _sweep_calls(tmp_path, set(range(16)) - {0, 4, 8, 12}, "no-warm-up")
+    row = tracekit.open(replay, graph_companion=companion).analyses().attribution.graphs.graphs.row(0, named=True)
+    assert (row["source"], row["score"]) == ("companion capture", pytest.approx(1 / 3))
 
 
 def test_in_window_decode_graph_and_reduce_overhead_are_attributed():

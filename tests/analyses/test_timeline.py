@@ -176,6 +176,19 @@ def capped_trace(tmp_path, n: int) -> Path:
     return write_trace(tmp_path / "capped.json", events)
 
 
+def test_round_trips_past_the_cap_are_counted_left_out(monkeypatch):
+    # train_eager's ProfilerStep#3 has 384 round trips; capped at 100, the largest are drawn (the
+    # 100th largest is an [8, 512, 768] fp32 activation, 12,582,912 B, as are many after it: ties go
+    # by time) and the other 284 are counted.
+    monkeypatch.setitem(timeline.CAPS, "round_trips", 100)
+    step = tracekit.open(SAMPLES / "train_eager.json.gz").report(timelines=True).timelines.step(3)
+    all_bytes = tracekit.open(SAMPLES / "train_eager.json.gz").analyses().round_trips.tensors.filter(
+        pl.col("step") == 3)["bytes"].sort(descending=True)
+    assert all_bytes.len() == 384
+    assert step.round_trips.height == 100 and step.left_out["round_trip"] == 284
+    assert step.round_trips["bytes"].min() == all_bytes[99]
+
+
 def test_caps_keep_the_longest_and_say_what_was_left_out(tmp_path, monkeypatch):
     monkeypatch.setitem(timeline.CAPS, "cpu", 100)
     monkeypatch.setitem(timeline.CAPS, "gpu", 30)

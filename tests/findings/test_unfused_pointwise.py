@@ -24,9 +24,11 @@ def test_gpu_bound_training_loop_is_priced_by_hbm_traffic(sample):
     got = _rule(sample("antipatterns/antipatterns_pointwise-unfused"))
     assert got.severity == "warning" and got.resource == "gpu" and "torch.compile" in got.fix
     assert got.evidence[0].name == "aten::gelu → aten::mul" and got.evidence[0].detail == "[8192, 4096] fp32"
-    # 17 [8192, 4096] fp32 tensors (2,281,701,376 B) written and read back per step at 4.8 TB/s.
-    assert got.quantities["round_trip_bytes_per_step"] == 2_281_701_376
-    assert got.saving_ns_per_step == round(2 * 2_281_701_376 / 4.8e12 * 1e9)
+    # 16 [8192, 4096] fp32 tensors (16 · 8192 · 4096 · 4 = 2,147,483,648 B) written and read back per
+    # step at 4.8 TB/s. Shape inference links none across aten::mse_loss and its backward (no traffic
+    # model): the last block's forward products read by its backward are not counted (a floor).
+    assert got.quantities["round_trip_bytes_per_step"] == 16 * 8192 * 4096 * 4 == 2_147_483_648
+    assert got.saving_ns_per_step == round(2 * 2_147_483_648 / 4.8e12 * 1e9)
     # Measured against the compiled control: median steady step 10.70 ms vs 10.04 ms.
     planted = sample("antipatterns/antipatterns_pointwise-unfused").analyses().decomposition.units
     control = sample("antipatterns/antipatterns_pointwise-fused").analyses().decomposition.units

@@ -75,10 +75,11 @@ def _zoom(page, button: str) -> None:
 
 def test_round_trip_labels_never_overlap_at_any_zoom(train_page):
     arcs = train_page.evaluate("document.querySelectorAll('.tk-view path.tk-roundtrip').length")
-    assert arcs == 500  # the cap of round trips drawn (677 in the step)
+    assert arcs == 384  # every round trip of the step, under the cap of 500 drawn
     for zoom in range(8):  # 1x, 2x, … 128x around the middle
         boxes = train_page.evaluate(LABEL_BOXES)
-        assert len(boxes) >= 3, zoom
+        # From 64x on, one round trip is left in view around the step's middle.
+        assert len(boxes) >= (3 if zoom < 6 else 1), zoom
         assert _overlapping(boxes) == [], zoom
         _zoom(train_page, "in")
     # A pan at the deepest zoom, then back to the whole step: still none overlap.

@@ -12,12 +12,17 @@ data allows it, and says which join it used:
    the trace records it, else by the replay's activity order. A capture is taken for a graph when
    it issued as many launch calls as a replay runs activities and every call's kind (kernel, memset,
    memcpy) — and, for Inductor's Triton launches, whose op is named after the kernel, the kernel's
-   name — agrees position by position; the latest such capture before the graph's first replay wins.
+   name — agrees position by position; the latest such capture before the graph's first replay wins,
+   preferring one whose **warm-up** ran the replay's kernels. PyTorch runs captured code eagerly
+   before capturing it (``torch.cuda.graph``'s side-stream warm-up, cudagraph trees' warm-up call,
+   vLLM's warm-up runs), so a capture's warm-up — the kernels launched, not replayed, after the
+   previous capture ended and before it began — holds the kernels it records, with the grid and block
+   of its shape: it agrees when the replay's kernels appear in it in order, name, grid and block equal.
 2. **companion capture** — the same join on the captures of a companion trace (``--graph-companion``:
    the capture phase, e.g. a vLLM or SGLang capture-time profile). Captures of several shapes agree
-   in kinds alike: when more than one does, and the companion's launched activities hold the
-   replay's kernel names all in order (a GEMM's tile follows its shape), those name the ops (3.);
-   else the companion's last agreeing capture is taken, with a score of 1 / the captures agreeing.
+   in kinds alike (a persistent GEMM keeps its name and grid over shapes; a Triton kernel's grid
+   follows the shape): the one capture whose warm-up agrees is taken, with a score of 1; when several
+   or none do, the latest of those (else of all agreeing) is taken with a score of 1 / their number.
 3. **companion** — a companion trace of the same code run eagerly: the replay's activity names are
    looked for, in order, in the companion's launched activities; the window with the most equal
    names is taken, and only the positions whose names are equal are attributed. The match score
@@ -127,14 +132,26 @@ class Companion:
 class _Capture:
     end_ts: int
     calls: list[dict]  # in issue order: launch_idx, kind, name (known kernel name or None), op columns
+    begin_ts: int = 0
+    #: The kernels launched (not replayed) after the previous capture ended and before this one began,
+    #: in launch order: (name, grid, block) — the warm-up runs of the code it captures.
+    warmup: list[tuple] = field(default_factory=list)
 
     def kinds(self) -> list[str]:
         return [c["kind"] for c in self.calls]
 
+    def warmed(self, rows: list[dict]) -> bool:
+        """Whether the warm-up launched the replay's kernels (``rows``), name, grid and block equal,
+        in order (other launches between them: autotuning, copies)."""
+        want = [(r["name"], r["grid"], r["block"]) for r in rows if r["kind"] == "kernel"]
+        launched = iter(self.warmup)
+        return bool(want) and all(any(k == w for k in launched) for w in want)
 
-def captures(trace: Trace, launches: pl.DataFrame) -> list[_Capture]:
+
+def captures(trace: Trace, launches: pl.DataFrame, launched: pl.DataFrame | None = None) -> list[_Capture]:
     """The captures of ``trace`` that issued launch calls: each thread's begin/end capture pairs, in
-    order, with the launch calls between them (``launches``: the op tree's launch frame)."""
+    order, with the launch calls between them (``launches``: the op tree's launch frame), and — with
+    ``launched`` (:func:`launched_work`) — each one's warm-up kernels."""
     marks = trace.launches.filter(pl.col("name").is_in(list(CAPTURE_BEGIN | CAPTURE_END))).sort(["ts", "idx"])
     if marks.height == 0:
         return []
@@ -151,8 +168,33 @@ def captures(trace: Trace, launches: pl.DataFrame) -> list[_Capture]:
         inside = calls.filter((pl.col("pid") == pid) & (pl.col("tid") == tid)
                               & (pl.col("ts") >= start) & (pl.col("ts") <= end))
         if inside.height:
-            found.append(_Capture(end, [_call(row) for row in inside.iter_rows(named=True)]))
+            found.append(_Capture(end, [_call(row) for row in inside.iter_rows(named=True)], start))
+    if launched is not None:
+        _add_warmups(found, launched)
     return found
+
+
+def launched_work(linked: pl.DataFrame) -> pl.DataFrame:
+    """The activities of ``linked`` launched by a launch call (not a graph's), in launch order."""
+    return (linked.filter(pl.col("launch_idx").is_not_null()
+                          & ~pl.col("launch_api").is_in(list(GRAPH_LAUNCH_APIS)).fill_null(False))
+            .sort(["launch_ts", "launch_idx", "ts", "idx"])
+            .select("kind", "name", "grid", "block", *_OP_COLUMNS, "launch_idx", "launch_ts", "launch_end"))
+
+
+def _add_warmups(found: list[_Capture], launched: pl.DataFrame) -> None:
+    """Each capture's warm-up (:class:`_Capture`): PyTorch runs the code eagerly before capturing it
+    (``torch.cuda.graph``'s side-stream warm-up, cudagraph trees' warm-up call, vLLM's warm-up runs),
+    so its kernels, grids and blocks are the ones the capture records for that shape."""
+    kernels = launched.filter(pl.col("kind") == "kernel")
+    ts = kernels.get_column("launch_ts")
+    rows = list(zip(*(kernels.get_column(c).to_list() for c in ("name", "grid", "block"))))
+    previous_end = None
+    for cap in sorted(found, key=lambda c: c.begin_ts):
+        lo = 0 if previous_end is None else ts.search_sorted(previous_end, side="left")
+        hi = ts.search_sorted(cap.begin_ts, side="left")
+        cap.warmup = rows[lo:hi]
+        previous_end = cap.end_ts
 
 
 def _call(row: dict) -> dict:
@@ -167,11 +209,8 @@ def companion(path: str, trace: Trace, launches: pl.DataFrame, linked: pl.DataFr
               ops: pl.DataFrame) -> Companion:
     """A companion trace as :func:`attribute` reads it (``launches``/``ops``: its op tree's frames,
     ``linked``: its linked GPU activities)."""
-    launched = (linked.filter(pl.col("launch_idx").is_not_null()
-                              & ~pl.col("launch_api").is_in(list(GRAPH_LAUNCH_APIS)))
-                .sort(["launch_ts", "launch_idx", "ts", "idx"])
-                .select("kind", "name", *_OP_COLUMNS, "launch_idx", "launch_ts", "launch_end"))
-    return Companion(path, captures(trace, launches), launched,
+    launched = launched_work(linked)
+    return Companion(path, captures(trace, launches, launched), launched,
                      ops.select("idx", "name", "record_function_id", "input_dims", "input_types"))
 
 
@@ -186,7 +225,7 @@ def attribute(trace: Trace, linked: pl.DataFrame, launches: pl.DataFrame,
     if replayed.height == 0 and not rewritten:
         return linked, GraphReplays(companion=other.path if other else None,
                                     gpu_ns=int(linked.get_column("dur").sum() or 0))
-    found = captures(trace, launches)
+    found = captures(trace, launches, launched_work(linked))
     plan = _Plan(replayed, found, other)
     mapping = plan.mapping()
     graph_of = pl.DataFrame({"idx": plan.row_idx, "_graph": plan.row_graph, "_pos": plan.row_pos},
@@ -218,15 +257,15 @@ class _Plan:
         self.found, self.other = found, other
         signatures: dict[tuple, str] = {}
         agreeing: dict[tuple, list[int]] = {}  # signature -> the captures that agree with it
-        cols = replayed.select("idx", "launch_idx", "kind", "name", "graph_id", "graph_node_id", "ts", "end",
-                               "dur", "launch_ts", "launch_end")
+        cols = replayed.select("idx", "launch_idx", "kind", "name", "grid", "block", "graph_id", "graph_node_id",
+                               "ts", "end", "dur", "launch_ts", "launch_end")
         for (launch,), part in cols.group_by("launch_idx", maintain_order=True):
             rows = list(part.iter_rows(named=True))
             by_node = all(r["graph_node_id"] for r in rows)
             if by_node:
                 rows.sort(key=lambda r: (r["graph_node_id"], r["ts"], r["idx"]))
             gid = rows[0]["graph_id"] if rows[0]["graph_id"] else None
-            sig = tuple((r["kind"], r["name"]) for r in rows)
+            sig = tuple((r["kind"], r["name"], r["grid"], r["block"]) for r in rows)
             if by_node:
                 low = [r["graph_node_id"] & 0xFFFFFFFF for r in rows]
                 positions = low if len(set(low)) == len(low) else list(range(len(rows)))
@@ -238,11 +277,13 @@ class _Plan:
             else:
                 # Without CUPTI's graph id, graphs of two shapes can replay the same kernels (a
                 # persistent GEMM's grid does not follow the shape): a replay is of the graph its
-                # latest agreeing capture made, so that capture is part of the graph's identity.
+                # latest agreeing capture made — among those whose warm-up ran its kernels, grids
+                # and blocks, when any did — so that capture is part of the graph's identity.
                 if sig not in agreeing:
-                    agreeing[sig] = [i for i, cap in enumerate(found) if _agreeing(rows, positions, [cap])]
+                    agreeing[sig] = [i for i, cap in enumerate(found) if _agrees(rows, positions, cap)]
                 before = [i for i in agreeing[sig] if found[i].end_ts <= rows[0]["launch_ts"]]
-                capture = before[-1] if before else None
+                warmed = [i for i in before if found[i].warmed(rows)]
+                capture = (warmed or before)[-1] if before else None
                 key = signatures.setdefault((sig, capture), f"graph #{len(signatures) + 1}")
             facts = self.graphs.get(key)
             if facts is None:
@@ -285,12 +326,15 @@ class _Plan:
         if best is not None:
             return ("capture", match, best[0], best[1], None)
         if self.other is not None:
-            agreeing = _agreeing(rows, positions, self.other.captures[::-1])
+            agreeing = [cap for cap in self.other.captures[::-1] if _agrees(rows, positions, cap)]
+            # Captures of several shapes agree in kinds alike: the one whose warm-up ran the replay's
+            # kernels with its grids and blocks is the replay's shape; several such are ambiguous.
+            warmed = [cap for cap in agreeing if cap.warmed(rows)]
+            pool = warmed or agreeing
+            if pool:
+                return ("companion capture", match, 1.0 / len(pool),
+                        _foreign({p: pool[0].calls[p] for p in positions}), None)
             named = _by_names(rows, positions, self.other.launched)
-            # Captures of several shapes agree in kinds alike: then the kernel names (a GEMM's tile
-            # follows its shape) pick the op, when all of them match.
-            if agreeing and (len(agreeing) == 1 or named is None or named[0] < 1.0):
-                return ("companion capture", match, 1.0 / len(agreeing), _foreign(agreeing[0]), None)
             if named is not None:
                 return ("companion", "kernel names", named[0], _foreign(named[1]), named[2])
         return (None, None, None, {}, None)
@@ -298,27 +342,18 @@ class _Plan:
 
 def _best_capture(rows: list[dict], positions: list[int], candidates: list[_Capture]) -> tuple | None:
     """(score, {position: call}) of the first of ``candidates`` whose launch calls agree with the
-    replay position by position (module docstring, 1.); None when none does."""
-    agreeing = _agreeing(rows, positions, candidates, first=True)
-    return (1.0, agreeing[0]) if agreeing else None
+    replay position by position and whose warm-up ran its kernels — else the first that agrees
+    (module docstring, 1.); None when none does."""
+    agreeing = [cap for cap in candidates if _agrees(rows, positions, cap)]
+    best = next((cap for cap in agreeing if cap.warmed(rows)), agreeing[0] if agreeing else None)
+    return None if best is None else (1.0, {p: best.calls[p] for p in positions})
 
 
-def _agreeing(rows: list[dict], positions: list[int], candidates: list[_Capture], *,
-              first: bool = False) -> list[dict[int, dict]]:
-    """{position: call} of each of ``candidates`` (only the first with ``first``) whose launch calls
-    agree with the replay position by position (module docstring, 1.)."""
-    need = max(positions, default=-1) + 1
-    found = []
-    for cap in candidates:
-        if len(cap.calls) != need:
-            continue
-        if all(cap.calls[p]["kind"] == r["kind"]
-               and (cap.calls[p]["name"] is None or cap.calls[p]["name"] == r["name"])
-               for r, p in zip(rows, positions)):
-            found.append({p: cap.calls[p] for p in positions})
-            if first:
-                break
-    return found
+def _agrees(rows: list[dict], positions: list[int], cap: _Capture) -> bool:
+    """Whether ``cap``'s launch calls agree with the replay position by position (module docstring, 1.)."""
+    return len(cap.calls) == max(positions, default=-1) + 1 and all(
+        cap.calls[p]["kind"] == r["kind"] and (cap.calls[p]["name"] is None or cap.calls[p]["name"] == r["name"])
+        for r, p in zip(rows, positions))
 
 
 def _by_names(rows: list[dict], positions: list[int], launched: pl.DataFrame) -> tuple | None:

@@ -7,8 +7,9 @@ optionally an :class:`~tracekit.execution_trace.ExecutionTrace`, and returns a f
 ``traffic`` — one row per kernel, memcpy and memset (``attributed.gpu`` order):
     idx u32, step i64?, kind str, name str, kernel_class str, op str? (the cpu_op whose model was
     used; ``"cudaGraphLaunch"`` for graph replays), model str (``mm``, ``elementwise_binary``,
-    ``inductor_pointwise``… ``memset``/``memcpy`` from the activity's own ``bytes``, or
-    ``"unknown"``), dtype str?, bytes_read i64?, bytes_written i64?, flops i64?, dur_ns i64
+    ``inductor_pointwise``… ``graph_input_copy`` for a CUDA graph's input staging copy,
+    ``memset``/``memcpy`` from the activity's own ``bytes``, or ``"unknown"``), dtype str?,
+    bytes_read i64?, bytes_written i64?, flops i64?, dur_ns i64
 
 ``tensors`` — one row per read-back (a tensor read by two later kernels is two rows):
     step i64?, producer str, producer_op str, consumer str, consumer_op str, shape str
@@ -37,7 +38,20 @@ round trips: a call whose activities are copies (``Memcpy HtoD``/``DtoD``/``DtoH
 moving a batch to the GPU) or memsets still writes the values it produces on the device — so a later
 write replaces what a buffer held; a device-to-host copy writes nothing on the device — but a value
 a copy wrote is not an intermediate a kernel sent through HBM, and a copy reading a value back is
-not a kernel reading it: neither is a round trip.
+not a kernel reading it: neither is a round trip. A CUDA graph's **input staging copy** counts as a
+copy too, kernel or not: a call of ``aten::_foreach_copy_`` or ``aten::copy_`` whose next GPU work
+in its step (past other such copies) is a graph replay. Static inputs make a graph copy its inputs
+into its own buffers before each replay (cudagraph trees with ``_foreach_copy_``); the graph's GEMM
+reading that copy is an artefact of static inputs, not an intermediate a fusion would remove. Its
+traffic is reported, with model ``graph_input_copy``.
+
+A kernel without a model (an op no model covers, a kernel without an op, a replayed kernel left
+untied) may have consumed any value written before it and written one of any shape, which a later
+kernel then read: no read is linked across it. The shape linker links no read to a value written
+before such a kernel, and a note counts the reads whose only match was a kernel's value (the step's
+bytes are then a floor, and its ``unknown_kernels`` say why); the exact linker marks the byte ranges
+of its node's outputs as holding no model's value (a kernel without a node cannot be placed in
+storage).
 
 * ``execution_trace``: every write marks a byte range of a storage id as holding the producer's
   value (later writes overwrite ranges, which is how the caching allocator's reuse of storage ids
@@ -48,11 +62,13 @@ not a kernel reading it: neither is a round trip.
 * ``shape_inference`` (no execution trace, or one that joins no op of this trace): every write is a
   value of some numel and dtype; a read takes, among earlier values of the step with equal numel and
   dtype, one not yet read (else one already read), the same shape first, the most recent first, and
-  never the same value twice for one consumer. Counts agree with the exact method on the sample
+  never the same value twice for one consumer, never one written before a kernel without a model
+  (above). Counts agree with the exact method on the sample
   MLPs; a pairing may differ (which of two equal-shaped GEMM outputs fed which input), and a tensor
   that only matches a written shape by coincidence would be linked: the report says which method ran.
-  A step whose modelled calls repeat an earlier step's (same models, kernel names and order) gets
-  that step's links, exactly what linking it again would give (long traces repeat their steps).
+  A step whose calls repeat an earlier step's (same models, kernel names and order, and kernels
+  without a model at the same places) gets that step's links, exactly what linking it again would
+  give (long traces repeat their steps).
 
 Inductor's written argument (``in_out_ptr0`` first vs ``out_ptr0`` last) is decided by whether the
 last argument holds a live value of the step (exact: its storage range; inferred: a matching value).
@@ -70,7 +86,7 @@ silent zero, and the report words their bytes as unknown.
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
 import polars as pl
@@ -101,6 +117,12 @@ _GPU_COLUMNS = ("idx", "ts", "dur", "kind", "name", "kernel_class", "bytes", "st
                 "launch_api", "launch_idx", "graph_source")
 #: ``graph_source`` values that tie a replayed activity to the op that launched it at capture.
 _TIED = ("capture", "companion capture", "companion")
+#: Copy ops that stage a CUDA graph's inputs into its static buffers when they run right before its
+#: replay: cudagraph trees copy with ``_foreach_copy_``; ``torch.cuda.graph`` users and servers with
+#: ``copy_``.
+STAGING_OPS = frozenset({"aten::_foreach_copy_", "aten::copy_"})
+#: The ``model`` of a staging copy's traffic rows.
+STAGING_MODEL = "graph_input_copy"
 
 
 @dataclass(frozen=True)
@@ -141,9 +163,14 @@ def analyze(trace: Trace, attributed: Attribution, *,
     if foreign.height:
         ops = pl.concat([ops.select(foreign.columns), foreign], how="vertical_relaxed")
     work, calls, names = _group_calls(gpu, ops)
-    calls, kineto_models = _with_kineto_models(calls)
+    calls, kineto_models = _with_kineto_models(calls, names)
     figures, links = _link_steps(calls, kineto_models, names, et)
+    if links.crossed:
+        notes.append(f"{links.crossed:,} reads ({links.crossed_bytes:,} B) matched only values written before a "
+                     "kernel without a traffic model ran: not linked, as that kernel may have consumed them and "
+                     "written what was read")
     traffic_frame = _traffic_frame(work, calls, figures.per_call(calls.height), figures.models, names)
+    notes.extend(_staging_notes(traffic_frame))
     tensors = links.frame()
     return RoundTripReport(
         tensor_kernels=_tensor_kernels(work, calls, links),
@@ -165,16 +192,28 @@ def _joined(ops: pl.DataFrame, execution_trace: ExecutionTrace | None) -> tuple[
                   "rf_id; links inferred from shapes"]
 
 
-def _with_kineto_models(calls: pl.DataFrame) -> tuple[pl.DataFrame, list[OpTraffic | None]]:
+def _with_kineto_models(calls: pl.DataFrame, names: list) -> tuple[pl.DataFrame, list[OpTraffic | None]]:
     """``calls`` with ``token`` (u32: the index of its Kineto model), and the models — one per
-    distinct (op name, input dims, input types), None where the op has no model."""
-    keys = calls.select("op_name", "input_dims", "input_types").unique(maintain_order=True)
+    distinct (op name, input dims, input types, list dtype, staging), None where the op has no model.
+
+    ``list_dtype`` is the dtype a foreach copy kernel's name states (Kineto records none for a
+    TensorList); a staging copy's model is named ``graph_input_copy``."""
+    copies = pl.Series([traffic_models.foreach_copy_dtype(n) if n and "multi_tensor_apply" in n else ""
+                        for n in names], dtype=pl.String)
+    calls = calls.with_columns(list_dtype=copies.gather(calls.get_column("first_code")))
+    on = ["op_name", "input_dims", "input_types", "list_dtype", "staging"]
+    keys = calls.select(on).unique(maintain_order=True)
     kineto_models = [
-        _checked(traffic_models.model(name, traffic_models.args_from_kineto(dims, types)))
-        for name, dims, types in keys.iter_rows()]
-    calls = calls.join(keys.with_row_index("token"), on=["op_name", "input_dims", "input_types"],
-                       how="left", nulls_equal=True, maintain_order="left")
+        _staged(_checked(traffic_models.model(name, traffic_models.with_list_dtype(
+            traffic_models.args_from_kineto(dims, types), list_dtype))), staging)
+        for name, dims, types, list_dtype, staging in keys.iter_rows()]
+    calls = calls.join(keys.with_row_index("token"), on=on, how="left", nulls_equal=True, maintain_order="left")
     return calls, kineto_models
+
+
+def _staged(model: OpTraffic | None, staging: bool) -> OpTraffic | None:
+    """A staging copy's model, named for what it is (see :func:`_staging`)."""
+    return replace(model, model=STAGING_MODEL) if model is not None and staging else model
 
 
 @dataclass(frozen=True)
@@ -186,14 +225,22 @@ class _CallColumns:
     first_code: list[int]
     last_code: list[int]
     kernel_call: list[bool]
+    #: A CUDA graph's input staging copy (:func:`_staging`): its reads and writes make no round trip.
+    staging: list[bool]
+    #: Kernels without an op (or replayed untied) started before the call's first activity, all
+    #: steps together: two calls of a step with different counts have such a kernel between them.
+    unknown_before: list[int]
     #: Only read with an execution trace.
     record_function_id: list[int | None]
+    list_dtype: list[str]
 
     @classmethod
     def of(cls, calls: pl.DataFrame, *, with_rf: bool) -> _CallColumns:
         rf = calls.get_column("record_function_id").to_list() if with_rf else []
+        dtypes = calls.get_column("list_dtype").to_list() if with_rf else []
         return cls(*(calls.get_column(c).to_list() for c in ("token", "op_name", "first_code", "last_code",
-                                                             "kernel_call")), rf)
+                                                             "kernel_call", "staging", "unknown_before")),
+                   rf, dtypes)
 
 
 class _Figures:
@@ -239,23 +286,32 @@ class _LinkedStep:
 
 
 class _RepeatedSteps:
-    """What lets the shape linker reuse a step's links (module docstring): the calls with a model,
-    ascending, and each one's (model, first, last kernel name) — what a step's signature is made
-    of — gathered once for all steps; and the steps linked so far, by signature."""
+    """What lets the shape linker reuse a step's links (module docstring): the calls the linker sees
+    (those with a model, and kernel calls without one, which it links nothing across), ascending,
+    and each one's (model, first, last kernel name, kernels without an op before it) — what a step's
+    signature is made of — gathered once for all steps; and the steps linked so far, by signature."""
 
     def __init__(self, calls: pl.DataFrame, kineto_models: list[OpTraffic | None]) -> None:
         modelled = pl.Series([t is not None for t in kineto_models], dtype=pl.Boolean)
         rows = calls.select(
             pl.int_range(pl.len(), dtype=pl.UInt32).alias("j"), "token", "first_code", "last_code",
-        ).filter(modelled.gather(calls.get_column("token")))
+            "unknown_before", modelled=modelled.gather(calls.get_column("token")),
+        ).filter(pl.col("modelled") | calls.get_column("kernel_call"))
         self.calls: list[int] = rows.get_column("j").to_list()
-        self.keys = list(zip(*(rows.get_column(c).to_list() for c in ("token", "first_code", "last_code"))))
+        self.is_modelled: list[bool] = rows.get_column("modelled").to_list()
+        self.keys = list(zip(*(rows.get_column(c).to_list()
+                               for c in ("token", "first_code", "last_code", "unknown_before"))))
         self.seen: dict[tuple, _LinkedStep] = {}
 
-    def modelled(self, lo: int, hi: int) -> tuple[list[int], tuple]:
-        """The calls with a model among calls ``lo``..``hi`` − 1, and their signature."""
+    def seen_calls(self, lo: int, hi: int) -> tuple[list[int], list[int], tuple]:
+        """Among calls ``lo``..``hi`` − 1: the calls the linker sees, those with a model, and the
+        step's signature (kernels without an op counted from the step's first call seen)."""
         a, b = bisect_left(self.calls, lo), bisect_left(self.calls, hi)
-        return self.calls[a:b], tuple(self.keys[a:b])
+        seen = self.calls[a:b]
+        active = [j for j, m in zip(seen, self.is_modelled[a:b]) if m]
+        keys = self.keys[a:b]
+        base = keys[0][3] if keys else 0
+        return seen, active, tuple((t, f, last, u - base) for t, f, last, u in keys)
 
 
 def _link_steps(calls: pl.DataFrame, kineto_models: list[OpTraffic | None], names: list,
@@ -270,7 +326,7 @@ def _link_steps(calls: pl.DataFrame, kineto_models: list[OpTraffic | None], name
     for step, lo, hi in _step_ranges(calls.get_column("step")):
         linker: _ExactLinker | _ShapeLinker
         if repeats is not None:
-            active, signature = repeats.modelled(lo, hi)
+            seen, active, signature = repeats.seen_calls(lo, hi)
             earlier = repeats.seen.get(signature)
             if earlier is not None:
                 # The shape linker sees nothing else than the signature: the same links.
@@ -278,15 +334,16 @@ def _link_steps(calls: pl.DataFrame, kineto_models: list[OpTraffic | None], name
                 links.extend(step, earlier.links, dict(zip(earlier.calls, active)))
                 continue
             step_calls = [(j, _OpCall(columns.op_names[j], kineto_models[columns.tokens[j]], None))
-                          for j in active]
+                          for j in seen]
             linker = _ShapeLinker()
         else:
             assert et is not None
             step_calls = _et_calls(range(lo, hi), columns, kineto_models, et)
             linker = _ExactLinker(et)
         step_links = _link_step(step_calls, linker, columns, names, resolved)
-        done = [j for j, _ in step_calls]
-        ids = figures.add(done, [call.traffic for _, call in step_calls])
+        modelled = [(j, call.traffic) for j, call in step_calls if call.traffic is not None]
+        done = [j for j, _ in modelled]
+        ids = figures.add(done, [t for _, t in modelled])
         links.extend(step, step_links)
         if repeats is not None:
             repeats.seen[signature] = _LinkedStep(done, ids, step_links)
@@ -295,18 +352,19 @@ def _link_steps(calls: pl.DataFrame, kineto_models: list[OpTraffic | None], name
 
 def _et_calls(rows: range, columns: _CallColumns, kineto_models: list[OpTraffic | None],
               et: ExecutionTrace) -> list[tuple[int, _OpCall]]:
-    """The calls ``rows`` that have a model, with it: the execution-trace node's where one joins by
-    rf_id and name, else the Kineto one."""
+    """The calls ``rows`` that have a model, with it — the execution-trace node's where one joins by
+    rf_id and name, else the Kineto one — and the kernel calls without one (``traffic`` None)."""
     step_calls = []
     for j in rows:
         name = columns.op_names[j]
         rf = columns.record_function_id[j]
         node = et.by_rf_id.get(rf) if rf is not None else None
         if node is not None and node.name == name:
-            model = _checked(traffic_models.model(name, traffic_models.args_from_et(node)))
+            args = traffic_models.with_list_dtype(traffic_models.args_from_et(node), columns.list_dtype[j])
+            model = _staged(_checked(traffic_models.model(name, args)), columns.staging[j])
         else:
             node, model = None, kineto_models[columns.tokens[j]]
-        if model is not None:
+        if model is not None or columns.kernel_call[j]:
             step_calls.append((j, _OpCall(name, model, node)))
     return step_calls
 
@@ -315,17 +373,27 @@ def _link_step(step_calls: list[tuple[int, _OpCall]], linker: _ExactLinker | _Sh
                columns: _CallColumns, names: list,
                resolved: dict[tuple[int, bool], tuple[OpTraffic, OpTraffic]]) -> _Links:
     """One step's links: each call's reads linked to the values written before it (reads before
-    writes), an Inductor call's written argument resolved first (its ``traffic`` replaced)."""
+    writes), an Inductor call's written argument resolved first (its ``traffic`` replaced). A kernel
+    without a model — a call's (``traffic`` None) or one without an op between two calls — is
+    handed to the linker as an unknown writer."""
     step_links = _Links()
+    before = columns.unknown_before[step_calls[0][0]] if step_calls else 0
     for j, call in step_calls:
+        if columns.unknown_before[j] != before:
+            before = columns.unknown_before[j]
+            linker.unknown(None)
         t = call.traffic
+        if t is None:
+            linker.unknown(call)
+            continue
         if t.inductor_out:
             live = linker.is_live(call, t.reads[-1])
             key = (id(t), live)
             if key not in resolved:
                 resolved[key] = (t, traffic_models.resolve_inductor(t, live))
             call.traffic = t = resolved[key][1]
-        kernel_call = columns.kernel_call[j]
+        # A staging copy is a copy: what it reads or writes is no intermediate of the computation.
+        kernel_call = columns.kernel_call[j] and not columns.staging[j]
         consumer = names[columns.first_code[j]]
         for access in (t.reads if kernel_call else ()):  # a copy reading a value is no round trip
             for prod, tensor, nbytes in linker.read(call, access):
@@ -335,6 +403,7 @@ def _link_step(step_calls: list[tuple[int, _OpCall]], linker: _ExactLinker | _Sh
         to_host = not kernel_call and "DtoH" in consumer
         for access in (() if to_host else t.writes):
             linker.write(call, access, producer)
+    step_links.crossed, step_links.crossed_bytes = linker.crossed, linker.crossed_bytes
     return step_links
 
 
@@ -382,6 +451,9 @@ class _Links:
         self.producer_calls: list[int] = []
         self.consumer_calls: list[int] = []
         self.parts: list[_Links] = []  # the steps' links, in order (extend)
+        # Reads left unlinked because their only match was written before an unknown kernel.
+        self.crossed = 0
+        self.crossed_bytes = 0
 
     def add(self, prod: tuple[str, str, bool, int], consumer: str, consumer_op: str, tensor: TensorSpec,
             nbytes: int, consumer_call: int) -> None:
@@ -398,6 +470,8 @@ class _Links:
         repeated)."""
         self.steps.extend([step] * len(other.producer_calls))
         self.parts.append(other)
+        self.crossed += other.crossed
+        self.crossed_bytes += other.crossed_bytes
         if calls is None:
             self.producer_calls.extend(other.producer_calls)
             self.consumer_calls.extend(other.consumer_calls)
@@ -435,8 +509,10 @@ def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl
     (row in GPU start order), ``primary``, ``first``/``last`` (the call's first and last primary
     positions); ``calls`` (steps ascending, no step last; then by first position) has ``step``,
     ``first``, ``first_code``/``last_code`` (the first/last primary activity's name as an index into
-    the distinct names), ``kernel_call`` (its primary activities are kernels), ``op_name`` (the op's name, else the first activity's ``cpu_op``,
-    else "?"), ``record_function_id``, ``input_dims`` and ``input_types``."""
+    the distinct names), ``kernel_call`` (its primary activities are kernels), ``replayed`` (by a
+    graph launch), ``op_name`` (the op's name, else the first activity's ``cpu_op``, else "?"),
+    ``record_function_id``, ``input_dims``, ``input_types``, ``unknown_before`` (see
+    :class:`_CallColumns`) and ``staging`` (:func:`_staging`)."""
     kind = pl.col("kind")
     replayed = pl.col("launch_api").is_in(list(GRAPH_LAUNCH_APIS)).fill_null(False)
     alone = pl.col("op_idx").is_null() | (replayed & ~pl.col("graph_source").is_in(list(_TIED)).fill_null(False))
@@ -457,7 +533,8 @@ def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl
                    first_cpu_op=pl.col("cpu_op").gather(pl.col("group_first")))
     calls = work.filter(pl.col("primary") & (pl.col("pos") == pl.col("first"))).select(
         "op_idx", "step", "first", pl.col("code").alias("first_code"), "last_code",
-        "last", "first_cpu_op", kernel_call=pl.col("rank") == 0).sort(["step", "first"], nulls_last=True)
+        "last", "first_cpu_op", kernel_call=pl.col("rank") == 0,
+        replayed=pl.col("replay").is_not_null()).sort(["step", "first"], nulls_last=True)
     # Only the ops that launched work (a tenth of them): joining all of them hashes every op.
     launched = calls.get_column("op_idx").drop_nulls().implode()
     called = ops.select(pl.col("idx").alias("op_idx"), "name", "record_function_id", "input_dims",
@@ -467,7 +544,41 @@ def _group_calls(gpu: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl
     ).with_columns(op_name=pl.when(pl.col("name").is_not_null() & (pl.col("name") != "")).then("name")
                    .when(pl.col("first_cpu_op").is_not_null() & (pl.col("first_cpu_op") != ""))
                    .then("first_cpu_op").otherwise(pl.lit("?")))
+    # Kernels without an op, or replayed untied, have no model and form no call.
+    opless = work.filter(pl.col("alone") & (pl.col("kind") == "kernel")).get_column("pos")
+    calls = calls.with_columns(unknown_before=opless.search_sorted(calls.get_column("first"), side="left")
+                               .cast(pl.UInt32),
+                               staging=_staging(work, calls))
     return work, calls, names.get_column("name").to_list()
+
+
+def _staging(work: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:
+    """Whether each call (row of ``calls``) is a CUDA graph's input staging copy: a call of a copy op
+    (:data:`STAGING_OPS`), not itself replayed, whose next GPU work in its step — past other such
+    copies — is a graph replay. Static inputs make a graph copy its inputs before each replay; a
+    GEMM of the graph reading the copy is an artefact of static inputs, not an intermediate a fusion
+    would remove."""
+    replays = work.filter(pl.col("replay").is_not_null()).group_by("replay").agg(
+        pl.col("step").first(), pl.col("pos").min()).select("pos", "step")
+    if replays.height == 0:
+        return pl.repeat(False, calls.height, dtype=pl.Boolean, eager=True)
+    kind = (pl.when(pl.col("replayed")).then(pl.lit("replay"))
+            .when(pl.col("op_name").is_in(list(STAGING_OPS))).then(pl.lit("copy")).otherwise(pl.lit("other")))
+    events = pl.concat([
+        calls.select(pl.col("first").alias("pos"), "step", kind.alias("kind"),
+                     pl.int_range(pl.len(), dtype=pl.Int64).alias("j")),
+        replays.select("pos", "step", kind=pl.lit("replay"), j=pl.lit(-1, pl.Int64)),
+    ], how="vertical_relaxed").sort("pos", descending=True)
+    staging = [False] * calls.height
+    replay_step: tuple | None = None  # (step,) of the replay the copies seen since lead to
+    for _, step, what, j in events.iter_rows():
+        if what == "replay":
+            replay_step = (step,)
+        elif what == "copy" and replay_step == (step,):
+            staging[j] = True
+        else:
+            replay_step = None
+    return pl.Series(staging, dtype=pl.Boolean)
 
 
 def _traffic_frame(work: pl.DataFrame, calls: pl.DataFrame, call_figure: pl.Series,
@@ -534,6 +645,10 @@ def _checked(model: OpTraffic | None) -> OpTraffic | None:
 class _ExactLinker:
     """Follows storage byte ranges through the execution trace's tensor values."""
 
+    #: Never left unlinked for an unknown kernel (see :meth:`unknown`).
+    crossed = 0
+    crossed_bytes = 0
+
     def __init__(self, et: ExecutionTrace) -> None:
         self.et = et
         # storage id -> list of [start, end, producer, tensor spec]
@@ -563,6 +678,16 @@ class _ExactLinker:
                         found = t
         return found
 
+    def unknown(self, call: _OpCall | None) -> None:
+        """A kernel without a model ran: the storage ranges of its node's outputs (when it has one)
+        now hold a value no model wrote, so a later read of them links to nothing. A kernel without
+        a node cannot be placed in storage; what it wrote stays unseen."""
+        if call is None or call.node is None:
+            return
+        for value in call.node.outputs:
+            for tensor in _flat(value):
+                self._put(tensor, ("", call.op_name, False, -1), None)
+
     def is_live(self, call: _OpCall, access: Access) -> bool:
         tensor = self._tensor(call, access)
         if tensor is None:
@@ -580,19 +705,22 @@ class _ExactLinker:
 
     def write(self, call: _OpCall, access: Access, producer: tuple[str, str, bool, int]) -> None:
         tensor = self._tensor(call, access)
-        if tensor is None:
-            return
+        if tensor is not None:
+            self._put(tensor, producer, _spec_of(access.tensor, tensor))
+
+    def _put(self, tensor: EtTensor, producer: tuple[str, str, bool, int], spec: TensorSpec | None) -> None:
+        """``tensor``'s byte range now holds ``producer``'s value (earlier values' overlaps cut)."""
         start, end = tensor.byte_range
         kept = []
-        for s, e, prod, spec in self.live.get(tensor.storage_id, ()):
+        for s, e, prod, held in self.live.get(tensor.storage_id, ()):
             if e <= start or s >= end:
-                kept.append([s, e, prod, spec])
+                kept.append([s, e, prod, held])
                 continue
             if s < start:
-                kept.append([s, start, prod, spec])
+                kept.append([s, start, prod, held])
             if e > end:
-                kept.append([end, e, prod, spec])
-        kept.append([start, end, producer, _spec_of(access.tensor, tensor)])
+                kept.append([end, e, prod, held])
+        kept.append([start, end, producer, spec])
         self.live[tensor.storage_id] = kept
 
 
@@ -603,10 +731,19 @@ class _ShapeLinker:
     most recent value and stops at the first unread one of the same shape (the best possible)."""
 
     def __init__(self) -> None:
-        # (numel, dtype) -> values, each [seq, shape, spec, producer, read]
+        # (numel, dtype) -> values, each [seq, shape, spec, producer, read, era]
         self.buckets: dict[tuple[int, str], list[list]] = {}
         self.count = 0
         self.used: dict[int, set[int]] = {}  # id(call) -> seqs of the values it already read
+        # Kernels without a model seen so far: a value of an earlier era is never linked.
+        self.era = 0
+        self.crossed = 0  # reads whose only matches were of an earlier era, and their bytes
+        self.crossed_bytes = 0
+
+    def unknown(self, call: _OpCall | None) -> None:
+        """A kernel without a model ran: it may have consumed any value written so far and written
+        one of any shape, so no later read is linked to a value written before it."""
+        self.era += 1
 
     def is_live(self, call: _OpCall, access: Access) -> bool:
         spec = access.tensor
@@ -623,7 +760,11 @@ class _ShapeLinker:
         shape = spec.shape
         best = None
         best_rank = 4
-        for value in reversed(bucket):  # most recent first: on equal rank the first seen wins
+        older = 0  # how many values, oldest first, are left when one of an earlier era is met
+        for k, value in enumerate(reversed(bucket)):  # most recent first: on equal rank the first seen wins
+            if value[5] != self.era:
+                older = len(bucket) - k  # written before an unknown kernel, as is every older value
+                break
             if value[0] in used:
                 continue
             rank = (2 if value[4] else 0) + (value[1] != shape)
@@ -633,6 +774,10 @@ class _ShapeLinker:
             if rank < best_rank:
                 best, best_rank = value, rank
         if best is None:
+            # Only a kernel's value would have made a round trip.
+            if any(value[3][2] for value in bucket[:older]):
+                self.crossed += 1
+                self.crossed_bytes += spec.nbytes
             return []
         best[4] = True
         used.add(best[0])
@@ -641,7 +786,7 @@ class _ShapeLinker:
     def write(self, call: _OpCall, access: Access, producer: tuple[str, str, bool, int]) -> None:
         spec = access.tensor
         key = (spec.numel, spec.dtype)
-        value = [self.count, spec.shape, spec, producer, False]
+        value = [self.count, spec.shape, spec, producer, False, self.era]
         self.count += 1
         self.buckets.setdefault(key, []).append(value)
 
@@ -677,6 +822,15 @@ def _per_step(trace: Trace, traffic: pl.DataFrame, tensors: pl.DataFrame) -> pl.
         pl.col("round_trip_bytes").fill_null(0), pl.col("tensor_count").fill_null(0),
         pl.col("unknown_kernels").fill_null(0),
     ).select(list(PER_STEP_SCHEMA)).cast(PER_STEP_SCHEMA).sort("step", nulls_last=True)
+
+
+def _staging_notes(traffic: pl.DataFrame) -> list[str]:
+    """One note per op of the staging copies (module docstring): how many and their bytes."""
+    staged = traffic.filter(pl.col("model") == STAGING_MODEL).group_by("op").agg(
+        count=pl.len(), read=pl.col("bytes_read").sum(), written=pl.col("bytes_written").sum()).sort("op")
+    return [f"CUDA-graph input copies ({op} ×{count:,}, right before a replay): {read:,} B read and "
+            f"{written:,} B written into the graphs' static inputs; counted as traffic, not as round trips"
+            for op, count, read, written in staged.iter_rows()]
 
 
 def _unknown_ops(traffic: pl.DataFrame) -> pl.DataFrame:

@@ -17,8 +17,9 @@ operands from HBM once, which is the ideal an L2-resident tile schedule approach
   argument at its own size, write the broadcast shape in the promoted dtype; in-place variants
   (``add_``) write their first argument. FLOPs: one per output element (nominal).
 - copies: ``copy_`` reads src and writes self; ``clone``/``contiguous`` read and write a
-  same-shaped tensor; ``_foreach_copy_`` reads the src list and writes the self list; ``fill_``/``zero_``
-  only write.
+  same-shaped tensor; ``_foreach_copy_`` reads the src list and writes the self list (Kineto keeps no
+  TensorList dtype: :func:`foreach_copy_dtype` reads it from the kernel's name, which
+  :func:`with_list_dtype` gives the lists); ``fill_``/``zero_`` only write.
 - ``_softmax``/``_log_softmax``: read x, write same shape; ``_softmax_backward_data`` and
   ``_log_softmax_backward_data`` read grad and output, write grad_input.
 - ``native_layer_norm``: read x, weight, bias; write y and the fp32 mean and rstd
@@ -33,6 +34,7 @@ operands from HBM once, which is the ideal an L2-resident tile schedule approach
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from functools import cached_property
 from math import prod
@@ -126,6 +128,30 @@ def args_from_kineto(input_dims: str | None, input_types: str | None) -> list[Ar
         else:
             out.append(None)
     return out
+
+
+#: The element types a foreach copy kernel names: ``multi_tensor_apply_kernel<…, at::native::Copy<c10::BFloat16,
+#: c10::BFloat16> >`` (the launch of ``aten::_foreach_copy_``'s fast path).
+_FOREACH_COPY = re.compile(r"multi_tensor_apply_kernel<.*\bCopy<([^<>,]+), ([^<>,]+)>")
+
+
+def foreach_copy_dtype(kernel_name: str | None) -> str:
+    """The dtype of both lists a foreach copy kernel copies, from its name; "" when the name is not a
+    foreach copy's or names two dtypes (which side is which is not decided here) or one unknown.
+
+    Kineto records a TensorList's shapes but not its dtype; this kernel's name states it."""
+    found = _FOREACH_COPY.search(kernel_name or "")
+    if found is None or found[1] != found[2] or found[1] not in DTYPE_BYTES:
+        return ""
+    return found[1]
+
+
+def with_list_dtype(args: list[Arg], dtype: str) -> list[Arg]:
+    """``args`` with ``dtype`` given to the TensorList members whose dtype is unknown ("")."""
+    if not dtype:
+        return args
+    return [tuple(t if t.dtype else TensorSpec(t.shape, dtype) for t in a) if isinstance(a, tuple) else a
+            for a in args]
 
 
 def args_from_et(node) -> list[Arg]:

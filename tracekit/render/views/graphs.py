@@ -63,7 +63,8 @@ def notes(report: Report) -> list[str]:
         if scored.height:
             out.append(f"CUDA graphs: {scored.height} graph(s) matched below 100%: by kernel names, only the "
                        "activities whose names equal the companion's are attributed; by a companion capture, "
-                       "the score is one over the captures that agree (their shapes may differ).")
+                       "the score is one over the captures that agree with the replay when their warm-up "
+                       "kernels (names, grids, blocks) single none out (their shapes may differ).")
     if found.annotated_ns:
         out.append(f"CUDA graphs: {duration(found.annotated_ns)} of replayed GPU time carries kernel annotations "
                    "(mark_kernels), shown as their annotation.")
