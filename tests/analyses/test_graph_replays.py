@@ -193,6 +193,27 @@ def test_companion_capture_of_several_shapes_is_chosen_by_its_warm_up(tmp_path, 
         (3, 3 * m * 3072 * 2, 0)] * 2
 
 
+def test_a_real_capture_phase_of_three_shapes_gives_the_replay_its_own_shape():
+    """Family: a serving engine's capture phase (one graph per batch size, each after warm-up runs),
+    profiled apart from the replays. graphs/multishape_capture captures a pointwise gelu(x)*x+1 and
+    the MLP at 1024, 2048 and 4096 rows; multishape_replay replays only the 2048-row graphs. The
+    pointwise graph's three kernels (GeLU, mul, add) bear the same names at every size; their grids
+    differ, in the warm-up before each capture and in the replay alike. Raw events: the replayed
+    GeLU kernel's grid is the 2048-row warm-up's; the capture's aten::gelu has Input Dims
+    [[2048, 3072], []]."""
+    bundle = tracekit.open(GRAPHS / "multishape_replay.json.gz",
+                           graph_companion=GRAPHS / "multishape_capture.json.gz").analyses()
+    graphs = bundle.attribution.graphs.graphs
+    assert graphs.select("source", "score", "replays", "activities_per_replay").rows() == [
+        ("companion capture", 1.0, 4, 3), ("companion capture", 1.0, 4, 5)]
+    gpu = bundle.attribution.gpu.filter(pl.col("graph").is_not_null())
+    dims = gpu.join(bundle.attribution.graphs.foreign_ops.select(pl.col("idx").alias("op_idx"), "input_dims"),
+                    on="op_idx")
+    assert set(dims.filter(pl.col("cpu_op") == "aten::gelu")["input_dims"]) == {"[[2048, 3072], []]"}
+    assert set(dims.filter(pl.col("cpu_op") == "aten::mm")["input_dims"].str.slice(0, 12)) == {"[[2048, 768]",
+                                                                                                "[[2048, 3072"}
+
+
 def test_companion_capture_without_a_telling_warm_up_states_its_ambiguity(tmp_path):
     """The same companion without its warm-up calls (0, 4, 8, 12: only the recording calls and the
     replays remain): three captures agree in kinds and no warm-up tells them apart, so the latest is
