@@ -93,6 +93,18 @@ def _late(ctx: click.Context, param: click.Parameter, value: str | None):
     return rank, phase, ms
 
 
+def _world_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        size = int(value)
+    except ValueError:
+        size = 0
+    if not 2 <= size <= 64:
+        raise UsageError(f"--world-size: expected an integer from 2 to 64, got {value!r}")
+    return size
+
+
 class _RecordingCommand(click.Command):
     """Keeps the raw arguments so the manifest can state the exact command that made it."""
 
@@ -153,8 +165,8 @@ class _RecordingCommand(click.Command):
               help="Measure D2D copy bandwidth and 8192^3 bf16 matmul rate first (CUDA only).")
 @click.option("--bench-ms", type=click.FloatRange(min=1), default=None,
               help="Timing budget per capture in ms (default 200; train 1000).")
-@click.option("--world-size", type=click.IntRange(2, 64), default=None,
-              help="ranks: how many processes (ranks) to start [default: 4].")
+@click.option("--world-size", callback=_world_size, default=None,
+              help="ranks: how many processes (ranks) to start, 2 to 64 [default: 4].")
 @click.option("--late", callback=_late, default=None, metavar="RANK:PHASE:MS",
               help="ranks: plant a real delay: RANK sleeps MS ms in PHASE (data, forward or backward) on the "
                    "middle profiled step.")

@@ -7,7 +7,7 @@ ranks ``tracekit report <out>`` reads as such (the manifest is skipped there). N
 used: gloo runs the collectives on the CPU.
 
 Each rank trains the same model — ``layers`` ``Linear(dim, dim)`` with ReLU between, wrapped in
-``DistributedDataParallel`` with buckets of one layer each (:data:`BUCKET_CAP_MB`), so that backward
+``DistributedDataParallel`` with buckets of one layer each (:func:`bucket_cap_mb`), so that backward
 runs one bucketed ``all_reduce`` per layer while it computes — with SGD for ``schedule.total`` steps
 under ``torch.profiler.profile(activities=[CPU], schedule=..., record_shapes=True)``, ``prof.step()``
 closing each step. A step is:
@@ -32,8 +32,9 @@ after it. The sleep is real (``time.sleep``); each rank reports how long it actu
 own wall time per step.
 
 Manifest (:mod:`capture.manifest`, schema ``tracekit.capture-manifest/1``): ``device``, ``versions``,
-``settings`` and ``ranks`` (``world_size``, ``backend``, ``model``, ``late``: rank, phase, ms and step,
-or null; ``late_step``, ``collectives_per_step``); ``captures`` holds one entry per rank (``variant``
+``settings`` and ``ranks`` (``world_size``, ``backend``, ``address``, ``host_cpu_count``,
+``load_average_1min``, ``model``, ``late``: rank, phase, ms and step, or null; ``late_step``,
+``collectives_per_step``, ``elapsed_s``); ``captures`` holds one entry per rank (``variant``
 ``ranks``, ``mode`` ``rank<r>``, ``rank``, ``status``, ``trace_file``, ``trace_bytes``,
 ``trace_summary``, ``distributed_info`` as the trace states it, ``step_wall_ms``, ``slept_ms``,
 ``losses``; a rank that failed has its ``error``).
@@ -56,9 +57,6 @@ from capture.record import TMP_PREFIX, Schedule, write_bytes_atomic
 PHASES = ("data", "forward", "backward")
 BACKEND = "gloo"
 ADDRESS = "127.0.0.1"
-#: One layer of ``dim`` 256 is 256 KiB of fp32 gradients (and bias): buckets this small hold one layer
-#: each, so backward issues one all_reduce per layer as the layers' gradients become ready.
-BUCKET_CAP_MB = 0.25
 #: Default shape: batch, dim, layers.
 DEFAULT_SHAPE = (32, 256, 4)
 #: How long a rank waits for the others at the rendezvous and in a collective before giving up.
@@ -87,6 +85,13 @@ class Settings:
     profile_memory: bool = False
     with_stack: bool = False
     seed: int = 0
+
+
+def bucket_cap_mb(dim: int) -> float:
+    """DDP's bucket cap for one ``Linear(dim, dim)`` layer's fp32 gradients (weight and bias): a
+    bucket closes once it holds that many bytes, so each holds one layer and backward issues one
+    all_reduce per layer as the layers' gradients become ready (DDP counts MB as 2^20 bytes)."""
+    return (dim * dim + dim) * 4 / 2**20
 
 
 def late_step(schedule: Schedule) -> int:
@@ -128,8 +133,11 @@ def run(settings: Settings, *, out: Path, command: str, echo) -> Any:
                                                              "traceName": "the trace file name"}})
     manifest.doc["ranks"] = {
         "world_size": settings.world_size, "backend": BACKEND, "address": ADDRESS,
+        # The ranks share this host's cores with each other (and with whatever else runs on it): what a
+        # reader needs to judge the skew of the steps without a planted delay.
+        "host_cpu_count": os.cpu_count(), "load_average_1min": _load_average(),
         "model": {"batch": batch, "dim": dim, "layers": layers, "layer": f"Linear({dim}, {dim}) + ReLU",
-                  "wrapper": "DistributedDataParallel", "bucket_cap_mb": BUCKET_CAP_MB, "optimizer": "SGD(lr=0.01)",
+                  "wrapper": "DistributedDataParallel", "bucket_cap_mb": bucket_cap_mb(dim), "optimizer": "SGD(lr=0.01)",
                   "threads_per_rank": 1},
         "late": asdict(settings.late) if settings.late else None,
         "late_step": late_step(settings.schedule),
@@ -156,6 +164,13 @@ def run(settings: Settings, *, out: Path, command: str, echo) -> Any:
     manifest.doc["ranks"]["elapsed_s"] = round(time.perf_counter() - t0, 2)
     manifest.write()
     return manifest
+
+
+def _load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):  # not on every platform
+        return None
 
 
 def _line(entry: dict[str, Any]) -> str:
@@ -229,7 +244,7 @@ def _train(rank: int, settings: Settings, out: Path) -> dict[str, Any]:
 
     middle.register_forward_hook(lambda module, args, output: sleep_if("forward"))
     middle.register_full_backward_hook(lambda module, grad_in, grad_out: sleep_if("backward"))
-    ddp = DistributedDataParallel(model, bucket_cap_mb=BUCKET_CAP_MB)
+    ddp = DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb(dim))
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     gen = torch.Generator().manual_seed(settings.seed * 1000 + rank)  # each rank its own batches
     target = torch.zeros(batch, dim)
