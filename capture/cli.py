@@ -165,7 +165,7 @@ class _RecordingCommand(click.Command):
               help="Measure D2D copy bandwidth and 8192^3 bf16 matmul rate first (CUDA only).")
 @click.option("--bench-ms", type=click.FloatRange(min=1), default=None,
               help="Timing budget per capture in ms (default 200; train 1000).")
-@click.option("--world-size", callback=_world_size, default=None,
+@click.option("--world-size", callback=_world_size, default=None, metavar="N",
               help="ranks: how many processes (ranks) to start, 2 to 64 [default: 4].")
 @click.option("--late", callback=_late, default=None, metavar="RANK:PHASE:MS",
               help="ranks: plant a real delay: RANK sleeps MS ms in PHASE (data, forward or backward) on the "
