@@ -32,6 +32,6 @@ Modules: ``variants`` (the catalogue: options, specs, plan; the study's models a
 training loop), ``ground_truth`` (what torch itself reports: Dynamo counters, compilation metrics,
 CUDA-graph state, Triton cache, allocator), ``record`` (profiler loops and atomic files), ``session``
 (one capture end to end), ``timing`` (benchmarks, relative error, ceilings), ``manifest`` (environment
-and manifest file), ``ranks`` (the multi-process gloo DDP capture), ``liger_local`` (build an offline kernels repository for Liger), ``cli`` (the click
-command).
+and manifest file), ``ranks`` (the multi-process gloo DDP capture), ``liger_local`` (build an
+offline kernels repository for Liger), ``cli`` (the click command).
 """

@@ -10,9 +10,9 @@ Matching. A call's instance key is its process group and ``Seq`` where the trace
 and its position among that group's calls on its rank, in the order they were issued — their launch
 calls' (the order NCCL and gloo number a group's collectives by; gloo's worker threads may start two
 works out of that order), else their starts — (``match = "order"``: right when every rank profiled
-the same window and ran the same collectives; PyTorch 2.13's gloo records no Seq). An instance is *complete*
-when every rank that has calls of its group has it, and, matched by order, all of them name the same
-kind; the calls of incomplete instances are *unmatched* (``unmatched_share``) and take no part.
+the same window and ran the same collectives; PyTorch 2.13's gloo records no Seq). An instance is
+*complete* when every rank that has calls of its group has it, and, matched by order, all of them name
+the same kind; the calls of incomplete instances are *unmatched* (``unmatched_share``) and take no part.
 
 Clock offsets. The ranks of one collective leave it together (the last arriver's data releases
 every rank), so its ends are nearly simultaneous on all ranks whatever their clocks. Each rank's
@@ -147,7 +147,8 @@ def _keys(calls: pl.DataFrame) -> pl.DataFrame:
         return calls.with_columns(match=pl.lit(None, pl.String), position=pl.lit(None, pl.Int64))
     by_seq = pl.col("seq").is_not_null() & pl.col("pg").is_not_null()
     issued = pl.coalesce("launch_ts", "ts")
-    ordered = calls.sort(pl.col("rank"), issued, pl.col("ts"), pl.col("call")).with_columns(pg=pl.col("pg").fill_null(""))
+    ordered = (calls.sort(pl.col("rank"), issued, pl.col("ts"), pl.col("call"))
+               .with_columns(pg=pl.col("pg").fill_null("")))
     return ordered.with_columns(
         match=pl.when(by_seq).then(pl.lit("seq")).otherwise(pl.lit("order")),
         position=pl.when(by_seq).then(pl.col("seq"))
