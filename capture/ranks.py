@@ -137,8 +137,8 @@ def run(settings: Settings, *, out: Path, command: str, echo) -> Any:
         # reader needs to judge the skew of the steps without a planted delay.
         "host_cpu_count": os.cpu_count(), "load_average_1min": _load_average(),
         "model": {"batch": batch, "dim": dim, "layers": layers, "layer": f"Linear({dim}, {dim}) + ReLU",
-                  "wrapper": "DistributedDataParallel", "bucket_cap_mb": bucket_cap_mb(dim), "optimizer": "SGD(lr=0.01)",
-                  "threads_per_rank": 1},
+                  "wrapper": "DistributedDataParallel", "bucket_cap_mb": bucket_cap_mb(dim),
+                  "optimizer": "SGD(lr=0.01)", "threads_per_rank": 1},
         "late": asdict(settings.late) if settings.late else None,
         "late_step": late_step(settings.schedule),
         "collectives_per_step": {"data": "1 all_gather of the batch's feature means ([dim] fp32 per rank)",
