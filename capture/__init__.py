@@ -18,6 +18,11 @@ Contract:
   ``--from-first-call`` turns ``mlp`` into a shape sweep profiled from its first call: modes
   eager-sweep, compile-sweep, compile-static-sweep, compile-dynamic-sweep, compile-cudagraphs-sweep,
   liger-sweep. ``--profile-memory`` appends ``-memory`` to every mode.
+- ``tracekit capture --variant ranks --world-size N [--late RANK:PHASE:MS] --out DIR`` (asked for
+  alone; no CUDA): N processes, one rank each of a gloo ``torch.distributed`` group on 127.0.0.1,
+  train a small DDP model; each writes ``DIR/rank<r>.json.gz`` (its ``distributedInfo`` naming its
+  rank) beside one ``DIR/manifest.json``, optionally with a real delay planted on one rank in one
+  phase of the middle profiled step (``capture/ranks.py``).
 - Ground truth beside the trace: per sweep call, Dynamo's counters and compilation records, the
   CUDA-graph tree state and Triton cache growth; per antipattern, what was planted at which op and its
   control; with ``--profile-memory`` on CUDA, the caching allocator's own figures for the window.
@@ -27,6 +32,6 @@ Modules: ``variants`` (the catalogue: options, specs, plan; the study's models a
 training loop), ``ground_truth`` (what torch itself reports: Dynamo counters, compilation metrics,
 CUDA-graph state, Triton cache, allocator), ``record`` (profiler loops and atomic files), ``session``
 (one capture end to end), ``timing`` (benchmarks, relative error, ceilings), ``manifest`` (environment
-and manifest file), ``liger_local`` (build an offline kernels repository for Liger), ``cli`` (the click
-command).
+and manifest file), ``ranks`` (the multi-process gloo DDP capture), ``liger_local`` (build an
+offline kernels repository for Liger), ``cli`` (the click command).
 """

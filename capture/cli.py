@@ -3,7 +3,8 @@
 torch, triton and kernels are imported inside the command, so ``tracekit report`` keeps working on a
 machine without them. User-caused problems (no CUDA, no torch, bad flags) raise
 :class:`tracekit.errors.UsageError` (exit 2, one line); captures that ran but failed end with exit 1
-after every other capture and the manifest were written.
+after every other capture and the manifest were written. ``--variant ranks`` (capture/ranks.py:
+several processes, gloo, CPU only) is recorded alone, into a folder of its own, and needs no CUDA.
 """
 
 from __future__ import annotations
@@ -12,11 +13,21 @@ import shlex
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from capture.antipatterns import DEFAULT_SHAPE as ANTIPATTERN_SHAPE
 from capture.antipatterns import TINY
+from capture.ranks import PHASES as RANK_PHASES
 from capture.record import Schedule
-from capture.variants import FIRST_CALL_VARIANTS, MODE_KINDS, STUDY_VARIANTS, SWEEP_KINDS, VARIANTS, Options
+from capture.variants import (
+    FIRST_CALL_VARIANTS,
+    MODE_KINDS,
+    PROCESS_VARIANTS,
+    STUDY_VARIANTS,
+    SWEEP_KINDS,
+    VARIANTS,
+    Options,
+)
 from tracekit.about import install_hint
 from tracekit.errors import TracekitError, UsageError
 
@@ -67,6 +78,33 @@ def _shapes(ctx: click.Context, param: click.Parameter, value: str | None):
     return tuple(shapes)
 
 
+def _late(ctx: click.Context, param: click.Parameter, value: str | None):
+    """``2:backward:30`` -> (2, "backward", 30.0): the rank, phase and milliseconds of a planted delay."""
+    if value is None:
+        return None
+    parts = value.split(":")
+    try:
+        rank, phase, ms = int(parts[0]), parts[1].strip(), float(parts[2])
+    except (ValueError, IndexError):
+        rank, phase, ms = -1, "", 0.0
+    if len(parts) != 3 or rank < 0 or phase not in RANK_PHASES or not 0 < ms < 600_000:
+        raise UsageError(f"--late: expected RANK:PHASE:MS with PHASE one of {', '.join(RANK_PHASES)} and MS > 0, "
+                         f"got {value!r}")
+    return rank, phase, ms
+
+
+def _world_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        size = int(value)
+    except ValueError:
+        size = 0
+    if not 2 <= size <= 64:
+        raise UsageError(f"--world-size: expected an integer from 2 to 64, got {value!r}")
+    return size
+
+
 class _RecordingCommand(click.Command):
     """Keeps the raw arguments so the manifest can state the exact command that made it."""
 
@@ -78,7 +116,8 @@ class _RecordingCommand(click.Command):
 @click.command("capture", cls=_RecordingCommand)
 @click.option("--variant", "variants", multiple=True, default=("all",), show_default=True,
               help=f"Variant(s) to record, comma-separated or repeated: {', '.join(VARIANTS)}, or all "
-                   f"({', '.join(STUDY_VARIANTS)}).")
+                   f"({', '.join(STUDY_VARIANTS)}); or ranks alone: one trace per rank of a DDP training "
+                   "loop, several processes with the gloo backend on the CPU (no CUDA needed).")
 @click.option("--mode", "modes", multiple=True,
               help=f"Only these mode kinds ({', '.join(ALL_KINDS)}); matmul_add's eager/compile cover every size.")
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
@@ -126,20 +165,40 @@ class _RecordingCommand(click.Command):
               help="Measure D2D copy bandwidth and 8192^3 bf16 matmul rate first (CUDA only).")
 @click.option("--bench-ms", type=click.FloatRange(min=1), default=None,
               help="Timing budget per capture in ms (default 200; train 1000).")
+@click.option("--world-size", callback=_world_size, default=None, metavar="N",
+              help="ranks: how many processes (ranks) to start, 2 to 64 [default: 4].")
+@click.option("--late", callback=_late, default=None, metavar="RANK:PHASE:MS",
+              help="ranks: plant a real delay: RANK sleeps MS ms in PHASE (data, forward or backward) on the "
+                   "middle profiled step.")
+@click.option("--ranks-shape", callback=_ints(3), default=None,
+              help="ranks: batch,dim,layers of the DDP model (Linear(dim, dim) layers) [default: 32,256,4].")
 @click.option("--seed", type=int, default=0, show_default=True)
 def capture_command(variants, modes, out, device, dtype, sizes, linear_shape, mlp_shape, train_shape, train_model,
                     antipattern_shape, from_first_call, shapes, calls_per_shape, wait, warmup, active,
                     record_shapes, memory, stack, execution_trace, et_variants, kernel_repo, ceilings, bench_ms,
-                    seed) -> None:
-    """Record PyTorch profiler traces of known workloads (matmul_add, linear, mlp, train, antipatterns).
+                    world_size, late, ranks_shape, seed) -> None:
+    """Record PyTorch profiler traces of known workloads (matmul_add, linear, mlp, train, antipatterns, ranks).
 
     Writes OUT/<variant>_<mode>.json.gz per capture and OUT/manifest.json (device, versions, shapes,
-    timings, relative errors). Needs CUDA unless --device cpu.
+    timings, relative errors). Needs CUDA unless --device cpu; --variant ranks writes OUT/rank<r>.json.gz
+    per rank and runs on the CPU.
     """
     chosen = _split(variants)
-    bad = [v for v in chosen if v not in (*VARIANTS, "all")]
+    known = (*VARIANTS, *PROCESS_VARIANTS)
+    bad = [v for v in chosen if v not in (*known, "all")]
     if bad:
-        raise UsageError(f"unknown variant {bad[0]!r}; choose from {', '.join(VARIANTS)} or all")
+        raise UsageError(f"unknown variant {bad[0]!r}; choose from {', '.join(known)} or all")
+    ctx = click.get_current_context()
+    if any(v in PROCESS_VARIANTS for v in chosen):
+        _ranks(ctx, chosen, modes=modes, out=out, device=device, execution_trace=execution_trace,
+               from_first_call=from_first_call, world_size=world_size, late=late, shape=ranks_shape,
+               wait=wait, warmup=warmup, active=active, record_shapes=record_shapes, memory=memory, stack=stack,
+               seed=seed)
+        return
+    given = [flag for flag, value in (("--world-size", world_size), ("--late", late), ("--ranks-shape", ranks_shape))
+             if value is not None]
+    if given:
+        raise UsageError(f"{given[0]} is for --variant ranks")
     chosen = list(dict.fromkeys([*(STUDY_VARIANTS if "all" in chosen else ()), *(v for v in chosen if v != "all")]))
     kinds = _split(modes)
     bad = [k for k in kinds if k not in ALL_KINDS]
@@ -191,3 +250,43 @@ def capture_command(variants, modes, out, device, dtype, sizes, linear_shape, ml
     failed = session.problems(manifest)
     if failed:
         raise CaptureIncomplete(f"{len(failed)} capture(s) failed: {', '.join(failed)}; see {out / 'manifest.json'}")
+
+
+def _ranks(ctx: click.Context, chosen: list[str], *, modes, out: Path, device: str, execution_trace: bool,
+           from_first_call: bool, world_size: int | None, late, shape, wait: int, warmup: int, active: int,
+           record_shapes: bool, memory: bool, stack: bool, seed: int) -> None:
+    """``--variant ranks``: check its flags, then record one trace per rank (capture/ranks.py)."""
+    if chosen != ["ranks"]:
+        raise UsageError("--variant ranks records a set of rank traces into a folder of its own; ask for it alone")
+    refused = [flag for flag, on in (
+        ("--mode", bool(modes)), ("--execution-trace", execution_trace), ("--from-first-call", from_first_call),
+        ("--device cuda", device == "cuda" and ctx.get_parameter_source("device") != ParameterSource.DEFAULT),
+    ) if on]
+    if refused:
+        raise UsageError(f"--variant ranks does not take {refused[0]} (it runs a DDP loop on the CPU, gloo backend)")
+    world = world_size or 4
+    if late is not None and late[0] >= world:
+        raise UsageError(f"--late: rank {late[0]} is not a rank of a world of {world}")
+    try:
+        import torch
+    except ImportError:
+        raise UsageError(f"install the capture extra: {install_hint('capture')}") from None
+    if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
+        raise UsageError("this torch has no torch.distributed gloo backend, which --variant ranks needs")
+
+    from capture import ranks
+
+    schedule = Schedule(wait, warmup, active)
+    planted = None if late is None else ranks.Late(late[0], late[1], late[2], ranks.late_step(schedule))
+    settings = ranks.Settings(world_size=world, schedule=schedule, shape=tuple(shape) if shape else ranks.DEFAULT_SHAPE,
+                              late=planted, record_shapes=record_shapes, profile_memory=memory, with_stack=stack,
+                              seed=seed)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = ranks.run(settings, out=out,
+                         command=shlex.join(["tracekit", "capture", *ctx.meta.get("capture.argv", [])]),
+                         echo=lambda line: click.echo(line, err=True))
+    ok = sum(e["status"] == "ok" for e in manifest.captures)
+    click.echo(f"{ok}/{len(manifest.captures)} rank traces written to {out} (manifest.json)")
+    failed = [f"rank{e['rank']}" for e in manifest.captures if e["status"] != "ok"]
+    if failed:
+        raise CaptureIncomplete(f"{len(failed)} rank(s) failed: {', '.join(failed)}; see {out / 'manifest.json'}")

@@ -18,6 +18,9 @@ antipatterns  one per planted problem + controls           train_step      4096 
               (capture/antipatterns.py)
 ============  ==========================================  ==============  ==============
 
+``ranks`` (:data:`PROCESS_VARIANTS`) is no entry of this catalogue: several processes record it
+together, one trace per rank (capture/ranks.py).
+
 ``--from-first-call`` turns ``mlp`` into the shape sweep of capture/sweep.py: modes eager-sweep,
 compile-sweep, compile-static-sweep, compile-dynamic-sweep, compile-cudagraphs-sweep, liger-sweep.
 ``--profile-memory`` appends ``-memory`` to every mode (``mlp_eager-memory``), so traces with
@@ -43,6 +46,9 @@ from capture.record import Schedule
 ANTIPATTERNS = antipatterns.BY_MODE
 
 VARIANTS = ("matmul_add", "linear", "mlp", "train", "antipatterns")
+#: Variants recorded by several processes at once rather than by the one-process capture loop
+#: (session.py): ``ranks``, one trace per rank of a gloo DDP loop on the CPU (capture/ranks.py).
+PROCESS_VARIANTS = ("ranks",)
 # What ``--variant all`` records: the study's workloads (the command that made sample_traces/); the
 # antipattern loops are asked for by name.
 STUDY_VARIANTS = ("matmul_add", "linear", "mlp", "train")

@@ -165,7 +165,7 @@ def precision_markdown(key: Key) -> str:
     true over warnings, all findings judged true over all findings, and planted problems caught."""
     rows = ["| corpus | traces | true warnings | warning precision | true findings | finding precision "
             "| planted problems caught |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for corpus, label in (("sample", "sample_traces/ (H200 and H100 captures)"), ("real", "real public traces"),
+    for corpus, label in (("sample", "sample_traces/ (H200, H100 and CPU captures)"), ("real", "real public traces"),
                           (None, "all")):
         s = score(key, key.findings, corpus)
         traces = sum(1 for t in key.traces.values() if corpus is None or t.corpus == corpus)

@@ -250,6 +250,22 @@ def annotate_example() -> str:
     return f"```\n$ {ANNOTATE_COMMAND}\n{_wrote(ANNOTATE_COMMAND.split()[1:])}```\n"
 
 
+RANKS_GLOO_COMMAND = "tracekit report sample_traces/ranks_gloo/late-backward --format md"
+
+
+@cache
+def ranks_gloo_example() -> str:
+    """Who the others waited for, and how the collectives matched, on the shipped gloo ranks (rank 2
+    late in backward), from the Markdown report of the directory."""
+    code, out, err = _run([*RANKS_GLOO_COMMAND.split()[1:], "--no-cache"])
+    assert code == 0, err
+    steps = [line for line in out.splitlines() if line.startswith(("Step ", "Longest mean step"))]
+    matching = [line for line in out.splitlines() if line.startswith(("- Matched ", "- Arrival", "- Clock offsets"))]
+    assert len(steps) == 4 and len(matching) == 3, (steps, matching)
+    # The report's own Markdown (its escapes render as the text), each culprit line a paragraph.
+    return f"```\n$ {RANKS_GLOO_COMMAND}\n```\n\n" + "\n\n".join(steps) + "\n\n" + "\n".join(matching) + "\n\n"
+
+
 PRODUCERS: dict[str, Callable[[], str]] = {
     "RULES": rules_table,
     "PRECISION": precision_table,
@@ -262,6 +278,7 @@ PRODUCERS: dict[str, Callable[[], str]] = {
     "COMPILATION": compilation_example,
     "CONVERT": convert_example,
     "ANNOTATE": annotate_example,
+    "RANKS-GLOO": ranks_gloo_example,
 }
 PAGES: dict[str, str] = {
     "RULES": "docs/reference/findings.md",
@@ -275,6 +292,7 @@ PAGES: dict[str, str] = {
     "COMPILATION": "docs/guide/compile.md",
     "CONVERT": "docs/commands/convert.md",
     "ANNOTATE": "docs/commands/annotate.md",
+    "RANKS-GLOO": "docs/guide/ranks.md",
 }
 #: Blocks of code the tests run (tests/commands/test_api.py, tests/docs/test_collect_snippet.py).
 CODE_BLOCKS = frozenset({"README-API", "API", "COLLECT", "TIMELINES"})

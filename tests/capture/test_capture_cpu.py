@@ -138,6 +138,13 @@ def _run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int,
     return exc.value.code, capsys.readouterr().err.strip().splitlines()
 
 
+def test_ranks_refuses_device_cuda_given_but_not_by_default(tmp_path: Path, capsys) -> None:
+    code, err = _run_main(["capture", "--variant", "ranks", "--device", "cuda", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and err == ["tracekit: error: --variant ranks does not take --device cuda (it runs a DDP loop "
+                                 "on the CPU, gloo backend)"]
+    assert not (tmp_path / "o").exists()
+
+
 def test_no_cuda_without_device_cpu_is_one_line_exit_2(tmp_path: Path, monkeypatch, capsys) -> None:
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
@@ -170,6 +177,18 @@ def test_missing_torch_is_one_line_exit_2(tmp_path: Path, monkeypatch, capsys) -
         (["--variant", "antipatterns", "--mode", "compile-static"], "no mode compile-static exists"),
         # all = the study's workloads (the command that made sample_traces/); antipatterns only by name
         (["--variant", "all", "--mode", "healthy"], "no mode healthy exists for variant(s) matmul_add, linear, mlp, train"),
+        # ranks: several processes into a folder of their own, on the CPU
+        (["--variant", "ranks,mlp"], "--variant ranks records a set of rank traces into a folder of its own"),
+        (["--variant", "ranks", "--mode", "eager"], "--variant ranks does not take --mode"),
+        (["--variant", "ranks", "--execution-trace"], "--variant ranks does not take --execution-trace"),
+        (["--variant", "ranks", "--world-size", "1"], "--world-size: expected an integer from 2 to 64, got '1'"),
+        (["--variant", "ranks", "--world-size", "four"], "--world-size: expected an integer from 2 to 64"),
+        (["--variant", "ranks", "--world-size", "2", "--late", "2:data:5"], "--late: rank 2 is not a rank of a world of 2"),
+        (["--variant", "ranks", "--late", "1:optimizer:5"], "--late: expected RANK:PHASE:MS with PHASE one of data"),
+        (["--variant", "ranks", "--late", "1:data:0"], "--late: expected RANK:PHASE:MS"),
+        (["--variant", "ranks", "--late", "1:data"], "--late: expected RANK:PHASE:MS"),
+        (["--variant", "mlp", "--late", "1:data:5"], "--late is for --variant ranks"),
+        (["--variant", "ranks", "--ranks-shape", "8,64"], "--ranks-shape: expected 3 positive integers"),
     ],
 )
 def test_bad_flags_are_one_line_exit_2(tmp_path: Path, capsys, args: list[str], message: str) -> None:

@@ -454,3 +454,25 @@ def test_overhead_twin_pairs_the_planted_loop_with_its_graphed_twin(sample) -> N
     assert launches["overhead-bound-graphed"]["cudaLaunchKernel"] == launches["overhead-bound-graphed"]["cudaLaunchKernelExC"] == 0
     assert {p.name for p in (SAMPLES / "overhead_twin").iterdir()} == {
         "manifest.json", planted["trace_file"], twin["trace_file"]}
+
+
+@pytest.mark.parametrize("name", ["late-backward", "late-data", "late-forward"])
+def test_ranks_gloo_sets_match_their_manifests(name: str) -> None:
+    """sample_traces/ranks_gloo/: four rank traces per set, each naming its rank in distributedInfo as
+    the manifest says, with the planted delay slept by the late rank alone (``--variant ranks``)."""
+    folder = SAMPLES / "ranks_gloo" / name
+    m = json.loads((folder / "manifest.json").read_text())
+    assert {p.name for p in folder.iterdir()} == {"manifest.json", *(f"rank{r}.json.gz" for r in range(4))}
+    assert m["versions"]["torch"] == "2.13.0+cpu" and m["device"]["type"] == "cpu"
+    assert (m["ranks"]["world_size"], m["ranks"]["backend"], m["ranks"]["late_step"]) == (4, "gloo", 3)
+    late = m["ranks"]["late"]
+    assert m["command"] == (f"tracekit capture --variant ranks --world-size 4 --late {late['rank']}:{late['phase']}:30 "
+                            f"--out sample_traces/ranks_gloo/{name}")
+    for c in m["captures"]:
+        doc = json.loads(gzip.decompress((folder / c["trace_file"]).read_bytes()))
+        assert c["status"] == "ok" and doc["distributedInfo"] == c["distributed_info"]
+        assert (doc["distributedInfo"]["rank"], doc["distributedInfo"]["world_size"]) == (c["rank"], 4)
+        assert bool(c["slept_ms"]) == (c["rank"] == late["rank"])
+    slept = next(c["slept_ms"]["3"] for c in m["captures"] if c["rank"] == late["rank"])
+    assert 30.0 <= slept < 31.0  # 30.08 ms measured around time.sleep(0.030)
+    assert sum(p.stat().st_size for p in (SAMPLES / "ranks_gloo").rglob("*") if p.is_file()) < 1_000_000

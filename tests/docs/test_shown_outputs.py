@@ -6,9 +6,9 @@ and annotate print. Producers in tests/doc_blocks.py; refresh with ``pytest test
 from __future__ import annotations
 
 import pytest
-from doc_blocks import check_block, check_example, diff_example
+from doc_blocks import check_block, check_example, diff_example, ranks_gloo_example
 
-BLOCKS = ("README-FINDINGS", "DIFF", "CHECK", "COMPILATION", "CONVERT", "ANNOTATE")
+BLOCKS = ("README-FINDINGS", "DIFF", "CHECK", "COMPILATION", "CONVERT", "ANNOTATE", "RANKS-GLOO")
 
 
 @pytest.mark.parametrize("name", BLOCKS)
@@ -20,3 +20,5 @@ def test_the_shown_outputs_say_what_the_pages_claim():
     assert "Fused gelu + mul (2 kernels) into one Inductor Triton kernel" in diff_example()
     shown = check_example()
     assert "13 of 13 expectations met" in shown and "11 of 13 expectations broken" in shown and "exit 1" in shown
+    gloo = ranks_gloo_example()
+    assert "Step 3: rank 2 arrived last at all" in gloo and "It lost the time in backward" in gloo

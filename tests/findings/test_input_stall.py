@@ -1,6 +1,7 @@
 """The ``input_stall`` rule: fires on GPU idle while the host is in the DataLoader (hand-built loops, the
-public ResNet training trace), silent when the previous step's kernels cover the wait, and silent on a
-GPU gap before the first launch that no data span explains (the compiled MLP's guards and prologue)."""
+public ResNet training trace), silent when the previous step's kernels cover the wait, silent on a
+GPU gap before the first launch that no data span explains (the compiled MLP's guards and prologue),
+and silent where there is no GPU at all (CPU-only traces: the gloo ranks of sample_traces/ranks_gloo)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,23 @@ def test_silent_on_a_gap_before_the_first_launch_without_a_data_span(tmp_path):
     assert _stall(_loop(tmp_path, [600, 600, 600, 600], None, 200, name="")) is None
     # ... and a user annotation that is not a data-loading name does not count either.
     assert _stall(_loop(tmp_path, [600, 600, 600, 600], None, 200, name="forward")) is None
+
+
+def test_silent_on_a_trace_without_a_device(tmp_path):
+    # The same 600 µs loader waits with nothing launched, no kernel: a CPU-only trace has no GPU to
+    # sit idle, whatever the data span holds.
+    events = []
+    for i, loader in enumerate([5, 600, 600, 5]):
+        t0 = 10.0 + i * (STEP_US + 10.0)
+        events += [make_step(i, t0, STEP_US), make_annotation(LOADER, t0 + 5, loader),
+                   make_op("aten::mm", t0 + 5 + loader + 10, 10)]
+    assert _stall(tracekit.open(str(write_trace(tmp_path / "t.json", events))).report().findings) is None
+
+
+def test_silent_on_real_gloo_ranks_waiting_in_their_data_span(sample):
+    # sample_traces/ranks_gloo/late-data: rank 0's data span holds its all_gather, where it waited
+    # 31.1 ms for rank 1 on step 3 (32.5 ms of data state in that step): CPU ranks, no GPU, no stall.
+    assert _stall(sample("ranks_gloo/late-data/rank0").report().findings) is None
 
 
 @pytest.mark.slow

@@ -3,16 +3,21 @@
 Contract: :func:`analyze` takes the trace, its attributed GPU work (attribution's ``gpu``) and its
 op tree's ops, and returns a :class:`Collectives` of two frames.
 
-``calls`` (:data:`CALLS_SCHEMA`), one row per collective call — the communication kernels
-(``kernel_class == "communication"``) one call launched: those whose launch sits under the same
-``record_param_comms`` op, else the same ``nccl:*`` annotation, else the kernel alone — sorted by
-``ts`` then ``call``:
+``calls`` (:data:`CALLS_SCHEMA`), one row per collective call, sorted by ``ts`` then ``call``. A
+call on a GPU backend (NCCL, RCCL) is the communication kernels (``kernel_class ==
+"communication"``) one call launched: those whose launch sits under the same ``record_param_comms``
+op, else the same ``nccl:*`` annotation, else the kernel alone. A call on a host backend
+(:data:`HOST_WORK`: gloo) has no kernel: it is the backend's own span of the work (``gloo:all_reduce``
+on one of its worker threads, from the moment a worker takes the work to its completion), and its
+launch is the ``c10d::`` op that enqueued it on the calling thread (:func:`_host_calls` pairs them):
 
-* ``call u32`` — the first kernel's event index; ``kernels u32``; ``step i64?`` (attribution's: the
-  unit holding the launch); ``stream i64?``;
-* ``launch_ts i64?`` — the first launch call; ``ts``/``end`` — first kernel start, last kernel end;
-  ``dur i64 = end − ts``;
-* ``kind str`` — :data:`KINDS` of the first name that says: the recorded ``Collective name``
+* ``call u32`` — the first kernel's event index (a host call: its work span's op index); ``kernels
+  u32`` (0 for a host call); ``step i64?`` (attribution's: the unit holding the launch); ``stream
+  i64?``;
+* ``launch_ts i64?`` — the first launch call (a host call: the enqueuing op's start); ``ts``/``end``
+  — first kernel start, last kernel end (a host call: its work span's); ``dur i64 = end − ts``;
+* ``kind str`` — :data:`KINDS` of the first name that says (a host call: its work span's name): the
+  recorded ``Collective name``
   (``Trace.comms``: on the kernel, else on the ``record_param_comms`` op under which it was
   launched), else the ``nccl:*`` annotation (``nccl:all_to_all``), else the kernel's own name
   (``ncclDevKernel_AllGather_…``: DLRM's all_to_all runs as ``ncclKernel_SendRecv``, so the kernel
@@ -23,8 +28,9 @@ op tree's ops, and returns a :class:`Collectives` of two frames.
 * ``bytes i64?`` — the message: ``max(In msg nelems, Out msg nelems) × dtype size`` from the
   metadata, which is the nccl-tests size S for every kind (all_gather's gathered output,
   reduce_scatter's whole input, all_reduce's and all_to_all's buffer); without metadata the first
-  tensor of the ``nccl:*`` annotation's ``Input Dims`` (its ``Input type`` gives the size), times the
-  group size for all_gather (the annotation holds the local shard); ``bytes_from str?``
+  tensor of the ``nccl:*`` annotation's (a host call: its work span's) ``Input Dims`` (its ``Input
+  type`` gives the size), times the group size for all_gather (the span holds the local shard);
+  ``bytes_from str?``
   (``metadata`` | ``input dims``);
 * ``algbw_gbps f64?`` — ``bytes / dur`` in GB/s (1e9); ``busbw_gbps f64?`` — ``algbw`` times the
   nccl-tests factor of :data:`BUS_FACTORS` for the group size. A call's ``dur`` includes the time
@@ -34,36 +40,55 @@ op tree's ops, and returns a :class:`Collectives` of two frames.
 * ``phase str`` — the phase the call was launched in (:func:`phase_expr`).
 
 ``phases`` (:data:`PHASE_SPANS_SCHEMA`): the rank's host time by phase, ``phase str, ts i64, end
-i64`` merged per phase: the spans of the top-level ops of every thread of the process, each with
-its phase, so the cross-rank analysis can say in which phase a late rank spent its extra time.
+i64`` merged per phase, so the cross-rank analysis can say in which phase a late rank spent its
+extra time. The host time is what the spans of every thread of the process cover — its ``cpu_op``
+spans and its ``user_annotation`` spans, but for the ``ProfilerStep#N`` spans (the steps themselves)
+and a host backend's work spans (the collectives themselves, not the host's work) — each instant
+given the first phase that holds there.
 
 Phases (:data:`PHASES`, first match): ``data`` inside a data-loading span
 (:func:`tracekit.analyses.decomposition.data_span`), ``optimizer`` inside ``Optimizer.step#`` or
 ``Optimizer.zero_grad#``, ``backward`` under ``autograd::engine::evaluate_function`` (the autograd
-engine's thread), else ``forward``.
+engine's spans), else ``forward``: host time no other phase claims, such as a ``record_function``
+region around the model's call (``DistributedDataParallel.forward``) where Python ran between ops —
+a module's forward hook, say — which no op span covers.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 
 import polars as pl
 
 from tracekit.analyses import intervals
 from tracekit.analyses.decomposition import data_span
+from tracekit.analyses.op_tree import STEP_PREFIX
+from tracekit.analyses.steps import tag_steps
 from tracekit.shapes import parse_types, tensor_dims
 from tracekit.trace import Trace
 
 COMMUNICATION = "communication"
 
-#: Collective kinds by the normalised name's start (lower case, no ``_``, ``nccl:`` and ``c10d::``
-#: stripped), first match; anything else is ``other``. ``reducescatter`` before ``reduce``.
+#: Collective kinds by the normalised name's start (lower case, no ``_``, ``nccl:``, ``gloo:`` and
+#: ``c10d::`` stripped), first match; anything else is ``other``. ``reducescatter`` before ``reduce``.
 KINDS: tuple[tuple[str, str], ...] = (
     ("allreduce", "all_reduce"), ("allgather", "all_gather"), ("reducescatter", "reduce_scatter"),
     ("alltoall", "all_to_all"), ("broadcast", "broadcast"), ("reduce", "reduce"),
     ("sendrecv", "send_recv"), ("send", "send_recv"), ("recv", "send_recv"), ("barrier", "barrier"),
 )
+#: Host backends (collectives run by the CPU, no kernel): the name prefix of the span a backend
+#: records for one collective's work, and why that span is the collective.
+HOST_WORK: dict[str, str] = {
+    "gloo:": "ProcessGroupGloo runs each collective on one of its worker threads and records it there as "
+             "a gloo:<kind> span (gloo:all_reduce, gloo:all_gather, gloo:broadcast) from the moment a worker "
+             "takes the work from its queue to the collective's completion; PyTorch 2.13 records no "
+             "record_param_comms op (so no Seq, no process group name) for it",
+}
+#: The ops that enqueue a host backend's collective on the calling thread (``c10d::allreduce_``,
+#: ``c10d::allgather_``, ``c10d::broadcast_``): a host call's launch.
+ENQUEUE_PREFIX = "c10d::"
 #: nccl-tests' bus-bandwidth factor per kind for ``n`` ranks (``PERFORMANCE.md`` of nccl-tests): the
 #: share of the message each rank's link carries, so bus bandwidth compares with the link's peak
 #: whatever the kind and the group size.
@@ -110,8 +135,8 @@ class Collectives:
 def kind_expr(name: pl.Expr) -> pl.Expr:
     """:data:`KINDS` of a collective's name (``allreduce``, ``nccl:all_to_all``, ``_allgather_base``,
     ``AllReduce``); null for a null name, ``other`` when no kind matches."""
-    norm = (name.str.to_lowercase().str.strip_prefix("nccl:").str.strip_prefix("c10d::")
-            .str.replace_all("_", ""))
+    norm = (name.str.to_lowercase().str.strip_prefix("nccl:").str.strip_prefix("gloo:")
+            .str.strip_prefix("c10d::").str.replace_all("_", ""))
     rule = pl.when(name.is_null()).then(pl.lit(None, pl.String))
     for prefix, kind in KINDS:
         rule = rule.when(norm.str.starts_with(prefix)).then(pl.lit(kind))
@@ -138,7 +163,8 @@ def phase_expr(top_op: pl.Expr, in_optimizer: pl.Expr, in_data: pl.Expr) -> pl.E
 def analyze(trace: Trace, gpu: pl.DataFrame, tree_ops: pl.DataFrame) -> Collectives:
     """The collective calls of one rank and its host time by phase (module docstring)."""
     marks = _marks(trace)
-    return Collectives(calls=_calls(trace, gpu, marks), phases=_phase_spans(tree_ops, marks))
+    calls = pl.concat([_calls(trace, gpu, marks), _host_calls(trace, tree_ops, marks)]).sort("ts", "call")
+    return Collectives(calls=calls, phases=_phase_spans(tree_ops, marks))
 
 
 def _marks(trace: Trace) -> pl.DataFrame:
@@ -244,14 +270,92 @@ def _annotations(trace: Trace, rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def _phase_spans(tree_ops: pl.DataFrame, marks: pl.DataFrame) -> pl.DataFrame:
-    """The process's host time by phase: every ``cpu_op`` of every thread with its phase (its top
-    op's, and the data or optimizer span holding its start), merged per phase — nested ops fall
-    inside their top op, so the union is the top-level ops'; data and optimizer spans themselves
-    count as their phase."""
+    """The process's host time by phase (module docstring): the spans of every thread — ``cpu_op``
+    and ``user_annotation`` but the steps and a host backend's work — each with its phase (its top
+    op's, and the data or optimizer span holding its start), merged per phase; data and optimizer
+    spans themselves count as their phase. ``forward`` keeps only what no other phase covers: a
+    ``record_function`` region around a whole step, or around the model's call, holds the other
+    phases' time too."""
     if tree_ops.height == 0:
         return pl.DataFrame(schema=PHASE_SPANS_SCHEMA)
-    ops = tree_ops.filter(pl.col("cat") == "cpu_op").select("pid", "ts", "end", "top_op")
+    host = (pl.col("cat") == "cpu_op") | ((pl.col("cat") == "user_annotation")
+                                          & ~pl.col("name").str.starts_with(STEP_PREFIX) & ~_host_work())
+    ops = tree_ops.filter(host).select("pid", "ts", "end", "top_op")
     ops = ops.with_columns(phase=phase_expr(pl.col("top_op"), _inside(ops, marks, "ts", "optimizer"),
                                             _inside(ops, marks, "ts", "data")))
     spans = pl.concat([ops.select("phase", "ts", "end"), marks.select(phase="mark", ts="ts", end="end")])
-    return intervals.merge(spans, by=["phase"]).select(list(PHASE_SPANS_SCHEMA)).cast(PHASE_SPANS_SCHEMA)  # type: ignore[arg-type]
+    claimed = spans.filter(pl.col("phase") != "forward")
+    forward = intervals.subtract(spans.filter(pl.col("phase") == "forward"), claimed)
+    merged = pl.concat([intervals.merge(claimed, by=["phase"]),
+                        forward.select(pl.lit("forward").alias("phase"), "ts", "end")])
+    return merged.select(list(PHASE_SPANS_SCHEMA)).cast(PHASE_SPANS_SCHEMA).sort("phase", "ts")  # type: ignore[arg-type]
+
+
+def _host_work() -> pl.Expr:
+    """Whether an op is a host backend's span of one collective's work (:data:`HOST_WORK`)."""
+    return (pl.col("cat") == "user_annotation") & pl.any_horizontal(
+        *(pl.col("name").str.starts_with(prefix) for prefix in HOST_WORK))
+
+
+def _host_calls(trace: Trace, tree_ops: pl.DataFrame, marks: pl.DataFrame) -> pl.DataFrame:
+    """The calls of host backends (module docstring): each work span with the ``c10d::`` op that
+    enqueued it (:func:`_pair_enqueued`), rows of :data:`CALLS_SCHEMA`."""
+    work = tree_ops.filter(_host_work())
+    if work.height == 0:
+        return pl.DataFrame(schema=CALLS_SCHEMA)
+    # A c10d op that launched a GPU kernel belongs to a GPU backend's call, never to a host one.
+    enqueue = tree_ops.filter((pl.col("cat") == "cpu_op") & pl.col("name").str.starts_with(ENQUEUE_PREFIX)
+                              & ~pl.col("launches_gpu").fill_null(False))
+    work = work.with_columns(kind=kind_expr(pl.col("name")))
+    enqueue = enqueue.with_columns(kind=kind_expr(pl.col("name")))
+    rows = (work.select(call="idx", ts="ts", end="end", kind="kind", collective="name", work_pid="pid",
+                        input_dims="input_dims", input_types="input_types")
+            .join(_pair_enqueued(work, enqueue), on="call", how="left")
+            .join(enqueue.select(_enqueue="idx", launch_ts="ts", launch_pid="pid", top_op="top_op"),
+                  on="_enqueue", how="left")
+            .with_columns(pid=pl.coalesce("launch_pid", "work_pid"), _at=pl.coalesce("launch_ts", "ts")))
+    rows = tag_steps(rows, trace.steps, "_at")
+    # Few rows (one per collective call): the shapes module's parsers, which take any nesting.
+    dims = [next(iter(tensor_dims(raw)), None) for raw in rows["input_dims"]]
+    types = [next(iter(parse_types(raw)), None) for raw in rows["input_types"]]
+    numel = pl.Series([math.prod(d) if d else None for d in dims], dtype=pl.Int64)
+    world = _world_size(trace)
+    rows = rows.with_columns(
+        group_size=pl.lit(world, pl.Int64),
+        bytes=numel * pl.Series(types, dtype=pl.String).replace_strict(DTYPE_BYTES, default=None, return_dtype=pl.Int64),
+        in_optimizer=_inside(rows, marks, "_at", "optimizer"), in_data=_inside(rows, marks, "_at", "data"))
+    rows = rows.with_columns(
+        bytes=pl.col("bytes") * pl.when(pl.col("kind") == "all_gather").then(pl.col("group_size")).otherwise(1),
+        phase=phase_expr(pl.col("top_op"), pl.col("in_optimizer"), pl.col("in_data")))
+    calls = rows.with_columns(
+        kernels=pl.lit(0, pl.UInt32), stream=pl.lit(None, pl.Int64), dur=pl.col("end") - pl.col("ts"),
+        pg=pl.lit(None, pl.String), seq=pl.lit(None, pl.Int64), dtype=pl.lit(None, pl.String),
+        bytes_from=pl.when(pl.col("bytes").is_not_null()).then(pl.lit("input dims")))
+    calls = calls.with_columns(algbw_gbps=pl.when(pl.col("dur") > 0).then(pl.col("bytes") / pl.col("dur")))
+    calls = calls.with_columns(busbw_gbps=pl.col("algbw_gbps") * bus_factor(pl.col("kind"), pl.col("group_size")))
+    return calls.select(list(CALLS_SCHEMA)).cast(CALLS_SCHEMA).sort("ts", "call")  # type: ignore[arg-type]
+
+
+def _pair_enqueued(work: pl.DataFrame, enqueue: pl.DataFrame) -> pl.DataFrame:
+    """Each work span's enqueuing op: ``call u32, _enqueue u32?``.
+
+    A backend takes its work first in, first out, so per process and kind the spans, in start order,
+    belong to the ops, in start order: each span to the oldest op of its kind that started before it
+    and has no span yet. The trace links them no other way (their External ids differ). Two works
+    two worker threads took within microseconds of each other may be paired the other way round;
+    of one kind, their spans then differ by those microseconds at their starts.
+    """
+    events = pl.concat([
+        enqueue.select("pid", "kind", "ts", pl.lit(0, pl.Int8).alias("_work"), pl.col("idx").cast(pl.UInt32)),
+        work.select("pid", "kind", "ts", pl.lit(1, pl.Int8).alias("_work"), pl.col("idx").cast(pl.UInt32)),
+    ]).sort("ts", "_work", "idx")  # an op at a span's very start enqueued it: ops first
+    pending: dict[tuple, deque[int]] = {}
+    calls, enqueued = [], []
+    for pid, kind, _, is_work, idx in events.iter_rows():
+        queue = pending.setdefault((pid, kind), deque())
+        if not is_work:
+            queue.append(idx)
+            continue
+        calls.append(idx)
+        enqueued.append(queue.popleft() if queue else None)
+    return pl.DataFrame({"call": calls, "_enqueue": enqueued}, schema={"call": pl.UInt32, "_enqueue": pl.UInt32})

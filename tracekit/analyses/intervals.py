@@ -70,6 +70,30 @@ def union_ns(intervals: pl.DataFrame, by: list[str] | None = None) -> pl.DataFra
             .group_by(by).agg(busy_ns=pl.col("_added").sum()).sort(by))
 
 
+def subtract(intervals: pl.DataFrame, cut: pl.DataFrame) -> pl.DataFrame:
+    """The parts of ``intervals`` (``ts``, ``end``) that no interval of ``cut`` covers: columns ``ts
+    i64, end i64``, merged and sorted by ``ts``.
+
+    Every boundary of either frame splits the time line into pieces that each frame either covers
+    whole or not at all; a piece is kept when ``intervals`` covers it and ``cut`` does not.
+    """
+    kept = merge(intervals.select("ts", "end"))
+    gone = merge(cut.select("ts", "end"))
+    if kept.height == 0 or gone.height == 0:
+        return kept.select(pl.col("ts").cast(pl.Int64), pl.col("end").cast(pl.Int64))
+    points = pl.concat([kept["ts"], kept["end"], gone["ts"], gone["end"]]).cast(pl.Int64).unique().sort()
+    pieces = pl.DataFrame({"ts": points.head(-1), "end": points.tail(-1)})
+    keep = _covered(pieces["ts"], kept) & ~_covered(pieces["ts"], gone)
+    return merge(pieces.filter(keep))
+
+
+def _covered(times: pl.Series, merged: pl.DataFrame) -> pl.Series:
+    """Whether each time lies inside one of ``merged``'s (sorted, disjoint) ``[ts, end)`` intervals."""
+    at = merged["ts"].search_sorted(times, side="right").cast(pl.Int64) - 1
+    ends = merged["end"].gather(at.clip(lower_bound=0))
+    return ((at >= 0) & (times < ends)).fill_null(False)
+
+
 def _unordered(intervals: pl.DataFrame) -> bool:
     """Whether some interval lacks a time or ends before it starts (the running-maximum paths need
     neither)."""

@@ -7,10 +7,12 @@ reference rank's clock (the lowest rank) once the offsets below are applied.
 
 Matching. A call's instance key is its process group and ``Seq`` where the trace records both
 (PyTorch ~2.5 and later: exact, ``match = "seq"``); else its process group (``""`` when unrecorded)
-and its position among that group's calls on its rank, in start order (``match = "order"``: right
-when every rank profiled the same window and ran the same collectives). An instance is *complete*
-when every rank that has calls of its group has it, and, matched by order, all of them name the same
-kind; the calls of incomplete instances are *unmatched* (``unmatched_share``) and take no part.
+and its position among that group's calls on its rank, in the order they were issued — their launch
+calls' (the order NCCL and gloo number a group's collectives by; gloo's worker threads may start two
+works out of that order), else their starts — (``match = "order"``: right when every rank profiled
+the same window and ran the same collectives; PyTorch 2.13's gloo records no Seq). An instance is
+*complete* when every rank that has calls of its group has it, and, matched by order, all of them name
+the same kind; the calls of incomplete instances are *unmatched* (``unmatched_share``) and take no part.
 
 Clock offsets. The ranks of one collective leave it together (the last arriver's data releases
 every rank), so its ends are nearly simultaneous on all ranks whatever their clocks. Each rank's
@@ -20,21 +22,29 @@ deviation of those differences from it — what the estimate is worth); every ti
 moved by ``−offset_ns`` before arrivals are compared. A rank sharing no instance with the
 reference keeps offset 0 (``matched = 0``).
 
-Arrival and wait. A rank arrives at an instance when its collective kernel starts (the launch call
-when no kernel was recorded); the *last arriver* is the rank arriving last (ties: the lowest
-rank), and every other rank's *wait* is the last arrival minus its own arrival. NCCL's kernels
-spin until every rank is there, so that wait is GPU-busy time on the victim: a step-length rule
-names the victim, this one names the rank that was late.
+Arrival and wait. A rank arrives at an instance when its collective kernel starts, or, on a host
+backend (gloo: no kernel), when its worker thread starts the work (the launch call when neither was
+recorded); ``arrival`` says which (:data:`ARRIVALS`). The *last arriver* is the rank arriving last
+(ties: the lowest rank), and every other rank's *wait* is the last arrival minus its own arrival.
+NCCL's kernels spin until every rank is there, so that wait is GPU-busy time on the victim (on
+gloo, a worker thread blocked in the collective): a step-length rule names the victim, this one
+names the rank that was late. A rank's waits at collectives in flight together (gloo's worker
+threads, NCCL on several streams) overlap in time: a rank's wait over several instances (its total,
+its wait per step, the wait it caused another rank) is the length of the union of its waits
+``[arrival, last arrival]``, never their sum — which one NCCL stream never makes differ.
 
 Per step. Each instance belongs to the step of the reference rank's call (else the lowest step
-found). A rank's *caused* wait in a step is the sum of the waits at the instances it arrived last
-at; the *culprit* is the rank with the largest caused wait (ties: lowest rank), and the victims'
-wait is that sum. Where it lost the time: at the culprit's costliest instance, each rank's host
-time by phase between its previous call of the group in that step (else its step start) and its
-launch of this one is compared; the phase in which the culprit spent the most more than the other
-ranks' median is named (``lost_phase``, ``lost_ns``). When the window starts at the step start, a
-rank that entered the step later than the others' median (on the common clock) lost that time
-before the step: :data:`BEFORE_STEP` competes with the phases (the public DLRM step: rank 7 begins
+found). A rank's *caused* wait in a step is, summed over the other ranks, each one's wait at the
+instances of the step it arrived last at; the *culprit* is the rank with the largest caused wait
+(ties: lowest rank), and the victims' wait is that sum. Where it lost the time: at the culprit's
+costliest instance, each rank's host time by phase is compared between its call of the group at the
+step's last instance before this one that the culprit was not late for (arrived last with a wait) —
+else its step start — and its launch of this one; the phase in which the culprit spent the most more
+than the other ranks' median is named (``lost_phase``, ``lost_ns``). Late for several collectives
+in a row (DDP's gradient buckets after a slow backward hook), the culprit lost the time before the
+first of them, however late the costliest one was. When the window starts at the step start, a rank
+that entered the step later than the others' median (on the common clock) lost that time before the
+step: :data:`BEFORE_STEP` competes with the phases (the public DLRM step: rank 7 begins
 ProfilerStep#10 4.5 ms after the median rank and reaches its first all_to_all as fast as the others
 from there). When nothing shows extra time (a late GPU rather than a late host), the phase of the
 culprit's call itself is named and ``lost_ns`` is 0.
@@ -49,11 +59,15 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from tracekit.analyses import intervals
 from tracekit.analyses.collectives import bus_factor
 
 #: The lost phase of a rank that entered the step late on the common clock: its time was lost before
 #: the step's window (the previous step, or outside the profiled window), not in a phase of it.
 BEFORE_STEP = "before-step"
+#: What an instance's arrivals are: ``kernel`` (the collective kernel's start on the GPU) or ``host``
+#: (a host backend's work starting on its worker thread: gloo, whose collectives have no kernel).
+ARRIVALS = ("kernel", "host")
 
 OFFSETS_SCHEMA: dict[str, pl.DataType] = {
     "rank": pl.Int64, "offset_ns": pl.Int64, "spread_ns": pl.Int64, "matched": pl.UInt32,
@@ -63,7 +77,7 @@ INSTANCES_SCHEMA: dict[str, pl.DataType] = {
     "step": pl.Int64, "ranks": pl.UInt32, "bytes": pl.Int64, "group_size": pl.Int64,
     "first_arrival_ns": pl.Int64, "last_arrival_ns": pl.Int64, "last_rank": pl.Int64, "skew_ns": pl.Int64,
     "wait_ns": pl.Int64, "transfer_ns": pl.Int64, "algbw_gbps": pl.Float64, "busbw_gbps": pl.Float64,
-    "phase": pl.String,
+    "phase": pl.String, "arrival": pl.String,
 }
 WAITS_SCHEMA: dict[str, pl.DataType] = {
     "instance": pl.UInt32, "rank": pl.Int64, "arrival_ns": pl.Int64, "end_ns": pl.Int64, "wait_ns": pl.Int64,
@@ -132,7 +146,9 @@ def _keys(calls: pl.DataFrame) -> pl.DataFrame:
     if calls.height == 0:
         return calls.with_columns(match=pl.lit(None, pl.String), position=pl.lit(None, pl.Int64))
     by_seq = pl.col("seq").is_not_null() & pl.col("pg").is_not_null()
-    ordered = calls.sort("rank", "ts", "call").with_columns(pg=pl.col("pg").fill_null(""))
+    issued = pl.coalesce("launch_ts", "ts")
+    ordered = (calls.sort(pl.col("rank"), issued, pl.col("ts"), pl.col("call"))
+               .with_columns(pg=pl.col("pg").fill_null("")))
     return ordered.with_columns(
         match=pl.when(by_seq).then(pl.lit("seq")).otherwise(pl.lit("order")),
         position=pl.when(by_seq).then(pl.col("seq"))
@@ -186,6 +202,7 @@ def _instances(aligned: pl.DataFrame, reference: int | None) -> tuple[pl.DataFra
     summary = (aligned.group_by("instance").agg(
         match=pl.col("match").first(), pg=pl.col("pg").first(), position=pl.col("position").first(),
         kind=pl.col("kind").first(), _min_step=pl.col("step").min(), ranks=pl.len(),
+        arrival=pl.when((pl.col("kernels") == 0).all()).then(pl.lit("host")).otherwise(pl.lit("kernel")),
         bytes=pl.col("bytes").max(), group_size=pl.col("group_size").max(),
         first_arrival_ns=pl.col("arrival_ns").min())
         .join(ref_step, on="instance", how="left")
@@ -205,8 +222,9 @@ def _culprits(instances: pl.DataFrame, waits: pl.DataFrame, aligned: pl.DataFram
     if timed.height == 0:
         return pl.DataFrame(schema=CULPRITS_SCHEMA)
     caused = (timed.group_by("step", "last_rank").agg(
-        caused_ns=pl.col("wait_ns").sum(), instances=pl.len(),
+        instances=pl.len(),
         worst_instance=pl.col("instance").sort_by(pl.col("wait_ns"), pl.col("instance"), descending=[True, False]).first())
+        .join(_caused(waits, timed, ["step"]), on=["step", "last_rank"])
         .sort("step", "caused_ns", "last_rank", descending=[False, True, False])
         .group_by("step", maintain_order=True).first()
         .rename({"last_rank": "rank"}))
@@ -214,7 +232,7 @@ def _culprits(instances: pl.DataFrame, waits: pl.DataFrame, aligned: pl.DataFram
     for step, rank, caused_ns, count, worst in caused.select("step", "rank", "caused_ns", "instances",
                                                               "worst_instance").iter_rows():
         victims = waits.filter((pl.col("instance") == worst) & (pl.col("rank") != rank) & (pl.col("wait_ns") > 0)).height
-        phase, lost = _lost_phase(worst, rank, step, aligned, phases, starts, offsets)
+        phase, lost = _lost_phase(worst, rank, step, aligned, phases, starts, offsets, timed)
         if phase is None:
             phase = instances.filter(pl.col("instance") == worst)["phase"][0]
         rows.append({"step": step, "rank": rank, "caused_ns": caused_ns, "instances": count, "victims": victims,
@@ -223,12 +241,14 @@ def _culprits(instances: pl.DataFrame, waits: pl.DataFrame, aligned: pl.DataFram
 
 
 def _lost_phase(instance: int, culprit: int, step: int, aligned: pl.DataFrame, phases: pl.DataFrame,
-                starts: pl.DataFrame, offsets: pl.DataFrame) -> tuple[str | None, int]:
+                starts: pl.DataFrame, offsets: pl.DataFrame, timed: pl.DataFrame) -> tuple[str | None, int]:
     """The phase the culprit spent the most extra host time in before its launch of ``instance``,
-    against the other ranks' median (module docstring); (None, 0) when none shows extra time."""
+    against the other ranks' median (module docstring); (None, 0) when none shows extra time.
+    ``timed``: the instances with a wait (``instance``, ``last_rank``)."""
     at = aligned.filter(pl.col("instance") == instance).select("rank", "pg", "launch_ts", "ts", "step")
     pg = at["pg"][0]
-    before = (aligned.filter((pl.col("pg") == pg) & (pl.col("step") == step))
+    late = timed.filter(pl.col("last_rank") == culprit)["instance"]
+    before = (aligned.filter((pl.col("pg") == pg) & (pl.col("step") == step) & ~pl.col("instance").is_in(late.implode()))
               .join(at.select("rank", _at_ts="ts"), on="rank")
               .filter(pl.col("ts") < pl.col("_at_ts"))
               .group_by("rank").agg(_prev=pl.col("launch_ts").max()))
@@ -270,12 +290,43 @@ def _per_rank(keyed: pl.DataFrame, complete: pl.DataFrame, waits: pl.DataFrame, 
         return pl.DataFrame(schema=RANK_WAITS_SCHEMA)
     calls = keyed.group_by("rank").agg(calls=pl.len())
     matched = complete.group_by("rank").agg(_matched=pl.len())
-    waited = waits.group_by("rank").agg(wait_ns=pl.col("wait_ns").sum())
-    caused = (instances.filter(pl.col("wait_ns") > 0).group_by("last_rank")
-              .agg(caused_ns=pl.col("wait_ns").sum(), last_at=pl.len()).rename({"last_rank": "rank"}))
+    waited = intervals.union_ns(_wait_spans(waits), by=["rank"]).rename({"busy_ns": "wait_ns"})
+    timed = instances.filter(pl.col("wait_ns") > 0)
+    caused = (timed.group_by("last_rank").agg(last_at=pl.len())
+              .join(_caused(waits, timed, []), on="last_rank", how="left").rename({"last_rank": "rank"}))
     return (grid.join(calls, on="rank", how="left").join(matched, on="rank", how="left")
             .join(waited, on="rank", how="left").join(caused, on="rank", how="left")
             .with_columns(pl.col("calls").fill_null(0), pl.col("wait_ns").fill_null(0), pl.col("caused_ns").fill_null(0),
                           pl.col("last_at").fill_null(0),
                           unmatched=pl.col("calls").fill_null(0) - pl.col("_matched").fill_null(0))
             .select(list(RANK_WAITS_SCHEMA)).cast(RANK_WAITS_SCHEMA).sort("rank"))  # type: ignore[arg-type]
+
+
+def _wait_spans(waits: pl.DataFrame) -> pl.DataFrame:
+    """Each wait as the span it lasted on the common clock: ``instance, rank, ts, end`` (arrival to
+    the last arrival), waits of 0 left out."""
+    return (waits.filter(pl.col("wait_ns") > 0)
+            .select("instance", "rank", ts=pl.col("arrival_ns"), end=pl.col("arrival_ns") + pl.col("wait_ns")))
+
+
+def _caused(waits: pl.DataFrame, timed: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """The wait each last arriver caused, per ``by`` (columns of ``timed``, the instances with a
+    wait): ``*by, last_rank, caused_ns`` — summed over the other ranks, each one's union of its
+    waits at those instances (module docstring: waits in flight together count once)."""
+    spans = _wait_spans(waits).join(timed.select("instance", "last_rank", *by), on="instance")
+    keys = [*by, "last_rank"]
+    if spans.height == 0:
+        return timed.select(*keys).unique().with_columns(caused_ns=pl.lit(0, pl.Int64))
+    per_victim = intervals.union_ns(spans.filter(pl.col("rank") != pl.col("last_rank")), by=[*keys, "rank"])
+    return per_victim.group_by(keys).agg(caused_ns=pl.col("busy_ns").sum())
+
+
+def waited_per_step(cross: Skew) -> pl.DataFrame:
+    """Each rank's wait per step: ``rank i64, step i64, wait_ns i64``, the union of its waits at the
+    instances of that step (module docstring); ranks and steps without a wait have no row."""
+    spans = _wait_spans(cross.waits).join(cross.instances.select("instance", "step"), on="instance")
+    spans = spans.filter(pl.col("step").is_not_null())
+    if spans.height == 0:
+        return pl.DataFrame(schema={"rank": pl.Int64, "step": pl.Int64, "wait_ns": pl.Int64})
+    return (intervals.union_ns(spans, by=["rank", "step"]).rename({"busy_ns": "wait_ns"})
+            .select("rank", "step", "wait_ns").sort("rank", "step"))

@@ -270,10 +270,7 @@ def _steps_of(rows: list[dict], cross: skew.Skew | None) -> pl.DataFrame:
         return pl.DataFrame(schema=STEPS_SCHEMA)
     found = pl.concat(frames, how="diagonal_relaxed")
     if cross is not None and cross.instances.height:
-        waited = (cross.waits.join(cross.instances.select("instance", "step"), on="instance")
-                  .filter(pl.col("step").is_not_null())
-                  .group_by("rank", "step").agg(wait_ns=pl.col("wait_ns").sum()))
-        found = (found.join(waited, on=["rank", "step"], how="left")
+        found = (found.join(skew.waited_per_step(cross), on=["rank", "step"], how="left")
                  .with_columns(pl.col("wait_ns").fill_null(0)))
     else:
         found = found.with_columns(wait_ns=pl.lit(None, pl.Int64))

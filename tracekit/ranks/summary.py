@@ -34,7 +34,7 @@ from tracekit.analyses.steps import VERDICTS
 from tracekit.errors import TracekitError, is_native_panic
 
 #: The summary file's layout version; part of every cache key. Bump it when the file changes.
-FORMAT = 2
+FORMAT = 3
 #: The metadata key holding the row's scalars (JSON, sorted keys).
 META_KEY = "tracekit.rank-summary"
 STARTS_SCHEMA: dict[str, pl.DataType] = {"step": pl.Int64, "cpu_start_ns": pl.Int64}

@@ -45,8 +45,8 @@ class RankReport:
         :data:`tracekit.analyses.steps.VERDICTS` order), ``comm_ns i64?`` and ``exposed_comm_ns
         i64?`` (its communication kernels' merged time over all steps and the part no compute
         overlaps: :func:`tracekit.analyses.breakdown.exposed_per_unit`), ``wait_ns i64?`` (what it
-        waited at matched collectives for the last arriver) and ``caused_ns i64?`` (what the
-        others waited for it), sorted by rank then file.
+        waited at matched collectives for the last arriver, waits in flight together once) and
+        ``caused_ns i64?`` (what the others waited for it), sorted by rank then file.
     slowest : str or None
         The file whose mean step is longest (ties: lowest rank); None when no file has a step. The
         longest step is often the rank that waited most, not the one that was late: ``skew`` names

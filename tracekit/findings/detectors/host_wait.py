@@ -3,7 +3,8 @@ in one state, and which launch calls were the driver loading a kernel for the fi
 
 Contract: :func:`idle_while` takes host segments (``pid str, ts i64, end i64`` plus any columns)
 and returns them tagged with their unit (``step i64``, clipped to its CPU span) and the part of
-each during which the device had no work and the host was not blocked on it: ``idle_ns i64``.
+each during which the device had no work and the host was not blocked on it: ``idle_ns i64`` (none
+at all on a trace without a device: CPU-only).
 :func:`cold_launches` returns the kernel launch calls that took at least
 :data:`COLD_LAUNCH_MIN_NS` and were the first launch of their kernel in the trace:
 ``idx u32, name str, ts i64, dur i64, step i64?, kernel str``, sorted by ``ts``.
@@ -52,7 +53,10 @@ def idle_while(context: Context, segments: pl.DataFrame, blocked: pl.DataFrame) 
     device is not a stall)."""
     units = context.decomposition.units
     schema = {"pid": pl.String, "step": pl.Int64, "ts": pl.Int64, "end": pl.Int64, "idle_ns": pl.Int64}
-    if segments.height == 0 or units.height == 0:
+    # A trace whose device recorded nothing (vendor "cpu": no device activity, no launch call) has no
+    # GPU to sit idle — a CPU-only run, gloo ranks waiting for each other in their data span — so no
+    # segment is a stall of it.
+    if segments.height == 0 or units.height == 0 or context.trace.meta.vendor == "cpu":
         return pl.DataFrame(schema=schema)
     merged = intervals.merge(segments.select("pid", "ts", "end"), by=["pid"])
     windows = context.trace.steps.select("number", "ts", "end", "pid")

@@ -3,7 +3,8 @@ the matched collectives, and the clock offsets the waits were measured on.
 
 The culprit is worded as the rank the others waited for ("rank 7 arrived last at …; ranks 0–6
 waited X ms in total"), never as the rank with the longest step: a rank waiting inside NCCL for a
-late peer is GPU-busy and has the longest step, so the longest step names a victim.
+late peer is GPU-busy and has the longest step, so the longest step names a victim. Arrival is worded
+as what it was: a kernel's start, or a host backend's work starting on its worker thread (gloo).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def document(rank_report: RankReport) -> Document:
     cross = rank_report.skew
     if cross is not None and cross.culprits.height:
         lines = tuple(culprit_lines(rank_report))
-        blocks.append(Paragraph(lines, title="Who the others waited for", tone="strong", terse=lines[0]))
+        blocks.append(Paragraph(lines, title="Who the others waited for", tone="strong",
+                                terse=terse_culprit_line(rank_report, lines)))
     longest = longest_line(rank_report)
     if longest:
         blocks.append(Paragraph((longest,), terse=longest))
@@ -117,7 +119,9 @@ def culprit_lines(rank_report: RankReport) -> list[str]:
                                     & (cross.waits["wait_ns"] > 0))
         where = _PHASE_WORDS.get(c["lost_phase"], "in {phase}").format(lost=duration(c["lost_ns"]), phase=c["lost_phase"])
         if c["lost_ns"] == 0:
-            where = f"no phase of its host shows the extra time (a late GPU); the collective was launched in {c['lost_phase']}"
+            gpu = " (a late GPU)" if worst["arrival"] == "kernel" else ""
+            where = (f"no phase of its host shows the extra time{gpu}; the collective was launched in "
+                     f"{c['lost_phase']}")
         lines.append(
             f"Step {c['step']}: rank {c['rank']} arrived last at {worst['kind']} #{worst['instance']} "
             f"({_group(worst['pg'])}, {worst['phase']}), {duration(worst['skew_ns'])} after the first rank; "
@@ -126,6 +130,19 @@ def culprit_lines(rank_report: RankReport) -> list[str]:
             f"{c['instances']} collective{'s' if c['instances'] != 1 else ''} it arrived last at. "
             f"It lost the time {where}.")
     return lines
+
+
+def terse_culprit_line(rank_report: RankReport, lines: tuple[str, ...]) -> str:
+    """The terminal's one line of the culprits: the step whose late rank cost the others the most
+    (ties: the earliest), and how many other steps had a late rank."""
+    cross = rank_report.skew
+    assert cross is not None
+    costs = cross.culprits["caused_ns"].to_list()
+    worst = max(range(len(costs)), key=lambda i: (costs[i], -i))
+    others = len(lines) - 1
+    more = (f" ({others} other step{'s' if others != 1 else ''} had a late rank too: "
+            "the Markdown or HTML report lists each.)") if others else ""
+    return lines[worst] + more
 
 
 def longest_line(rank_report: RankReport) -> str | None:
@@ -142,6 +159,14 @@ def longest_line(rank_report: RankReport) -> str | None:
         return (text + f". It waited {duration(row['wait_ns'])} in collectives for later ranks: a long step "
                 "there is time spent waiting, not the cause.")
     return text + f"; the others waited {duration(row['caused_ns'])} for it."
+
+
+#: How an instance's arrival reads (:data:`tracekit.analyses.skew.ARRIVALS`), and its transfer's span.
+_ARRIVAL_WORDS = {
+    "kernel": "collective kernel start",
+    "host": "start of the collective's work on its backend's worker thread (gloo: no kernel)",
+}
+_TRANSFER_WORDS = {"kernel": "kernel", "host": "work span"}
 
 
 def _group(pg: str | None) -> str:
@@ -172,10 +197,13 @@ def matching_lines(cross: Skew) -> list[str]:
     total = int(cross.ranks["calls"].sum())
     unmatched = int(cross.ranks["unmatched"].sum())
     share = f"{100 * (cross.unmatched_share or 0):.1f}%"
+    arrivals = set(cross.instances["arrival"].to_list())
+    starts = [words for kind, words in _ARRIVAL_WORDS.items() if kind in arrivals]
+    spans = " or ".join(span for kind, span in _TRANSFER_WORDS.items() if kind in arrivals)
     lines = [f"Matched {how}: {total - unmatched:,} of {total:,} collective calls matched, "
              f"{unmatched:,} unmatched ({share}).",
-             "Arrival: each rank's collective kernel start; wait: the last arrival minus the rank's own. "
-             "Bus bandwidth over the last arriver's kernel (it waited for no one), nccl-tests factors: "
+             f"Arrival: each rank's {'; or its '.join(starts)}; wait: the last arrival minus the rank's own. "
+             f"Bus bandwidth over the last arriver's {spans} (it waited for no one), nccl-tests factors: "
              "all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, reduce 1."]
     offsets = [f"rank {o['rank']} {o['offset_ns'] / 1000:+,.1f} µs (±{o['spread_ns'] / 1000:,.1f})"
                for o in cross.offsets.iter_rows(named=True) if o["rank"] != cross.reference]
