@@ -1,8 +1,10 @@
 """``tracekit report DIR`` on many large ranks: wall time and peak memory with the process pool and
-with Ray on this machine, the cost of one rank, and an estimate for a cluster.
+with Ray on this machine, the cost of one rank, whether memory stays within two workers' worth, an
+estimate for a cluster, and ``tracekit merge`` of the ranks.
 
     python bench/ranks.py [--ranks 8,32] [--size-mb 100] [--workers 2] [--engines pool,ray]
-                          [--source TRACE] [--dir DIR] [--keep]
+                          [--source TRACE] [--dir DIR] [--keep] [--no-merge]
+                          [--results bench/RESULTS.md | --no-results]
 
 Traces: ``bench/synth.py`` replicates the step window of ``--source`` (default: the shipped GPT-2
 training step, ``sample_traces/train_eager.json.gz``; a real NCCL rank such as the public DLRM ones
@@ -14,18 +16,30 @@ to the first of them (naming the larger world: the report lists the other ranks 
 
 Runs: for each count and engine, a fresh Python process runs :func:`tracekit.ranks.analyze` with
 ``--workers`` workers (the pool's processes; for Ray, a local instance of that many CPUs, started
-in the run and counted in it) and no summary cache, so every rank is read. Measured: wall time of
-the process, and peak resident memory of it and all its descendants together (sampled every 50 ms
-with psutil: the pool's workers, Ray's raylet, object store and workers), and of its largest single
-process. The JSON reports of the engines are compared byte for byte.
+in the run and counted in it) and no summary cache, so every rank is read. Measured
+(:func:`measure`): wall time; CPU time of the process and every descendant it waited for; peak
+resident memory (RSS sampled every 50 ms with psutil) summed over the process and all its
+descendants, over the engine's workers alone (:func:`is_worker`), over the rest (the parent, and
+Ray's daemons), and of the largest single process. The JSON reports of the engines are compared
+byte for byte.
 
-Printed: a Markdown table per run, the per-rank cost (wall × workers ÷ ranks: the seconds of one
-core that one rank takes, start included) and the size of one summary; then, **as an estimate**
-from the Ray runs (the marginal per-rank cost: the slope between the smallest and largest count,
-and the start: what the smallest run's wall leaves), the wall time on N machines of ``--workers``
-cores each, ``start + ceil(ranks ÷ (N × workers)) × marginal cost``, which
-assumes what this machine cannot show: traces on storage every node reads at this machine's speed,
-and no straggling node.
+Two workers' worth: before the runs, **W** is measured per engine — one worker analysing one rank
+(:func:`one_worker`); each run is then checked against ``B + workers × W``, B being the peak of its
+processes that read no trace. The rows of the two counts show whether B or the workers grow with
+the rank count.
+
+Merge (unless ``--no-merge``): ``tracekit merge`` of the smallest count's ranks to a ``.json.gz``,
+with no summary cached and then with them cached (the writing alone), beside one process decoding
+and rewriting one rank as merge does (:func:`merge_rows`).
+
+Printed, and written between ``<!-- ranks: bench/ranks.py -->`` and ``<!-- /ranks -->`` of
+``bench/RESULTS.md`` (the rest of the file is left as it is; ``bench/compare.py`` carries the
+section over): the tables, the per-rank cost (wall × workers ÷ ranks: the seconds of one core that
+one rank takes, start included) and the size of one summary; then, **as an estimate** from the Ray
+runs (the marginal per-rank cost: the slope between the smallest and largest count, and the start:
+what the smallest run's wall leaves), the wall time on N machines of ``--workers`` cores each,
+``start + ceil(ranks ÷ (N × workers)) × marginal cost``, which assumes what this machine cannot
+show: traces on storage every node reads at this machine's speed, and no straggling node.
 """
 
 from __future__ import annotations
@@ -51,9 +65,6 @@ RUN = """
 import json, sys, time
 from tracekit import ranks
 directory, engine, workers, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-if engine == "ray":
-    import ray
-    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
 result = ranks.analyze(directory, workers=workers, engine=engine, cache=False)
 from tracekit.render import renderer_for
 with open(out, "w") as f:
@@ -89,42 +100,141 @@ def linked(ranks: list[Path], where: Path) -> Path:
     return where
 
 
-def measure(directory: Path, engine: str, workers: int, out: Path) -> dict:
-    """Wall time and peak memory of one run in a fresh process (module docstring)."""
+def is_worker(cmdline: list[str]) -> bool:
+    """Whether a process of a run is one of the engine's workers (those that read traces): the
+    pool's spawned processes (not its resource tracker), or Ray's worker processes (``ray::IDLE``
+    or ``ray::summary_of…`` once started, ``default_worker.py`` before; not its agents, which are
+    named ``ray::…Agent`` too)."""
+    line = " ".join(cmdline)
+    title = cmdline[0] if cmdline else ""
+    return ("spawn_main" in line or "default_worker.py" in line or title == "ray::IDLE"
+            or title.startswith("ray::summary_of"))
+
+
+def measure(argv: list[str], env: dict[str, str] | None = None) -> dict:
+    """Wall time and peak memory of one command in a fresh process (module docstring): peak RSS
+    summed over the process and its descendants (``peak_tree_mb``), of the largest single process
+    (``peak_process_mb``), summed over the workers (:func:`is_worker`, ``peak_workers_mb``) and over
+    the rest (``peak_others_mb``: the parent and, for Ray, its daemons)."""
     import psutil
 
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", RUN, str(directory), engine, str(workers), str(out)],
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True)
-    peak_sum = peak_one = 0
+    proc = subprocess.Popen(argv, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    peaks = {"tree": 0, "process": 0, "workers": 0, "others": 0}
     watched = psutil.Process(proc.pid)
     stop = threading.Event()
 
     def sample() -> None:
-        nonlocal peak_sum, peak_one
         while not stop.is_set():
             try:
                 tree = [watched, *watched.children(recursive=True)]
             except psutil.Error:
                 break
-            sizes = []
+            workers = others = largest = 0
             for p in tree:
                 try:
-                    sizes.append(p.memory_info().rss)
+                    rss = p.memory_info().rss
+                    # Read each time: a process just forked still shows its parent's command line.
+                    worker = p.pid != watched.pid and is_worker(p.cmdline())
                 except psutil.Error:
-                    pass
-            peak_sum, peak_one = max(peak_sum, sum(sizes)), max(peak_one, max(sizes, default=0))
+                    continue
+                largest = max(largest, rss)
+                if worker:
+                    workers += rss
+                else:
+                    others += rss
+            for key, value in (("tree", workers + others), ("process", largest), ("workers", workers),
+                               ("others", others)):
+                peaks[key] = max(peaks[key], value)
             stop.wait(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     _, err = proc.communicate()
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     stop.set()
     sampler.join()
     if proc.returncode != 0:
-        raise SystemExit(f"{engine} on {directory} failed ({proc.returncode}): {err.strip()[-2000:]}")
-    return {"wall_s": wall, "peak_tree_mb": peak_sum / MB, "peak_process_mb": peak_one / MB}
+        raise SystemExit(f"{' '.join(argv[-4:])} failed ({proc.returncode}): {err.strip()[-2000:]}")
+    # CPU of the process and every descendant it waited for (a pool's workers, Ray's processes
+    # once they end): what the run cost whatever the machine's load.
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": wall, "cpu_s": cpu, **{f"peak_{k}_mb": v / MB for k, v in peaks.items()}}
+
+
+def run_report(directory: Path, engine: str, workers: int, out: Path) -> dict:
+    """:func:`measure` of ``report DIR``'s analysis (:data:`RUN`) on ``directory``."""
+    return measure([sys.executable, "-c", RUN, str(directory), engine, str(workers), str(out)])
+
+
+ONE = """
+import sys
+from tracekit.ranks import summary
+summary.summary_of(sys.argv[1])
+"""
+#: How :func:`one_worker` measures W, per engine.
+ONE_WORKER = {"pool": "a fresh process summarising the rank as a pool worker does, in a pool worker's "
+                      "environment (`tracekit.parallel.releasing_env`)",
+              "ray": "the worker of a local Ray instance of one CPU given a folder of that one rank"}
+
+
+def one_worker(engine: str, rank: Path, work: Path) -> dict:
+    """W of ``engine`` (:data:`ONE_WORKER`): :func:`measure`'s figures plus ``w_mb``."""
+    if engine == "ray":
+        alone = work / "one-rank"
+        linked([rank], alone)
+        got = run_report(alone, "ray", 1, work / "out-one-ray.json")
+        return {**got, "w_mb": got["peak_workers_mb"]}
+    from tracekit import parallel
+
+    got = measure([sys.executable, "-c", ONE, str(rank)], parallel.releasing_env())
+    return {**got, "w_mb": got["peak_tree_mb"]}
+
+
+DECODE_ONE = """
+import sys
+from pathlib import Path
+from tracekit import merge
+merge._Rank(0, Path(sys.argv[1]), 0).rewrite(merge.MIN_PID_STRIDE, 0)
+"""
+BEGIN, END = "<!-- ranks: bench/ranks.py -->", "<!-- /ranks -->"
+
+
+def machine() -> str:
+    """The machine in one line: CPU model, cores, memory, Python, tracekit's commit."""
+    import platform
+
+    import psutil
+
+    model = platform.machine()
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "?"
+    return (f"{model}, {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB; "
+            f"Python {platform.python_version()}; tracekit commit `{commit}`")
+
+
+def write_section(path: Path, section: str) -> None:
+    """Replace the section between :data:`BEGIN` and :data:`END` in ``path`` (append it when
+    absent); the rest of the file is left as it is (``bench/compare.py`` carries it over)."""
+    text = path.read_text() if path.exists() else ""
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + section + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,37 +247,63 @@ def main(argv: list[str] | None = None) -> int:
                     help="the trace whose steps each rank replicates")
     ap.add_argument("--dir", default=None, help="where the ranks are written (default: a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the ranks written (with --dir)")
+    ap.add_argument("--no-merge", action="store_true", help="leave out the `tracekit merge` rows")
+    ap.add_argument("--results", type=Path, default=ROOT / "bench" / "RESULTS.md",
+                    help="the file whose ranks section is replaced (default bench/RESULTS.md)")
+    ap.add_argument("--no-results", action="store_true", help="print only")
     args = ap.parse_args(argv)
     counts = sorted({int(c) for c in args.ranks.split(",")})
     engines = [e for e in args.engines.split(",") if e]
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="tracekit-ranks-bench-"))
     from tracekit.ranks import summary
 
+    lines: list[str] = []
+
+    def say(line: str = "") -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    load_before = os.getloadavg()[0]
     try:
-        print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores; {args.workers} workers; "
-              f"source {Path(args.source).name}")
         ranks = make_ranks(Path(args.source), work / f"r{counts[-1]}", counts[-1], args.size_mb)
         trace_mb = ranks[0].stat().st_size / MB
         summary_kb = len(summary.summary_of(str(ranks[0]))) / 1000
-        print(f"one rank: {trace_mb:.1f} MB of JSON; its summary {summary_kb:.1f} KB "
-              f"({summary_kb * 1000 / (trace_mb * MB):.4%} of it)\n")
-        print("| ranks | engine | wall s | per-rank cost (core·s) | peak RSS, all processes (MB) "
-              "| peak RSS, largest process (MB) |")
-        print("|---:|---|---:|---:|---:|---:|")
+        one = {engine: one_worker(engine, ranks[0], work) for engine in engines}
+        say(f"- One rank: {trace_mb:.1f} MB of JSON (the steps of `{Path(args.source).name}` repeated); its "
+            f"summary {summary_kb:.1f} KB ({summary_kb * 1000 / (trace_mb * MB):.3%} of it).")
+        say("- One worker analysing one rank, **W**, the peak RSS of that worker process: "
+            + "; ".join(f"{engine} {one[engine]['w_mb']:.0f} MB ({ONE_WORKER[engine]})" for engine in engines) + ".")
+        say("- *2 workers' worth*, the bound each run is checked against: peak RSS summed over all the run's "
+            f"processes ≤ B + {args.workers} × W, where B is the peak summed RSS of the run's processes that "
+            "read no trace (the parent; for Ray also its daemons: GCS, raylet, dashboard, agents) and W the "
+            "engine's one-rank figure above. Whether B and the workers' peak grow with the rank count is read "
+            "off the two counts' rows.")
+        say()
+        say("| ranks | engine | wall s | CPU s | per-rank cost (core·s) | peak RSS, all processes (MB) "
+            "| workers (MB) | the rest: B (MB) | largest process (MB) "
+            f"| bound B + {args.workers} × W (MB) | within |")
+        say("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         found: dict[tuple[int, str], dict] = {}
         for count in counts:
             where = work / f"r{count}" if count == counts[-1] else linked(ranks[:count], work / f"r{count}")
             outputs = {}
             for engine in engines:
                 outputs[engine] = work / f"out-{count}-{engine}.json"
-                got = measure(where, engine, args.workers, outputs[engine])
+                got = run_report(where, engine, args.workers, outputs[engine])
                 got["per_rank_s"] = got["wall_s"] * args.workers / count
+                bound = got["peak_others_mb"] + args.workers * one[engine]["w_mb"]
                 found[count, engine] = got
-                print(f"| {count} | {engine} | {got['wall_s']:.1f} | {got['per_rank_s']:.2f} "
-                      f"| {got['peak_tree_mb']:.0f} | {got['peak_process_mb']:.0f} |", flush=True)
+                say(f"| {count} | {engine} | {got['wall_s']:.1f} | {got['cpu_s']:.1f} | {got['per_rank_s']:.2f} "
+                    f"| {got['peak_tree_mb']:.0f} | {got['peak_workers_mb']:.0f} | {got['peak_others_mb']:.0f} "
+                    f"| {got['peak_process_mb']:.0f} | {bound:.0f} "
+                    f"| {'yes' if got['peak_tree_mb'] <= bound else '**no**'} |")
             if len(outputs) > 1:
                 same = len({p.read_bytes() for p in outputs.values()}) == 1
-                print(f"|  | JSON of {' and '.join(outputs)} | {'identical' if same else 'DIFFERENT'} | | | |")
+                say(f"|  | JSON of {' and '.join(outputs)} | {'byte-identical' if same else '**DIFFERENT**'} "
+                    "| | | | | | | | |")
+        if not args.no_merge:
+            merge_rows(work, ranks[:counts[0]], say)
         engine = "ray" if "ray" in engines else engines[0]
         lo, hi = counts[0], counts[-1]
         slope = ((found[hi, engine]["wall_s"] - found[lo, engine]["wall_s"]) / (hi - lo) * args.workers
@@ -176,20 +312,86 @@ def main(argv: list[str] | None = None) -> int:
             per_rank = slope
             startup = max(0.0, found[lo, engine]["wall_s"] - lo * per_rank / args.workers)
         else:  # one count, or runs too small for the slope to rise above the noise: start included
-
             per_rank, startup = found[hi, engine]["per_rank_s"], 0.0
-        print(f"\nEstimate, not a measurement: {hi} ranks on N machines of {args.workers} cores each, from the "
-              f"{engine} runs (marginal cost {per_rank:.2f} core·s per rank, start {startup:.0f} s):")
+        say()
+        say(f"**Estimate, not a measurement:** {hi} ranks on N machines of {args.workers} cores each, from the "
+            f"{engine} runs (marginal cost {per_rank:.2f} core·s per rank, start {startup:.0f} s), "
+            f"`start + ceil(ranks ÷ (N × {args.workers})) × marginal cost`; it assumes traces on storage every "
+            "node reads at this machine's speed and no straggling node:")
+        say()
         for n in (1, 4, 16):
             waves = math.ceil(hi / (n * args.workers))
-            print(f"- N = {n}: about {startup + waves * per_rank:.0f} s ({waves} wave{'s' if waves != 1 else ''} of "
-                  f"up to {n * args.workers} ranks); peak memory per machine as measured for {args.workers} workers")
+            say(f"- N = {n}: about {startup + waves * per_rank:.0f} s ({waves} wave{'s' if waves != 1 else ''} of "
+                f"up to {n * args.workers} ranks); peak memory per machine as measured for {args.workers} workers")
     finally:
         if not (args.keep and args.dir):
             import shutil
 
             shutil.rmtree(work, ignore_errors=True)
+    load_after = os.getloadavg()[0]
+    command = "python bench/ranks.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    section = "\n".join([
+        BEGIN, "## Many ranks: `report DIR` with the process pool and with Ray, and `merge`", "",
+        f"Generated by `{command.strip()}` — rerun the script to refresh this section.", "",
+        f"- Run: {when}; {machine()}; 1-minute load average {load_before:.1f} before, {load_after:.1f} after "
+        "(the machine is shared: wall times move with its load, memory does not).",
+        "- Each run is a fresh process (`tracekit.ranks.analyze`, no summary cache, so every rank is read; "
+        "Ray: a local instance of as many CPUs as workers, started in the run and counted in it); memory is "
+        "RSS sampled every 50 ms over the process and all its descendants. Summed RSS counts pages shared "
+        "between processes (libraries) once per process: it overstates, never understates. The smaller "
+        "count reads links to the first ranks of the larger (their `world_size` names the larger world: "
+        "the report lists the others as missing; the work per rank is the same).",
+        *lines, END])
+    if not args.no_results:
+        write_section(args.results, section)
+        print(f"wrote the ranks section of {args.results}")
     return 0
+
+
+def merge_rows(work: Path, ranks: list[Path], say) -> None:
+    """``tracekit merge`` of ``ranks`` (a folder of links) to a ``.json.gz``: with no summary cached
+    (the analysis that estimates the clocks runs on the pool, then each rank is read again and
+    written), and with them cached (the writing alone) for ``ranks`` and for its first rank alone:
+    if the writing holds one rank at a time, the two peaks are alike. Beside them, one process
+    decoding and rewriting one rank as merge does (:data:`DECODE_ONE`)."""
+    cache = work / "merge-cache"
+    env = {"TRACEKIT_CACHE_DIR": str(cache)}
+
+    def merge(folder: Path, out: Path) -> dict:
+        return measure([sys.executable, "-m", "tracekit", "merge", str(folder), "-o", str(out)], env)
+
+    out = work / "merged.json.gz"
+    where = linked(ranks, work / f"merge{len(ranks)}")
+    cold = merge(where, out)
+    warm = merge(where, out)
+    alone = merge(linked(ranks[:1], work / "merge1"), work / "merged1.json.gz")  # its summary is cached
+    decode = measure([sys.executable, "-c", DECODE_ONE, str(ranks[0])])
+    say()
+    say(f"`tracekit merge DIR -o merged.json.gz` on {len(ranks)} of these ranks "
+        f"({len(ranks) * ranks[0].stat().st_size / MB:,.0f} MB of JSON in; {out.stat().st_size / MB:,.0f} MB "
+        "of gzip out; the summaries cached in a folder of the run's own):")
+    say()
+    say("| run | wall s | CPU s | peak RSS, all processes (MB) | largest process (MB) |")
+    say("|---|---:|---:|---:|---:|")
+    for label, got in ((f"merge of {len(ranks)} ranks, no summary cached (analysis on {parallel_cores()} "
+                        "workers, then the writing)", cold),
+                       (f"merge of {len(ranks)} ranks, summaries cached (the writing alone)", warm),
+                       ("merge of 1 rank, its summary cached (the writing alone)", alone),
+                       ("one process decoding and rewriting one rank, nothing written", decode)):
+        say(f"| {label} | {got['wall_s']:.1f} | {got['cpu_s']:.1f} | {got['peak_tree_mb']:.0f} "
+            f"| {got['peak_process_mb']:.0f} |")
+    holds = warm["peak_tree_mb"] <= 1.1 * alone["peak_tree_mb"]
+    say()
+    say(f"- The writing {'holds one rank at a time' if holds else '**holds more than one rank**'}: its peak "
+        f"for {len(ranks)} ranks is {warm['peak_tree_mb']:.0f} MB against {alone['peak_tree_mb']:.0f} MB for one "
+        f"({warm['peak_tree_mb'] / alone['peak_tree_mb']:.2f}×); one rank decoded and rewritten alone "
+        f"peaks at {decode['peak_tree_mb']:.0f} MB.")
+
+
+def parallel_cores() -> int:
+    from tracekit import parallel
+
+    return parallel.cores()
 
 
 if __name__ == "__main__":
