@@ -18,7 +18,9 @@ the report built from them is the same byte for byte.
   started for the run (stopped after it) unless this process is already connected, or the cluster
   ``RAY_ADDRESS`` names. A local instance started here has the workers' CPUs asked for (else every
   core) and starts with :func:`~tracekit.parallel.releasing_env`, as the pool's workers do; an
-  instance already running keeps the environment it was started with. On a cluster, each trace's path must be readable at the same path on every
+  instance already running keeps the environment it was started with. An instance that does not
+  start (a node that times out starting on a loaded machine) or a cluster that cannot be reached is
+  one line (:class:`~tracekit.errors.UsageError`). On a cluster, each trace's path must be readable at the same path on every
   node (a shared file system) and every node needs this tracekit installed; only the small
   summaries come back to this machine.
 """
@@ -94,13 +96,18 @@ def run_ray(paths: list[str], bar: progress.Phase, cpus: int | None = None) -> d
         address = os.environ.get("RAY_ADDRESS") or None
         # Ray's own log lines would interleave with the report and the bar: warnings only.
         options = {"logging_level": logging.WARNING, "log_to_driver": False}
-        if address:
-            ray.init(address=address, **options)
-        else:
-            # The local instance's processes inherit this environment, its workers the allocator
-            # setting of the pool's (a runtime_env would start workers of their own beside Ray's).
-            with parallel.environment(parallel.releasing_env()):
-                ray.init(include_dashboard=False, num_cpus=cpus, **options)
+        try:
+            if address:
+                ray.init(address=address, **options)
+            else:
+                # The local instance's processes inherit this environment, its workers the allocator
+                # setting of the pool's (a runtime_env would start workers of their own beside Ray's).
+                with parallel.environment(parallel.releasing_env()):
+                    ray.init(include_dashboard=False, num_cpus=cpus, **options)
+        except Exception as err:  # noqa: BLE001 - Ray raises bare Exceptions (a node that timed out starting)
+            where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+            reason = " ".join(str(err).split())[:200] or type(err).__name__
+            raise UsageError(f"--engine ray: could not start or reach {where}: {reason}") from None
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(summary_of)
         pending = {task.remote(p): p for p in paths}
