@@ -6,9 +6,11 @@ estimate for a cluster, and ``tracekit merge`` of the ranks.
                           [--source TRACE] [--dir DIR] [--keep] [--no-merge]
                           [--results bench/RESULTS.md | --no-results]
 
-Traces: ``bench/synth.py`` replicates the step window of ``--source`` (default: the shipped GPT-2
-training step, ``sample_traces/train_eager.json.gz``; a real NCCL rank such as the public DLRM ones
-adds collectives to match) until one trace holds ``--size-mb`` MB of JSON; each rank is that trace
+Traces: ``bench/synth.py`` replicates the step window of ``--source`` (default: rank 0 of the public
+8-rank DLRM run, ``tests/data/real/facebookresearch__param__dlrm-8rank-v100-nccl-rank0.json.gz``: one
+training step with 8 NCCL collectives, so every rank has collective calls for the cross-rank
+analysis to match, as real ranks do; the shipped single-GPU ``sample_traces/train_eager.json.gz``
+has none) until one trace holds ``--size-mb`` MB of JSON; each rank is that trace
 with ``distributedInfo`` (``rank``, ``world_size``) put in front, as ``tests/factory.py``'s
 ``copy_as_rank`` sets it. The largest count's ranks are written once (plain JSON, ``--dir`` or a
 temporary folder; ``32 × 100 MB`` is 3.2 GB of disk) and the smaller counts use a folder of links
@@ -61,6 +63,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import synth  # noqa: E402  (bench/synth.py, beside this file)
 
 MB = 1_000_000
+DLRM_RANK0 = "facebookresearch__param__dlrm-8rank-v100-nccl-rank0.json.gz"
 RUN = """
 import json, sys, time
 from tracekit import ranks
@@ -251,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size-mb", type=float, default=100, help="MB of JSON per rank (default 100)")
     ap.add_argument("--workers", type=int, default=2, help="workers of each engine (default 2)")
     ap.add_argument("--engines", default="pool,ray", help="pool, ray or both (default)")
-    ap.add_argument("--source", default=str(ROOT / "sample_traces" / "train_eager.json.gz"),
+    ap.add_argument("--source", default=str(ROOT / "tests" / "data" / "real" / DLRM_RANK0),
                     help="the trace whose steps each rank replicates")
     ap.add_argument("--dir", default=None, help="where the ranks are written (default: a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the ranks written (with --dir)")
@@ -276,9 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ranks = make_ranks(Path(args.source), work / f"r{counts[-1]}", counts[-1], args.size_mb)
         trace_mb = ranks[0].stat().st_size / MB
-        summary_kb = len(summary.summary_of(str(ranks[0]))) / 1000
+        data = summary.summary_of(str(ranks[0]))
+        summary_kb, row = len(data) / 1000, summary.decode(data)
         one = {engine: one_worker(engine, ranks[0], work) for engine in engines}
-        say(f"- One rank: {trace_mb:.1f} MB of JSON (the steps of `{Path(args.source).name}` repeated); its "
+        say(f"- One rank: {trace_mb:.1f} MB of JSON, the step window of `{Path(args.source).name}` repeated: "
+            f"{row['steps']} steps, {row['kernel_count']:,} kernels, {row['calls'].height:,} collective calls; its "
             f"summary {summary_kb:.1f} KB ({summary_kb * 1000 / (trace_mb * MB):.3%} of it).")
         say("- One worker analysing one rank, **W**, the peak RSS of that worker process: "
             + "; ".join(f"{engine} {one[engine]['w_mb']:.0f} MB ({ONE_WORKER[engine]})" for engine in engines) + ".")

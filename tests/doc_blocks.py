@@ -250,6 +250,37 @@ def annotate_example() -> str:
     return f"```\n$ {ANNOTATE_COMMAND}\n{_wrote(ANNOTATE_COMMAND.split()[1:])}```\n"
 
 
+#: The two ranks of a public tensor-parallel Llama run (tests/data/real), the set merge's example reads.
+MERGE_RANKS = tuple(f"tests/data/real/tugot17__tokenomics-from-first-principles__rtx4090-tp2-llama-rank{r}.json.gz"
+                    for r in (0, 1))
+MERGE_COMMAND = "tracekit merge tp2 -o merged.json.gz"
+
+
+@cache
+def merge_example() -> str:
+    """``tracekit merge`` of :data:`MERGE_RANKS`, linked into a folder ``tp2`` of a scratch folder
+    (the summaries its analysis keeps go to a cache folder there, not the user's)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        ranks = Path(scratch) / "tp2"
+        ranks.mkdir()
+        for rank in MERGE_RANKS:
+            (ranks / Path(rank).name).symlink_to(ROOT / rank)
+        before = os.environ.get("TRACEKIT_CACHE_DIR")
+        os.environ["TRACEKIT_CACHE_DIR"] = str(Path(scratch) / "cache")
+        try:
+            code, _, err = _run(MERGE_COMMAND.split()[1:], cwd=Path(scratch))
+        finally:
+            if before is None:
+                del os.environ["TRACEKIT_CACHE_DIR"]
+            else:
+                os.environ["TRACEKIT_CACHE_DIR"] = before
+    assert code == 0, err
+    listing = "".join(f"{Path(rank).name}\n" for rank in MERGE_RANKS)
+    return f"```\n$ ls tp2\n{listing}$ {MERGE_COMMAND}\n{_SIZE.sub('(… bytes, ', err)}```\n"
+
+
 PRODUCERS: dict[str, Callable[[], str]] = {
     "RULES": rules_table,
     "PRECISION": precision_table,
@@ -262,6 +293,7 @@ PRODUCERS: dict[str, Callable[[], str]] = {
     "COMPILATION": compilation_example,
     "CONVERT": convert_example,
     "ANNOTATE": annotate_example,
+    "MERGE": merge_example,
 }
 PAGES: dict[str, str] = {
     "RULES": "docs/reference/findings.md",
@@ -275,6 +307,7 @@ PAGES: dict[str, str] = {
     "COMPILATION": "docs/guide/compile.md",
     "CONVERT": "docs/commands/convert.md",
     "ANNOTATE": "docs/commands/annotate.md",
+    "MERGE": "docs/commands/merge.md",
 }
 #: Blocks of code the tests run (tests/commands/test_api.py, tests/docs/test_collect_snippet.py).
 CODE_BLOCKS = frozenset({"README-API", "API", "COLLECT", "TIMELINES"})
