@@ -358,7 +358,7 @@ def _merge_cases(base: dict[str, Any], raw: bytes) -> list[Case]:
         Case("ranks/merge_beside_other_files", {**pair, "r/readme.txt": b"notes", "r/manifest.json": b"{}",
                                                  "r/.hidden.json": b"not json", "r/rank0.et.json": b"not json",
                                                  "r/sub/rank2.json": rank(0)},
-             trace="r", commands=("report", "merge"), expect={"report": {0}, "merge": {0}}),
+             trace="r", commands=("report", "merge"), expect={"report": {0}, "merge": {0}, "report-merged": {0}}),
         Case("ranks/merge_a_trace_without_rank", {**pair, "r/other.json": raw}, trace="r", expect={"merge": {2}},
              **merge_only),
         Case("ranks/merge_a_parquet_rank", {"r/rank0.json": rank(0), "r/rank1.parquet": b"PAR1" + bytes(100) + b"PAR1"},
