@@ -124,7 +124,8 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> dict:
     """Wall time and peak memory of one command in a fresh process (module docstring): peak RSS
     summed over the process and its descendants (``peak_tree_mb``), of the largest single process
     (``peak_process_mb``), summed over the workers (:func:`is_worker`, ``peak_workers_mb``) and over
-    the rest (``peak_others_mb``: the parent and, for Ray, its daemons)."""
+    the rest (``peak_others_mb``: the parent and, for Ray, its daemons), and of the largest worker
+    (``peak_worker_mb``)."""
     import psutil
 
     import resource
@@ -133,7 +134,7 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> dict:
     started = time.perf_counter()
     proc = subprocess.Popen(argv, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    peaks = {"tree": 0, "process": 0, "workers": 0, "others": 0}
+    peaks = {"tree": 0, "process": 0, "workers": 0, "others": 0, "worker": 0}
     watched = psutil.Process(proc.pid)
     stop = threading.Event()
 
@@ -143,7 +144,7 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> dict:
                 tree = [watched, *watched.children(recursive=True)]
             except psutil.Error:
                 break
-            workers = others = largest = 0
+            workers = others = largest = largest_worker = 0
             for p in tree:
                 try:
                     rss = p.memory_info().rss
@@ -154,10 +155,11 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> dict:
                 largest = max(largest, rss)
                 if worker:
                     workers += rss
+                    largest_worker = max(largest_worker, rss)
                 else:
                     others += rss
             for key, value in (("tree", workers + others), ("process", largest), ("workers", workers),
-                               ("others", others)):
+                               ("others", others), ("worker", largest_worker)):
                 peaks[key] = max(peaks[key], value)
             stop.wait(0.05)
 
@@ -196,27 +198,41 @@ def run_report(directory: Path, engine: str, workers: int, out: Path) -> dict:
     raise AssertionError("unreachable")
 
 
+#: W of the pool: a small trace first, so that every module a worker uses is loaded (as in a worker
+#: that has read a rank before: a fresh process loads some of them after its peak), then the rank.
 ONE = """
 import sys
 from tracekit.ranks import summary
+summary.summary_of(sys.argv[2])
 summary.summary_of(sys.argv[1])
 """
+#: W of Ray: the same two traces as two tasks of a local instance of one CPU (one worker, both in turn).
+ONE_RAY = """
+import sys
+from tracekit.ranks import engines
+class Bar:
+    def update(self, done, total):
+        pass
+engines.run_ray([sys.argv[2], sys.argv[1]], Bar(), cpus=1)
+"""
 #: How :func:`one_worker` measures W, per engine.
-ONE_WORKER = {"pool": "a fresh process summarising the rank as a pool worker does, in a pool worker's "
-                      "environment (`tracekit.parallel.releasing_env`)",
-              "ray": "the worker of a local Ray instance of one CPU given a folder of that one rank"}
+ONE_WORKER = {"pool": "a fresh process in a pool worker's environment (`tracekit.parallel.releasing_env`) "
+                      "summarising the small source trace, then the rank: its peak",
+              "ray": "a local Ray instance of one CPU given the same two traces as two tasks: the peak of its "
+                     "largest worker process"}
 
 
-def one_worker(engine: str, rank: Path, work: Path) -> dict:
-    """W of ``engine`` (:data:`ONE_WORKER`): :func:`measure`'s figures plus ``w_mb``."""
+def one_worker(engine: str, rank: Path, source: Path) -> dict:
+    """W of ``engine`` (:data:`ONE_WORKER`): :func:`measure`'s figures plus ``w_mb``. The small
+    ``source`` is read first: a worker that has read a rank holds every module it uses, which a
+    fresh process loads partly after its peak (on the 100 MB DLRM ranks, a first rank peaked at
+    348 MB in a fresh process, 374 MB after a small trace, 381-387 MB as a later rank)."""
     if engine == "ray":
-        alone = work / "one-rank"
-        linked([rank], alone)
-        got = run_report(alone, "ray", 1, work / "out-one-ray.json")
-        return {**got, "w_mb": got["peak_workers_mb"]}
+        got = measure([sys.executable, "-c", ONE_RAY, str(rank), str(source)])
+        return {**got, "w_mb": got["peak_worker_mb"]}
     from tracekit import parallel
 
-    got = measure([sys.executable, "-c", ONE, str(rank)], parallel.releasing_env())
+    got = measure([sys.executable, "-c", ONE, str(rank), str(source)], parallel.releasing_env())
     return {**got, "w_mb": got["peak_tree_mb"]}
 
 
@@ -296,11 +312,11 @@ def main(argv: list[str] | None = None) -> int:
         trace_mb = ranks[0].stat().st_size / MB
         data = summary.summary_of(str(ranks[0]))
         summary_kb, row = len(data) / 1000, summary.decode(data)
-        one = {engine: one_worker(engine, ranks[0], work) for engine in engines}
+        one = {engine: one_worker(engine, ranks[0], Path(args.source)) for engine in engines}
         say(f"- One rank: {trace_mb:.1f} MB of JSON, the step window of `{Path(args.source).name}` repeated: "
             f"{row['steps']} steps, {row['kernel_count']:,} kernels, {row['calls'].height:,} collective calls; its "
             f"summary {summary_kb:.1f} KB ({summary_kb * 1000 / (trace_mb * MB):.3%} of it).")
-        say("- One worker analysing one rank, **W**, the peak RSS of that worker process: "
+        say("- One worker analysing one rank, **W**, the peak RSS of that worker process with its modules loaded: "
             + "; ".join(f"{engine} {one[engine]['w_mb']:.0f} MB ({ONE_WORKER[engine]})" for engine in engines) + ".")
         say("- *2 workers' worth*, the bound each run is checked against: peak RSS summed over all the run's "
             f"processes ≤ B + {args.workers} × W, where B is the peak summed RSS of the run's processes that "
