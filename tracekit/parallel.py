@@ -38,8 +38,9 @@ ALLOCATOR_VAR = "_RJEM_MALLOC_CONF"
 #: pages go back to the system at once. Polars' own setting keeps them for 0.5 s, then marks them
 #: reclaimable for 1 s more (still counted as resident); the pages one trace freed are seldom taken
 #: again by the next trace's threads (jemalloc gives threads arenas of their own), so a worker read
-#: its next trace while still holding the last one's: its peak on its second 100 MB rank was a third
-#: higher than on its first (bench/ranks.py).
+#: its next trace while still holding the last one's: on 100 MB ranks of the shipped GPT-2 step, a
+#: worker peaked at 340 MB on its first rank and 430-457 MB on the next ones; given back at once,
+#: 345-360 MB (bench/ranks.py).
 RELEASE_AT_ONCE = "dirty_decay_ms:0,muzzy_decay_ms:0"
 
 
