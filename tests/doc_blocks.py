@@ -266,6 +266,37 @@ def ranks_gloo_example() -> str:
     return f"```\n$ {RANKS_GLOO_COMMAND}\n```\n\n" + "\n\n".join(steps) + "\n\n" + "\n".join(matching) + "\n\n"
 
 
+#: The two ranks of a public tensor-parallel Llama run (tests/data/real), the set merge's example reads.
+MERGE_RANKS = tuple(f"tests/data/real/tugot17__tokenomics-from-first-principles__rtx4090-tp2-llama-rank{r}.json.gz"
+                    for r in (0, 1))
+MERGE_COMMAND = "tracekit merge tp2 -o merged.json.gz"
+
+
+@cache
+def merge_example() -> str:
+    """``tracekit merge`` of :data:`MERGE_RANKS`, linked into a folder ``tp2`` of a scratch folder
+    (the summaries its analysis keeps go to a cache folder there, not the user's)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        ranks = Path(scratch) / "tp2"
+        ranks.mkdir()
+        for rank in MERGE_RANKS:
+            (ranks / Path(rank).name).symlink_to(ROOT / rank)
+        before = os.environ.get("TRACEKIT_CACHE_DIR")
+        os.environ["TRACEKIT_CACHE_DIR"] = str(Path(scratch) / "cache")
+        try:
+            code, _, err = _run(MERGE_COMMAND.split()[1:], cwd=Path(scratch))
+        finally:
+            if before is None:
+                del os.environ["TRACEKIT_CACHE_DIR"]
+            else:
+                os.environ["TRACEKIT_CACHE_DIR"] = before
+    assert code == 0, err
+    listing = "".join(f"{Path(rank).name}\n" for rank in MERGE_RANKS)
+    return f"```\n$ ls tp2\n{listing}$ {MERGE_COMMAND}\n{_SIZE.sub('(… bytes, ', err)}```\n"
+
+
 PRODUCERS: dict[str, Callable[[], str]] = {
     "RULES": rules_table,
     "PRECISION": precision_table,
@@ -279,6 +310,7 @@ PRODUCERS: dict[str, Callable[[], str]] = {
     "CONVERT": convert_example,
     "ANNOTATE": annotate_example,
     "RANKS-GLOO": ranks_gloo_example,
+    "MERGE": merge_example,
 }
 PAGES: dict[str, str] = {
     "RULES": "docs/reference/findings.md",
@@ -293,6 +325,7 @@ PAGES: dict[str, str] = {
     "CONVERT": "docs/commands/convert.md",
     "ANNOTATE": "docs/commands/annotate.md",
     "RANKS-GLOO": "docs/guide/ranks.md",
+    "MERGE": "docs/commands/merge.md",
 }
 #: Blocks of code the tests run (tests/commands/test_api.py, tests/docs/test_collect_snippet.py).
 CODE_BLOCKS = frozenset({"README-API", "API", "COLLECT", "TIMELINES"})

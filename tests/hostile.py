@@ -10,13 +10,13 @@ Used by ``tests/commands/test_hostile_inputs.py`` (the corpus and hypothesis mut
   insert an entry, change a metadata field) applied to a decoded trace; :func:`random_mutations`
   draws them without hypothesis (the fuzzer's fallback).
 - :func:`run_matrix`: every command (report, convert then report of the Parquet, diff, check,
-  compare, annotate then report of the annotated trace) in
+  compare, annotate then report of the annotated trace, merge then report of the merged trace) in
   every format (term, md, json), in this process; :func:`check_outcomes` states what each may
   end in: exit 0 with output, exit 2 with one line on stderr (1 for a broken expectation), never a
-  traceback or an internal error. ``python tests/hostile.py serve`` runs matrices for a parent
+  traceback or an internal error, and never a change to a file the case wrote (the user's). ``python tests/hostile.py serve`` runs matrices for a parent
   that sends cases as JSON lines, under an address-space limit (the tests' bounded child).
 - :func:`write_failures`: every writer against an output that cannot be written (a full or closed
-  stdout, ``/dev/full``, a file-size limit, a full file system); :func:`run_write_case` runs one in
+  stdout, ``/dev/full``, a file-size limit, a full file system, a read-only directory); :func:`run_write_case` runs one in
   its own process and :func:`check_write_outcome` states what it must end in.
 """
 
@@ -142,7 +142,8 @@ class Case:
     ``trace``: the TRACE argument (a path relative to the case's directory, or absolute);
     ``commands``: which commands apply; ``args``: extra arguments for every command;
     ``expect``: exit statuses allowed per command, beyond the defaults of :func:`check_outcomes`
-    (for cases whose outcome is known: e.g. ``{"report": {2}}``).
+    (for cases whose outcome is known: e.g. ``{"report": {2}}``); ``merge_output``: ``merge``'s
+    ``-o`` (relative to the case's directory).
     """
 
     name: str
@@ -153,6 +154,7 @@ class Case:
     expect: dict[str, set[int]] = field(default_factory=dict)
     expect_file: str = "e.toml"
     formats: tuple[str, ...] = FORMATS
+    merge_output: str = "merged.json.gz"
 
 
 def _nest(depth: int) -> str:
@@ -318,21 +320,59 @@ def corpus() -> list[Case]:
         "r/rank1.json": gz[:100], "r/rank2.json": b"not json",
         "r/rank3.json": dumps({**base, "distributedInfo": {"rank": 2**70}}),
         "r/rank4.json": _nest(100_000).encode(), "r/rank5.json": dumps({**base, "traceEvents": 5})},
-        trace="r", commands=("report",), expect={"report": {0}}))
+        trace="r", commands=("report", "merge"), expect={"report": {0}, "merge": {2}}))
     # A directory of rank files none of which reads: refused in one line naming the files' errors.
     cases.append(Case("ranks/all_broken", {
         "r/rank0.json": b"not json", "r/rank1.json": gz[:100],
         "r/rank2.json": dumps({**base, "traceEvents": 5}),
         "r/rank3.json": dumps({**base, "distributedInfo": {"rank": 2**70}})},
-        trace="r", commands=("report",), expect={"report": {2}}))
+        trace="r", commands=("report", "merge"), expect={"report": {2}, "merge": {2}}))
     # Directories that are not a set of ranks: refused in one line.
-    cases.append(Case("ranks/no_rank", {"r/a.json": raw, "r/b.json": raw}, trace="r", commands=("report",),
-                      expect={"report": {2}}))
+    cases.append(Case("ranks/no_rank", {"r/a.json": raw, "r/b.json": raw}, trace="r", commands=("report", "merge"),
+                      expect={"report": {2}, "merge": {2}}))
     cases.append(Case("ranks/duplicate", {
         "r/a.json": dumps({**base, "distributedInfo": {"rank": 1, "world_size": 2}}),
         "r/b.json": dumps({**base, "distributedInfo": {"rank": 1, "world_size": 2}})},
-        trace="r", commands=("report",), expect={"report": {2}}))
+        trace="r", commands=("report", "merge"), expect={"report": {2}, "merge": {2}}))
+    cases += _merge_cases(base, raw)
     return cases
+
+
+def _merge_cases(base: dict[str, Any], raw: bytes) -> list[Case]:
+    """``merge`` on what a user may point it at: its output onto one of the ranks, a directory
+    holding more than ranks, a rank it cannot copy, a file or a wrong ``-o``. Each is refused in
+    one line (exit 2) or merged (exit 0: the other files are not traces of the set), and
+    :func:`check_outcomes` checks that no file of the case changed."""
+    def rank(r: int, world: int = 2, doc: dict[str, Any] | None = None) -> bytes:
+        return dumps({**(doc or base), "distributedInfo": {"backend": "nccl", "rank": r, "world_size": world}})
+
+    pair = {"r/rank0.json": rank(0), "r/rank1.json": rank(1)}
+    merge_only = {"commands": ("merge",)}
+    big_id = json.loads(json.dumps(base))
+    launch = next(e for e in big_id["traceEvents"] if isinstance(e.get("args"), dict) and "correlation" in e["args"])
+    launch["args"]["correlation"] = 10**10  # merge keeps ids below 10^10 (tracekit.merge.ID_STRIDE)
+    return [
+        Case("ranks/merge_output_is_a_rank", pair, trace="r", merge_output="r/rank0.json", expect={"merge": {2}},
+             **merge_only),
+        # Files that are not ranks of the set beside it: passed over, by merge and by report alike.
+        Case("ranks/merge_beside_other_files", {**pair, "r/readme.txt": b"notes", "r/manifest.json": b"{}",
+                                                 "r/.hidden.json": b"not json", "r/rank0.et.json": b"not json",
+                                                 "r/sub/rank2.json": rank(0)},
+             trace="r", commands=("report", "merge"), expect={"report": {0}, "merge": {0}, "report-merged": {0}}),
+        Case("ranks/merge_a_trace_without_rank", {**pair, "r/other.json": raw}, trace="r", expect={"merge": {2}},
+             **merge_only),
+        Case("ranks/merge_a_parquet_rank", {"r/rank0.json": rank(0), "r/rank1.parquet": b"PAR1" + bytes(100) + b"PAR1"},
+             trace="r", expect={"merge": {2}}, **merge_only),
+        Case("ranks/merge_an_id_too_large", {"r/rank0.json": rank(0), "r/rank1.json": rank(1, doc=big_id)},
+             trace="r", expect={"merge": {2}}, **merge_only),
+        Case("ranks/merge_a_file", {"t.json": rank(0)}, trace="t.json", expect={"merge": {2}}, **merge_only),
+        Case("ranks/merge_output_not_a_trace_name", pair, trace="r", merge_output="merged.txt",
+             expect={"merge": {2}}, **merge_only),
+        Case("ranks/merge_output_in_a_missing_directory", pair, trace="r", merge_output="nowhere/m.json.gz",
+             expect={"merge": {2}}, **merge_only),
+        Case("ranks/merge_output_is_a_directory", {**pair, "out.json.gz/x.txt": b"kept"}, trace="r",
+             merge_output="out.json.gz", expect={"merge": {2}}, **merge_only),
+    ]
 
 
 def _long_kernel_names(base: dict[str, Any], count: int, length: int) -> bytes:
@@ -390,6 +430,12 @@ def matrix(case: Case, workdir: Path, *, quick: bool = False) -> list[tuple[str,
             args = [a for a in case.args if a != "--partial"]
             runs.append(("annotate", ["annotate", trace, "-o", out, *args]))
             runs.append(("report-annotated", ["report", out, "--format", "json"]))
+        elif command == "merge":  # and the merged trace read back
+            # merge takes only --max-inflated-size of the reading options (no --partial).
+            args = [a for i, a in enumerate(case.args) if a == "--max-inflated-size"
+                    or (i and case.args[i - 1] == "--max-inflated-size")]
+            runs.append(("merge", ["merge", trace, "-o", case.merge_output, *args]))
+            runs.append(("report-merged", ["report", case.merge_output, "--format", "json"]))
     return runs
 
 
@@ -419,19 +465,36 @@ def write_case(case: Case, workdir: Path) -> None:
             path.write_bytes(data)  # type: ignore[arg-type]
 
 
+def _inputs(case: Case, workdir: Path) -> dict[str, bytes]:
+    """The bytes of every regular file the case wrote (the user's files, which no run may change)."""
+    found = {}
+    for rel in [*case.files, "e.toml"]:
+        path = workdir / rel
+        if path.is_file() and not path.is_symlink():
+            found[rel] = path.read_bytes()
+    return found
+
+
+#: The runs that read back what the run before them wrote.
+READS_BACK = {"report-parquet": "convert", "report-merged": "merge"}
+
+
 def run_matrix(case: Case, workdir: Path, *, quick: bool = False) -> list[dict[str, Any]]:
-    """Every run of :func:`matrix` in ``workdir``: ``{command, argv, code, stdout_len, stdout_head,
-    stderr}`` each."""
+    """Every run of :func:`matrix` in ``workdir``: ``{command, argv, code, stdout_len, json_ok,
+    stderr, inputs_changed}`` each (``inputs_changed``: the case's files the run changed)."""
     results = []
     here = os.getcwd()
     os.chdir(workdir)
     try:
-        converted = True
+        failed: set[str] = set()
         for command, argv in matrix(case, workdir, quick=quick):
-            if command == "report-parquet" and not converted:
+            if READS_BACK.get(command) in failed:
                 continue  # nothing was written to read back
+            before = _inputs(case, workdir)
             code, out, err = run_one(argv)
-            converted = converted and not (command == "convert" and code != 0)
+            after = _inputs(case, workdir)
+            if code != 0:
+                failed.add(command)
             json_ok = None
             fmt = argv[argv.index("--format") + 1] if "--format" in argv else None
             if code in (0, 1) and fmt == "json":
@@ -441,7 +504,9 @@ def run_matrix(case: Case, workdir: Path, *, quick: bool = False) -> list[dict[s
                 except ValueError:
                     json_ok = False
             results.append({"command": command, "argv": argv[:1] + [a[:60] for a in argv[1:]], "code": code,
-                            "stdout_len": len(out), "json_ok": json_ok, "stderr": err[-4000:]})
+                            "stdout_len": len(out), "json_ok": json_ok, "stderr": err[-4000:],
+                            "inputs_changed": sorted(k for k in set(before) | set(after)
+                                                     if before.get(k) != after.get(k))})
     finally:
         os.chdir(here)
     return results
@@ -449,7 +514,8 @@ def run_matrix(case: Case, workdir: Path, *, quick: bool = False) -> list[dict[s
 
 #: What each command may end in, whatever its input.
 ALLOWED = {"report": {0, 2}, "convert": {0, 2}, "report-parquet": {0, 2}, "diff": {0, 2}, "check": {0, 1, 2},
-           "compare": {0, 2}, "annotate": {0, 2}, "report-annotated": {0, 2}}
+           "compare": {0, 2}, "annotate": {0, 2}, "report-annotated": {0, 2}, "merge": {0, 2},
+           "report-merged": {0, 2}}
 
 
 def check_outcomes(case: Case, results: list[dict[str, Any]]) -> list[str]:
@@ -460,7 +526,9 @@ def check_outcomes(case: Case, results: list[dict[str, Any]]) -> list[str]:
         code, err = r["code"], r["stderr"]
         allowed = ALLOWED[r["command"]] & case.expect.get(r["command"], ALLOWED[r["command"]])
         lines = [line for line in err.splitlines() if line.strip()]
-        if "Traceback" in err or code == 3:
+        if r.get("inputs_changed"):
+            problems.append(f"{where}: changed the user's {', '.join(r['inputs_changed'])}")
+        elif "Traceback" in err or code == 3:
             problems.append(f"{where}: exit {code}, traceback or internal error: {err[-600:]}")
         elif code not in allowed:
             problems.append(f"{where}: exit {code}, expected one of {sorted(allowed)}: {err[-300:]}")
@@ -483,9 +551,13 @@ def check_outcomes(case: Case, results: list[dict[str, Any]]) -> list[str]:
 #: stdout closed (``>&-``); ``dev_full``: ``-o /dev/full``; ``file_size``: ``-o FILE`` under a
 #: file-size limit (``ulimit -f``, ``RLIMIT_FSIZE`` set in the child); ``full_disk``: ``-o FILE`` on a
 #: file system with no free block (a small tmpfs in a user namespace, ``unshare -rm``: no root needed;
-#: skipped where the system allows no such namespace).
+#: skipped where the system allows no such namespace); ``read_only``: ``-o FILE`` in a directory that
+#: cannot be written (the same tmpfs remounted read-only once the earlier output is in it: a mode
+#: bit would not stop root).
 STDOUT_SINKS = ("stdout_full", "stdout_closed")
-FILE_SINKS = ("dev_full", "file_size", "full_disk")
+FILE_SINKS = ("dev_full", "file_size", "full_disk", "read_only")
+#: Sinks made with a tmpfs in a user namespace.
+NAMESPACE_SINKS = ("full_disk", "read_only")
 #: The file-size limit of ``file_size``: below any output's size.
 FILE_SIZE_LIMIT = 64
 #: What the output file holds before the run (it must hold it after).
@@ -505,8 +577,9 @@ class WriteCase:
 
 
 def write_failures() -> list[WriteCase]:
-    """Every writer (report in every format, diff, check, compare, annotate, convert) against every
-    sink that applies to it: standard output for what writes there, an ``-o`` file for the rest."""
+    """Every writer (report in every format, diff, check, compare, annotate, convert, merge) against
+    every sink that applies to it: standard output for what writes there, an ``-o`` file for the
+    rest (:func:`run_write_case` gives merge a directory ``r`` of two ranks)."""
     clean = str(SEEDS["mlp_eager"])
     to_stdout = {
         **{f"report_{f}": ["report", "t.json", "--format", f] for f in ("term", "md", "json", "html")},
@@ -514,6 +587,7 @@ def write_failures() -> list[WriteCase]:
         "check_md": ["check", "t.json", "--expect", "e.toml", "--format", "md"],
         "compare_json": ["compare", "t.json", clean, "--format", "json"],
         "annotate_dash": ["annotate", "t.json", "-o", "-"],
+        "merge_dash": ["merge", "r", "-o", "-"],
     }
     to_file = {
         **{f"report_{f}": (["report", "t.json", "--format", f, "-o", "{out}"], f"out.{ext}")
@@ -525,6 +599,7 @@ def write_failures() -> list[WriteCase]:
         "compare_md": (["compare", "t.json", clean, "-o", "{out}"], "out.md"),
         "annotate": (["annotate", "t.json", "-o", "{out}"], "out.json.gz"),
         "convert": (["convert", "t.json", "-o", "{out}"], "out.parquet"),
+        "merge": (["merge", "r", "-o", "{out}"], "out.json.gz"),
     }
     cases = [WriteCase(f"{sink}/{label}", argv, sink) for label, argv in to_stdout.items() for sink in STDOUT_SINKS]
     for label, (argv, output) in to_file.items():
@@ -536,7 +611,8 @@ def write_failures() -> list[WriteCase]:
 
 
 def full_disk_available() -> bool:
-    """Whether this system lets an unprivileged process mount a tmpfs in a user namespace."""
+    """Whether this system lets an unprivileged process mount a tmpfs in a user namespace (the
+    :data:`NAMESPACE_SINKS`)."""
     import shutil
     import subprocess
     import tempfile
@@ -550,14 +626,19 @@ def full_disk_available() -> bool:
 
 
 def run_write_case(case: WriteCase, workdir: Path) -> dict[str, Any]:
-    """Run ``case`` in ``workdir`` (made here, with the trace and the expectations): ``{code, stderr,
-    before, after, left}`` — the output's bytes before and after (a directory's: its files'), and the
-    names beside the output that were not there before (a temp file left behind)."""
+    """Run ``case`` in ``workdir`` (made here, with the trace, the expectations and ``r``, a directory
+    of two ranks): ``{code, stderr, before, after, left}`` — the output's bytes before and after (a
+    directory's: its files'), and the names beside the output that were not there before (a temp
+    file left behind)."""
     import subprocess
 
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "t.json").write_bytes(seed_bytes())
     (workdir / "e.toml").write_bytes(EXPECT)
+    (workdir / "r").mkdir(exist_ok=True)
+    for rank in (0, 1):
+        doc = {**seed(), "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}}
+        (workdir / "r" / f"rank{rank}.json").write_bytes(dumps(doc))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for key in [k for k in env if k.startswith("TRACEKIT_")]:
         del env[key]
@@ -595,12 +676,14 @@ def run_write_case(case: WriteCase, workdir: Path) -> dict[str, Any]:
         done = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, timeout=300, preexec_fn=limit)
         code, stderr = done.returncode, done.stderr.decode(errors="replace")
         after = _listing(where)
-    else:  # full_disk: a tmpfs mounted over `out` in a namespace of its own, filled before the run
+    else:  # a tmpfs mounted over `out` in a namespace of its own: filled (full_disk) or made read-only
         report = workdir / "report.json"
+        seal = ('dd if=/dev/zero of="$1/.filler" bs=4k 2>/dev/null' if case.sink == "full_disk"
+                else 'mount -o remount,ro "$1" || exit 92')
         script = f"""
 mount -t tmpfs -o size=64k none "$1" || exit 90
 mkdir -p "$(dirname "$2")" && printf '%s' "$3" > "$2" || exit 91
-dd if=/dev/zero of="$1/.filler" bs=4k 2>/dev/null
+{seal}
 root="$1"
 shift 4
 "$@" 2> "$0.stderr"
@@ -614,7 +697,7 @@ print(json.dumps({{str(p.relative_to(root)): p.read_bytes().decode("latin-1") fo
                                OLD_OUTPUT.decode(), "--", *argv], cwd=workdir, env=env, capture_output=True,
                               timeout=300)
         if done.returncode != 0 or not report.exists():
-            raise RuntimeError(f"{case.name}: the full file system could not be set up: {done.stderr[-300:]!r}")
+            raise RuntimeError(f"{case.name}: the {case.sink} file system could not be set up: {done.stderr[-300:]!r}")
         code = int(Path(f"{report}.code").read_text())
         stderr = Path(f"{report}.stderr").read_text(errors="replace")
         before = {str(old.relative_to(where)): OLD_OUTPUT.decode("latin-1")}

@@ -5,7 +5,9 @@ work by cores asks it, so loading, ``diff`` and ``report DIR`` agree. :func:`spa
 process pool every parallel step uses (the loader's shares, ``diff``'s two profiles, one process per
 rank); it starts its workers with *spawn*, so a worker imports the caller's main module again, and
 only a program written for that (an ``if __name__ == "__main__":`` guard, or the ``tracekit``
-command) should make one; :func:`threads_unwaited` is a thread pool that, like
+command) should make one; given ``env``, its workers start with those environment variables set
+(:func:`releasing_env`: the allocator options of a worker that reads one large trace after
+another); :func:`threads_unwaited` is a thread pool that, like
 :func:`spawn_pool_unwaited`, does not hold its caller up at exit. :func:`shared_memory_dir` is
 where files that processes hand each other go when memory has room for them (the loader's shares,
 an inflated gzip trace).
@@ -13,9 +15,11 @@ an inflated gzip trace).
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
+import multiprocessing.context
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
@@ -28,11 +32,68 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def spawn_pool(max_workers: int) -> ProcessPoolExecutor:
-    """A pool of ``max_workers`` spawned processes (use it as a context manager)."""
+#: The allocator variable of Polars (jemalloc's options, read once when Polars is imported).
+ALLOCATOR_VAR = "_RJEM_MALLOC_CONF"
+#: What a worker reading one large trace after another (``report DIR``'s ranks) adds to it: freed
+#: pages go back to the system at once. Polars' own setting keeps them for 0.5 s, then marks them
+#: reclaimable for 1 s more (still counted as resident); the pages one trace freed are seldom taken
+#: again by the next trace's threads (jemalloc gives threads arenas of their own), so a worker read
+#: its next trace while still holding the last one's: on 100 MB ranks of the shipped GPT-2 step, a
+#: worker peaked at 340 MB on its first rank and 430-457 MB on the next ones; given back at once,
+#: 345-360 MB (bench/ranks.py).
+RELEASE_AT_ONCE = "dirty_decay_ms:0,muzzy_decay_ms:0"
+
+
+def releasing_env() -> dict[str, str]:
+    """The environment to add for a worker that reads one large trace after another: this
+    process's allocator options (:data:`ALLOCATOR_VAR`: Polars' defaults once it is imported, with
+    any the user set) followed by :data:`RELEASE_AT_ONCE`, whose options win (jemalloc keeps the
+    last of an option given twice, and Polars puts the variable it finds after its defaults)."""
+    current = os.environ.get(ALLOCATOR_VAR)
+    return {ALLOCATOR_VAR: f"{current},{RELEASE_AT_ONCE}" if current else RELEASE_AT_ONCE}
+
+
+def spawn_pool(max_workers: int, env: Mapping[str, str] | None = None) -> ProcessPoolExecutor:
+    """A pool of ``max_workers`` spawned processes (use it as a context manager); with ``env``,
+    each starts with those environment variables set (this process's left as they were)."""
     # spawn, not fork: forking a process whose Polars thread pool is running can deadlock (the
     # child inherits locks held by threads that do not exist in it).
-    return ProcessPoolExecutor(max_workers=max_workers, mp_context=multiprocessing.get_context("spawn"))
+    context = multiprocessing.get_context("spawn")
+    if env:
+        context = multiprocessing.context.SpawnContext()
+        context.Process = functools.partial(_ProcessWithEnv, env=dict(env))  # type: ignore[method-assign]
+    return ProcessPoolExecutor(max_workers=max_workers, mp_context=context)
+
+
+class _ProcessWithEnv(multiprocessing.context.SpawnProcess):
+    """A spawned process started with ``env`` added to the environment it inherits. A spawned
+    child's environment is this process's at the moment it starts (there is no argument for it), so
+    :meth:`start` sets the variables for that moment and puts them back after."""
+
+    def __init__(self, *args, env: Mapping[str, str], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._env = dict(env)
+
+    def start(self) -> None:
+        with environment(self._env):
+            super().start()
+
+
+@contextmanager
+def environment(env: Mapping[str, str]) -> Iterator[None]:
+    """This process's environment with ``env`` set for the block, put back after: for starting
+    a process that inherits it (a spawned worker, a local Ray instance). Another thread reading the
+    environment meanwhile sees the additions."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 @contextmanager

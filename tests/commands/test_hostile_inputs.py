@@ -1,7 +1,8 @@
 """Hostile input never breaks any command: every case of the fixed corpus and hypothesis mutations
-of real traces, through report, convert (and the Parquet back), diff and check in every format,
-ends in a report (exit 0), a broken expectation (check: exit 1) or one line and exit 2 — never a
-traceback, an internal error, a hang or an exhausted machine.
+of real traces, through report, convert (and the Parquet back), diff, check, compare, annotate and
+merge (and the merged trace back) in every format, ends in a report (exit 0), a broken expectation
+(check: exit 1) or one line and exit 2 — never a traceback, an internal error, a hang, an exhausted
+machine or a change to a file of the case.
 
 The cases run in a child process (``tests/hostile.py serve``) under an address-space limit, and
 each answer must come within a time limit: a case that hangs, or a decompression bomb that would
@@ -10,8 +11,8 @@ exhaust memory, fails its test instead of the machine. The corpus and the mutati
 
 Failing writes are a family of their own: every writer (report in every format, diff, check,
 compare, annotate, convert) against a full or closed standard output, ``/dev/full``, a file-size
-limit (``RLIMIT_FSIZE`` in the child) and a full file system (a tmpfs in a user namespace, where the
-system allows one) ends in one line and exit 2, the output that was there before unchanged and no
+limit (``RLIMIT_FSIZE`` in the child), a full file system and a read-only directory (a tmpfs in a
+user namespace, where the system allows one) ends in one line and exit 2, the output that was there before unchanged and no
 temp file left.
 """
 
@@ -164,6 +165,8 @@ def test_the_checks_can_fail() -> None:
          "stderr": "tracekit: error: one\ntracekit: error: two\n"},
         {"command": "check", "argv": ["check", "t.json"], "code": 0, "stdout_len": 5, "json_ok": False, "stderr": ""},
         {"command": "report", "argv": ["report", "t.json"], "code": 0, "stdout_len": 0, "json_ok": None, "stderr": ""},
+        {"command": "merge", "argv": ["merge", "r"], "code": 2, "stdout_len": 0, "json_ok": None,
+         "stderr": "tracekit: error: refused\n", "inputs_changed": ["r/rank0.json"]},
     ]
     assert len(hostile.check_outcomes(case, bad)) == len(bad)
     strict = hostile.Case("probe", expect={"report": {2}})
@@ -182,18 +185,18 @@ def test_a_write_the_machine_refuses_is_one_line_and_exit_2(name: str, tmp_path:
     case = WRITE_CASES[name]
     if case.sink == "dev_full" and not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full on this system")
-    if case.sink == "full_disk" and not FULL_DISK:
+    if case.sink in hostile.NAMESPACE_SINKS and not FULL_DISK:
         pytest.skip("no tmpfs in a user namespace here (unshare -rm); the file-size limit covers the file writers")
     result = hostile.run_write_case(case, tmp_path)
     problems = hostile.check_write_outcome(case, result)
     assert not problems, "\n".join(problems) + f"\nstderr: {result['stderr'][-600:]}"
-    if case.sink in ("file_size", "full_disk"):
+    if case.sink in ("file_size", "full_disk", "read_only"):
         assert "cannot write" in result["stderr"], result["stderr"]
 
 
 def test_the_write_family_covers_every_writer_and_sink() -> None:
     commands = {case.argv[0] for case in WRITE_CASES.values()}
-    assert commands == {"report", "diff", "check", "compare", "annotate", "convert"}
+    assert commands == {"report", "diff", "check", "compare", "annotate", "convert", "merge"}
     formats = {case.argv[case.argv.index("--format") + 1] for case in WRITE_CASES.values() if "--format" in case.argv}
     assert {"term", "md", "json", "html", "svg"} <= formats
     assert {case.sink for case in WRITE_CASES.values()} == {*hostile.STDOUT_SINKS, *hostile.FILE_SINKS}

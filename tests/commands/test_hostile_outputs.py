@@ -46,6 +46,8 @@ def work(tmp_path: Path) -> Path:
     os.symlink("t.json.gz", tmp_path / "sym.json.gz")
     (tmp_path / "ranks").mkdir()
     copy_as_rank(SAMPLES / "mlp_eager.json.gz", tmp_path / "ranks" / "r0.json.gz", 0, 1)
+    os.link(tmp_path / "ranks" / "r0.json.gz", tmp_path / "rank_hard.json.gz")
+    os.symlink("ranks/r0.json.gz", tmp_path / "rank_sym.json.gz")
     return tmp_path
 
 
@@ -64,6 +66,9 @@ def work(tmp_path: Path) -> Path:
     (["diff", "--format", "md", "t.json.gz", "b.json.gz", "-o", "t.et.json.gz"], "t.et.json.gz"),
     (["check", "--format", "md", "t.json.gz", "--expect", "e.toml", "-o", "e.toml"], "e.toml"),
     (["report", "--format", "md", "ranks", "-o", "ranks/r0.json.gz"], "ranks/r0.json.gz"),
+    (["merge", "ranks", "-o", "ranks/r0.json.gz"], "ranks/r0.json.gz"),
+    (["merge", "ranks", "-o", "rank_hard.json.gz"], "ranks/r0.json.gz"),  # a hard link to a rank
+    (["merge", "ranks", "-o", "rank_sym.json.gz"], "ranks/r0.json.gz"),  # a symlink to a rank
 ])
 def test_an_output_that_is_an_input_is_refused_before_anything_is_written(work: Path, argv, victim) -> None:
     before = digest(work / victim)

@@ -182,3 +182,29 @@ def test_dlrm_summaries_are_under_one_percent_of_the_json(tmp_path):
         json_bytes = len(gzip.decompress(path.read_bytes()))
         # ~8.7 KB against ~900 KB of JSON (0.88-0.97 %); the gzip file itself is ~54 KB.
         assert size <= json_bytes / 100, (r, size, json_bytes)
+
+
+class _Bar:
+    def update(self, done: int, total: int) -> None:
+        pass
+
+
+def test_pool_workers_start_with_the_allocator_giving_memory_back_and_this_process_keeps_its_own():
+    # The variable Polars' allocator reads as a worker imports Polars: this process's options (Polars
+    # put its defaults there on import) followed by the release-at-once ones, which win (jemalloc keeps
+    # the last of an option given twice). os.getenv runs in the workers: what each one started with.
+    from tracekit import parallel
+    from tracekit.ranks import engines
+
+    var = parallel.ALLOCATOR_VAR
+    mine = os.environ.get(var)
+    assert mine and "dirty_decay_ms" in mine  # Polars is imported here: its defaults are set
+    got = engines.run_pool([var, "HOME"], 2, _Bar(), summarise=os.getenv)
+    assert got[var] == f"{mine},dirty_decay_ms:0,muzzy_decay_ms:0"
+    assert got["HOME"] == os.environ.get("HOME")  # the rest of the environment is inherited as it was
+    assert os.environ.get(var) == mine  # this process's is put back
+    # A worker started again for a file whose process died gets it too (the one-process pool).
+    with parallel.spawn_pool(1, env=parallel.releasing_env()) as pool:
+        assert pool.submit(os.getenv, var).result() == got[var]
+    with parallel.spawn_pool(1) as pool:  # a pool without env: this process's environment alone
+        assert pool.submit(os.getenv, var).result() == mine

@@ -78,3 +78,24 @@ def test_ray_summaries_fill_the_cache_the_pool_then_reads(local_ray, tmp_path, m
     monkeypatch.setattr(summary, "summarize", never)
     again = ranks.analyze(where, workers=1)
     assert again.ranks.equals(first.ranks)
+
+
+def test_a_ray_that_does_not_start_is_one_line(tmp_path, monkeypatch, capsys):
+    # Ray raises a bare Exception when its local node times out starting (a loaded machine).
+    where = tmp_path / "ranks"
+    where.mkdir()
+    copy_as_rank(SAMPLES / "mlp_eager.json.gz", where / "rank0.json.gz", 0, 1)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+
+    def timed_out(**kwargs):
+        raise Exception("The current node timed out during startup. This could happen because some of\n"
+                        "the raylet failed to startup or the GCS has become overloaded.")
+
+    monkeypatch.setattr(ray, "init", timed_out)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(where), "--no-cache", "--engine", "ray"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith("tracekit: error: --engine ray: could not start or reach a local Ray instance: "
+                          "The current node timed out during startup. This could happen because some of the raylet")

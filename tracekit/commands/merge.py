@@ -13,7 +13,7 @@ from tracekit.output import refuse_inputs
 
 @click.command()
 @click.argument("directory", metavar="DIR", type=click.Path(path_type=str))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), required=True,
+@click.option("-o", "--output", type=options.FilePath("a file to write (.json or .json.gz)"), required=True,
               help="Trace to write: .json.gz (gzip) or .json.")
 @options.max_inflated_size  # not --partial: a trace cut short cannot be copied whole
 def merge(directory: str, output: str) -> None:

@@ -164,7 +164,8 @@ def analyze(directory: str | os.PathLike[str], *, workers: int | None = None, sh
     Parameters
     ----------
     workers
-        The pool engine's processes (default: one per core; 1: this process).
+        The pool engine's processes (default: one per core; 1: this process); with Ray, the CPUs of
+        a local instance started for the run (default: every core).
     show_progress
         A bar of the traces summarised, on stderr (:mod:`tracekit.progress`).
     engine
@@ -203,7 +204,7 @@ def analyze(directory: str | os.PathLike[str], *, workers: int | None = None, sh
         with progress.phase(label, enabled=show_progress) as bar:
             bar.update(0, len(todo))
             if engine == "ray":
-                fresh = engines.run_ray(todo, bar)
+                fresh = engines.run_ray(todo, bar, cpus=workers)
             else:
                 fresh = engines.run_pool(todo, max(1, min(len(todo), workers or parallel.cores())), bar)
         for p in todo:

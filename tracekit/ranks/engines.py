@@ -10,11 +10,17 @@ the report built from them is the same byte for byte.
 - ``pool`` (:func:`run_pool`, the default): up to ``workers`` spawned processes of this machine
   (:func:`tracekit.parallel.spawn_pool`); a process that dies breaks the pool, and the files it
   left unfinished are then summarised one process each, so the file that kills its process is the
-  only one named. One worker: this process, no pool.
+  only one named. One worker: this process, no pool. Workers start with
+  :func:`tracekit.parallel.releasing_env`, so one trace's freed memory is not still held while
+  the next is read.
 - ``ray`` (:func:`run_ray`, the ``ray`` extra): one Ray task per trace, one CPU each, no retry (a
   file that kills its worker is named, not read again). Ray schedules them: a local instance
   started for the run (stopped after it) unless this process is already connected, or the cluster
-  ``RAY_ADDRESS`` names. On a cluster, each trace's path must be readable at the same path on every
+  ``RAY_ADDRESS`` names. A local instance started here has the workers' CPUs asked for (else every
+  core) and starts with :func:`~tracekit.parallel.releasing_env`, as the pool's workers do; an
+  instance already running keeps the environment it was started with. An instance that does not
+  start (a node that times out starting on a loaded machine) or a cluster that cannot be reached is
+  one line (:class:`~tracekit.errors.UsageError`). On a cluster, each trace's path must be readable at the same path on every
   node (a shared file system) and every node needs this tracekit installed; only the small
   summaries come back to this machine.
 """
@@ -46,7 +52,7 @@ def run_pool(paths: list[str], workers: int, bar: progress.Phase,
             done[p] = summarise(p)
             bar.update(len(done), len(paths))
         return done
-    with parallel.spawn_pool(workers) as pool:
+    with parallel.spawn_pool(workers, env=parallel.releasing_env()) as pool:
         futures = {pool.submit(summarise, p): p for p in paths}
         for future in as_completed(futures):
             try:
@@ -58,7 +64,7 @@ def run_pool(paths: list[str], workers: int, bar: progress.Phase,
         if p in done:
             continue
         try:
-            with parallel.spawn_pool(1) as pool:
+            with parallel.spawn_pool(1, env=parallel.releasing_env()) as pool:
                 done[p] = pool.submit(summarise, p).result()
         except BrokenProcessPool:
             done[p] = None
@@ -81,15 +87,27 @@ def ray_module():
     return ray
 
 
-def run_ray(paths: list[str], bar: progress.Phase) -> dict[str, bytes | None]:
-    """:func:`summary_of` of each path as one Ray task (module docstring)."""
+def run_ray(paths: list[str], bar: progress.Phase, cpus: int | None = None) -> dict[str, bytes | None]:
+    """:func:`summary_of` of each path as one Ray task (module docstring); a local instance started
+    here gets ``cpus`` CPUs (None: Ray's default, every core)."""
     ray = ray_module()
     started = not ray.is_initialized()
     if started:
         address = os.environ.get("RAY_ADDRESS") or None
-        local = {} if address else {"include_dashboard": False}
         # Ray's own log lines would interleave with the report and the bar: warnings only.
-        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, **local)
+        options = {"logging_level": logging.WARNING, "log_to_driver": False}
+        try:
+            if address:
+                ray.init(address=address, **options)
+            else:
+                # The local instance's processes inherit this environment, its workers the allocator
+                # setting of the pool's (a runtime_env would start workers of their own beside Ray's).
+                with parallel.environment(parallel.releasing_env()):
+                    ray.init(include_dashboard=False, num_cpus=cpus, **options)
+        except Exception as err:  # noqa: BLE001 - Ray raises bare Exceptions (a node that timed out starting)
+            where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+            reason = " ".join(str(err).split())[:200] or type(err).__name__
+            raise UsageError(f"--engine ray: could not start or reach {where}: {reason}") from None
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(summary_of)
         pending = {task.remote(p): p for p in paths}
