@@ -42,6 +42,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from sections import write_section  # noqa: E402  (bench/sections.py, beside this file)
 
 TRACES = {
     "memory": ROOT / "sample_traces" / "memory" / "train_eager-memory.json.gz",
@@ -336,17 +339,6 @@ def _commit() -> str:
         return "?"
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace the section between the markers in ``path`` (append it when absent)."""
-    text = path.read_text() if path.exists() else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -378,7 +370,7 @@ def main() -> None:
     section = render_section(results, args.repeat, when, (load_before, os.getloadavg()[0]))
     print(section)
     if not args.no_results:
-        write_section(args.results, section)
+        write_section(args.results, section, BEGIN, END)
         print(f"wrote the Charts section of {args.results}")
 
 

@@ -61,6 +61,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import synth  # noqa: E402  (bench/synth.py, beside this file)
+from sections import write_section  # noqa: E402  (bench/sections.py, beside this file)
 
 MB = 1_000_000
 DLRM_RANK0 = "facebookresearch__param__dlrm-8rank-v100-nccl-rank0.json.gz"
@@ -267,18 +268,6 @@ def machine() -> str:
             f"Python {platform.python_version()}; tracekit commit `{commit}`")
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace the section between :data:`BEGIN` and :data:`END` in ``path`` (append it when
-    absent); the rest of the file is left as it is (``bench/compare.py`` carries it over)."""
-    text = path.read_text() if path.exists() else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", default="8,32", help="rank counts, comma-separated (default 8,32)")
@@ -398,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         "the report lists the others as missing; the work per rank is the same).",
         *lines, END])
     if not args.no_results:
-        write_section(args.results, section)
+        write_section(args.results, section, BEGIN, END)
         print(f"wrote the ranks section of {args.results}")
     return 0
 
