@@ -464,7 +464,7 @@ def test_a_rank_file_that_crashes_its_process_is_named(tmp_path: Path, monkeypat
     calls = []
 
     class Broken:
-        def __init__(self, n):
+        def __init__(self, n, env=None):  # spawn_pool's signature: workers, their environment
             pass
 
         def __enter__(self):
