@@ -23,11 +23,12 @@ import argparse
 import gzip
 import json
 import os
-import shutil
 import time
 
 import torch
 from torch.profiler import ProfilerActivity, profile
+
+from capture import header
 
 NEW_TOKENS = 32
 BATCH, PROMPT = 4, 8
@@ -38,7 +39,7 @@ def _export(prof, out: str, name: str) -> str:
     prof.export_chrome_trace(raw)
     path = raw + ".gz"
     with open(raw, "rb") as fin, gzip.GzipFile(path, "wb", 9, mtime=0) as fout:
-        shutil.copyfileobj(fin, fout)
+        fout.write(header.neutralise(fin.read(), os.path.basename(path)))
     os.remove(raw)
     return os.path.basename(path)
 

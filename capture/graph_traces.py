@@ -26,13 +26,14 @@ import gzip
 import inspect
 import json
 import os
-import shutil
 import sys
 import time
 
 import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function
+
+from capture import header
 
 DEV = "cuda"
 DT = torch.bfloat16
@@ -95,7 +96,7 @@ def _profiled(out: str, name: str, body) -> None:
     raw = os.path.join(out, name + ".json")
     prof.export_chrome_trace(raw)
     with open(raw, "rb") as fin, gzip.GzipFile(os.path.join(out, name + ".json.gz"), "wb", 9, mtime=0) as fout:
-        shutil.copyfileobj(fin, fout)
+        fout.write(header.neutralise(fin.read(), name + ".json.gz"))
     os.remove(raw)
 
 

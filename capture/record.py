@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 import shutil
 import tempfile
 import warnings
@@ -26,14 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capture import header
 from tracekit import output
 
 TMP_PREFIX = ".tmp-"
 
-# Kineto writes the capturing host's name and the (temporary) export path into the trace; neither
-# belongs in a shared fixture, so both are replaced in the raw text, leaving every event byte-identical.
-_HOST_NAME = re.compile(rb'("host_name":\s*)"(?:[^"\\]|\\.)*"')
-_TRACE_NAME = re.compile(rb'("traceName":\s*)"(?:[^"\\]|\\.)*"')
 
 
 @dataclass(frozen=True)
@@ -75,10 +71,7 @@ def gzip_file_atomic(src: Path, final: Path) -> int:
 
 
 def _neutralise_header(raw: Path, trace_name: str) -> None:
-    data = raw.read_bytes()
-    data = _HOST_NAME.sub(rb'\1"localhost"', data, count=1)
-    data = _TRACE_NAME.sub(lambda m: m.group(1) + json.dumps(trace_name).encode(), data, count=1)
-    raw.write_bytes(data)
+    raw.write_bytes(header.neutralise(raw.read_bytes(), trace_name))
 
 
 def summarize_trace(path: Path) -> dict[str, Any]:
