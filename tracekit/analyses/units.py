@@ -72,6 +72,7 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
+from tracekit.analyses import compilations
 from tracekit.analyses import steps as steps_analysis
 from tracekit.errors import UsageError
 from tracekit.analyses import serving_labels
@@ -101,8 +102,8 @@ FORWARD_ENTRY_OPS: tuple[tuple[str, str], ...] = (
 #: A compiled model's call (rule d): the op ``torch.compile`` wraps each call of a compiled frame in,
 #: ``Torch-Compiled Region: <frame>/<compilation>``; a frame's compilations (one per shape or guard
 #: failure) are one family, written ``Torch-Compiled Region: <frame>/*``.
-COMPILED_CALL = r"^Torch-Compiled Region: (\d+)/\d+$"
-COMPILED_FAMILY = "Torch-Compiled Region: {frame}/*"
+COMPILED_CALL = rf"^{compilations.REGION_PREFIX}(\d+)/\d+$"
+COMPILED_FAMILY = compilations.REGION_PREFIX + "{frame}/*"
 #: ``--unit from:OP``: units from one top-level OP to the next (rule e's units, chosen by hand);
 #: ``from:A|B``: from each top-level A or B to the next of either; a name ending ``/*`` is a family.
 PERIOD_PREFIX = "from:"
@@ -437,11 +438,11 @@ def _mark_sets(labels: list[str]) -> dict[str, tuple[list[int], bool]]:
     for i, label in enumerate(labels):
         positions.setdefault(label, []).append(i)
     entry = {op for op, _ in FORWARD_ENTRY_OPS}
-    sets = {name: (where, name in entry or re.match(COMPILED_CALL, name.replace("*", "0")) is not None)
+    compiled = {name for name in positions if name.startswith(compilations.REGION_PREFIX)}
+    sets = {name: (where, name in entry or name in compiled)
             for name, where in positions.items() if len(where) >= MIN_FORWARDS}
-    for name, where in positions.items():
-        if not name.startswith(COMPILED_FAMILY.split("{")[0]):
-            continue
+    for name in compiled:
+        where = positions[name]
         for op in entry & positions.keys():
             eager = positions[op]
             if max(eager) < min(where) or max(where) < min(eager):
@@ -490,8 +491,8 @@ def _forward_candidates(trace: Trace, launched: pl.Series) -> pl.DataFrame:
 def _marks(ops: pl.DataFrame, name: str) -> pl.DataFrame:
     """The top-level ops that ``from:name`` delimits periods at (:data:`PERIOD_PREFIX`)."""
     parts = name.split(MARK_SEPARATOR)
-    labels = ops["name"].map_elements(_mark_label, return_dtype=pl.String) if ops.height else ops["name"]
-    return ops.filter(labels.is_in(parts) | ops["name"].is_in(parts))
+    family = pl.col("name").str.replace(COMPILED_CALL, COMPILED_FAMILY.format(frame="${1}"))
+    return ops.filter(family.is_in(parts) | pl.col("name").is_in(parts))
 
 
 def _offered(offered: pl.DataFrame) -> pl.DataFrame:

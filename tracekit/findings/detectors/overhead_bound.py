@@ -26,6 +26,7 @@ from dataclasses import replace
 
 import polars as pl
 
+from tracekit.analyses import compilations
 from tracekit.analyses import steps as steps_analysis
 from tracekit.analyses.round_trips import GRAPH_LAUNCH_APIS
 from tracekit.findings.detectors.host_wait import cold_launches
@@ -50,8 +51,6 @@ COMPILED_FIX = ("the step already runs compiled code that replays no CUDA graph:
                 "torch.compile(mode='reduce-overhead') Inductor skips CUDA graphs for mutated inputs, CPU tensors "
                 "or dynamic shapes and says why in its log (TORCH_LOGS=perf_hints); remove that cause, capture "
                 "the step with torch.cuda.graph, or give each launch more work (a larger batch)")
-#: The op torch.compile runs each call of a compiled frame in.
-COMPILED_REGION_PREFIX = "Torch-Compiled Region"
 
 
 RULE = Rule(
@@ -119,5 +118,5 @@ def detect(context: Context) -> list[Finding]:
     if graphed:
         return [replace(finding, fix=GRAPHED_FIX)]
     compiled = context.tree_ops.height > 0 and context.tree_ops.filter(
-        pl.col("step").is_in(steps) & pl.col("name").str.starts_with(COMPILED_REGION_PREFIX)).height > 0
+        pl.col("step").is_in(steps) & pl.col("name").str.starts_with(compilations.REGION_PREFIX)).height > 0
     return [replace(finding, fix=COMPILED_FIX) if compiled else finding]
